@@ -1,0 +1,2 @@
+//! DLIO-compatible data generation and training emulation.
+pub mod cli;

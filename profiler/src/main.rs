@@ -1,0 +1,37 @@
+//! The `storprof` binary: parses the command line and dispatches. Everything
+//! else lives in the `storprof` and `storprof_bench` libraries.
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use storprof::cli::exit;
+
+#[derive(Parser, Debug)]
+#[command(name = "storprof", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Generate a DLIO-compatible dataset (flux Parquet, unet3d NPZ).
+    Datagen(storprof_bench::cli::DatagenArgs),
+    /// Emulate DLIO training over a dataset and report DLIO's metrics.
+    Bench(storprof_bench::cli::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Datagen(args) => storprof_bench::cli::run_datagen(&args).map(|()| exit::OK),
+        Command::Bench(args) => storprof_bench::cli::run_bench(&args).map(|()| exit::OK),
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(err) => {
+            eprintln!("storprof: error: {err:#}");
+            ExitCode::from(exit::ERROR as u8)
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! The session directory: its data model ([`model`]) and loading it back.
+pub mod model;

@@ -1,0 +1,236 @@
+//! The on-disk session directory written by `storprof record` and read by the
+//! analysis. One serde struct per file; every field added later must be
+//! `#[serde(default)]` so older sessions still load.
+//!
+//! ```text
+//! DIR/session.json      SessionInfo
+//! DIR/threads.json      Vec<ThreadStats>
+//! DIR/io.json           IoStats
+//! DIR/timeseries.json   TimeSeries (1-second buckets)
+//! DIR/oncpu.folded      `comm;outer;...;leaf COUNT` (samples)
+//! DIR/offcpu.folded     `comm;outer;...;leaf MICROSECONDS` (blocked time)
+//! DIR/bench-summary.json  copy of storprof bench's summary.json, when the
+//!                         recorded command was `storprof bench` (optional)
+//! ```
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the session directory layout. Bumped on incompatible changes;
+/// readers refuse sessions with a newer major version.
+pub const SESSION_FORMAT_VERSION: u32 = 1;
+
+/// File names inside a session directory.
+pub mod files {
+    pub const SESSION: &str = "session.json";
+    pub const THREADS: &str = "threads.json";
+    pub const IO: &str = "io.json";
+    pub const TIMESERIES: &str = "timeseries.json";
+    pub const ONCPU_FOLDED: &str = "oncpu.folded";
+    pub const OFFCPU_FOLDED: &str = "offcpu.folded";
+    pub const BENCH_SUMMARY: &str = "bench-summary.json";
+}
+
+/// Environment variable set for the recorded command: the session directory.
+/// `storprof bench` copies its summary.json there as `bench-summary.json`.
+pub const SESSION_DIR_ENV: &str = "STORPROF_SESSION_DIR";
+
+/// `session.json`: what was recorded, how, and how well.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SessionInfo {
+    pub format_version: u32,
+    pub storprof_version: String,
+    /// argv of the recorded command (empty when attached to `--pid`s).
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// pids given with `--pid`.
+    #[serde(default)]
+    pub attached_pids: Vec<u32>,
+    /// Every process (tgid) seen in the traced set, root and descendants.
+    #[serde(default)]
+    pub tracked_pids: Vec<u32>,
+    pub hostname: String,
+    pub kernel: String,
+    pub num_cpus: u32,
+    /// Wall-clock start and end, nanoseconds since the Unix epoch.
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    /// `end - start` in seconds, for readers that do not want to subtract.
+    pub duration_s: f64,
+    /// CPU sampling frequency (Hz).
+    pub freq_hz: u64,
+    /// Exit status of the command (None: attached, killed by a signal or still running).
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub exit_signal: Option<i32>,
+    /// Why recording ended: "exited", "duration", "interrupted" (Ctrl-C/SIGTERM).
+    #[serde(default)]
+    pub end_reason: String,
+    /// One entry per probe: did it run, and if not why.
+    #[serde(default)]
+    pub probes: Vec<ProbeStatus>,
+    /// Kernel feature checks (btf, tracefs, perf_event, ...) → result text.
+    #[serde(default)]
+    pub features: BTreeMap<String, String>,
+    /// Events or samples that were dropped, by counter name; all zero is the goal.
+    #[serde(default)]
+    pub lost_events: BTreeMap<String, u64>,
+    /// Free-form notes for the reader of the session (what is missing and why).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Whether one probe ran.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProbeStatus {
+    /// "cpu_samples", "sched", "syscalls", "block", "page_cache", "process".
+    pub name: String,
+    pub attached: bool,
+    /// Why not, or what it is attached to.
+    #[serde(default)]
+    pub note: String,
+}
+
+/// Off-CPU time of one thread split by the state it left the CPU in.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OffCpuNs {
+    /// Preempted while runnable (TASK_RUNNING): waiting for a CPU.
+    pub runnable: u64,
+    /// Interruptible sleep (TASK_INTERRUPTIBLE): futex, poll, socket, pipe waits.
+    pub sleeping: u64,
+    /// Uninterruptible sleep (TASK_UNINTERRUPTIBLE, "D"): mostly block I/O.
+    pub uninterruptible: u64,
+    /// Any other state (stopped, traced, idle...).
+    pub other: u64,
+}
+
+impl OffCpuNs {
+    pub fn total(&self) -> u64 {
+        self.runnable + self.sleeping + self.uninterruptible + self.other
+    }
+}
+
+/// Number of log2 latency buckets: bucket i counts values in [2^i, 2^(i+1)) ns
+/// (bucket 0 also holds 0). 40 buckets reach ~18 minutes.
+pub const LOG2_BUCKETS: usize = 40;
+
+/// Per-thread, per-syscall statistics.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SyscallStats {
+    /// x86_64 syscall number.
+    pub nr: u32,
+    /// Name ("pread64"); "sys_<nr>" when unknown.
+    pub name: String,
+    pub count: u64,
+    /// Calls that returned a negative errno.
+    #[serde(default)]
+    pub errors: u64,
+    /// Sum of latencies (enter → exit), ns.
+    pub total_ns: u64,
+    /// Bytes returned by successful read-family or write-family calls.
+    #[serde(default)]
+    pub bytes: u64,
+    /// log2 latency histogram (ns), `LOG2_BUCKETS` entries, trailing zeros may be trimmed.
+    #[serde(default)]
+    pub latency_log2_ns: Vec<u64>,
+}
+
+/// `threads.json` entry.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ThreadStats {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub on_cpu_ns: u64,
+    pub off_cpu_ns: OffCpuNs,
+    /// CPU samples that landed in user space / kernel space.
+    #[serde(default)]
+    pub samples_user: u64,
+    #[serde(default)]
+    pub samples_kernel: u64,
+    #[serde(default)]
+    pub syscalls: Vec<SyscallStats>,
+    /// Bytes returned by read, pread64, readv, preadv, preadv2.
+    pub read_bytes: u64,
+    /// Bytes returned by write, pwrite64, writev, pwritev, pwritev2.
+    pub write_bytes: u64,
+    /// Pages this thread added to the page cache (cache misses).
+    #[serde(default)]
+    pub page_cache_misses: u64,
+}
+
+/// `io.json`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct IoStats {
+    pub devices: Vec<DeviceStats>,
+    pub page_cache: PageCacheStats,
+}
+
+/// One block device, whole-system (the block layer does not know the process
+/// reliably); `by_pid` attributes issue-time pids where the kernel gave them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceStats {
+    /// Kernel name ("vda", "nvme0n1", "loop3").
+    pub name: String,
+    /// "MAJ:MIN".
+    pub dev: String,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_requests: u64,
+    pub write_requests: u64,
+    /// Issue → complete latency, log2 ns buckets.
+    #[serde(default)]
+    pub latency_log2_ns: Vec<u64>,
+    /// Time with at least one request in flight, ns.
+    pub busy_ns: u64,
+    /// busy_ns / recording duration (0..1).
+    #[serde(default)]
+    pub utilization: f64,
+    /// Bytes read by request issued in a traced process's context.
+    #[serde(default)]
+    pub traced_read_bytes: u64,
+    /// pid → bytes (read + write) for requests issued in that pid's context.
+    #[serde(default)]
+    pub by_pid: BTreeMap<u32, u64>,
+}
+
+/// Page-cache activity of the traced processes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PageCacheStats {
+    /// Pages added to the page cache by traced processes (misses).
+    pub misses_pages: u64,
+    /// Page size used to turn pages into bytes.
+    pub page_size: u64,
+}
+
+/// `timeseries.json`: 1-second buckets from `start_unix_ns`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct TimeSeries {
+    pub bucket_ns: u64,
+    pub start_unix_ns: u64,
+    /// One series per thread: on-CPU ns and read-syscall bytes per bucket.
+    pub threads: Vec<ThreadSeries>,
+    /// One series per device: bytes per bucket.
+    pub devices: Vec<DeviceSeries>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ThreadSeries {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub on_cpu_ns: Vec<u64>,
+    pub read_bytes: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DeviceSeries {
+    pub name: String,
+    pub read_bytes: Vec<u64>,
+    pub write_bytes: Vec<u64>,
+    #[serde(default)]
+    pub busy_ns: Vec<u64>,
+}
