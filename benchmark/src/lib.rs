@@ -1,2 +1,22 @@
 //! DLIO-compatible data generation and training emulation.
+//!
+//! ```text
+//!  config (DLIO workload YAML + --param overrides)
+//!     │
+//!     ├─► datagen ──► format::{parquet,npz} writers ──► storage::Storage::put
+//!     │
+//!     └─► engine (ranks × read threads × prefetch, consumer sleeps computation_time)
+//!            │ sample indices
+//!            ▼
+//!         reader::SampleReader (raw | decode | dlio-legacy) over format × storage
+//!            │ step timings, ReadStats
+//!            ▼
+//!         metrics (DLIO formulas, pure) ──► output ([OUTPUT]/[METRIC], summary.json)
+//! ```
 pub mod cli;
+pub mod error;
+pub mod format;
+pub mod reader;
+pub mod storage;
+
+pub use error::BenchError;

@@ -1,0 +1,25 @@
+//! Errors of the benchmark library. Every variant names the file or key it is about.
+use std::path::PathBuf;
+
+/// Errors of the benchmark library.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: corrupt or unsupported {format} file: {reason}")]
+    Corrupt {
+        path: PathBuf,
+        format: &'static str,
+        reason: String,
+    },
+    #[error("unknown parameter '{key}'{hint}")]
+    UnknownParam { key: String, hint: String },
+    #[error("bad value for '{key}': {reason}")]
+    BadParam { key: String, reason: String },
+    #[error("{0}")]
+    Config(String),
+}
