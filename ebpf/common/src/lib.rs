@@ -1,20 +1,317 @@
 //! Types shared by the kernel-side probes (`storprof-ebpf`) and the user-side
 //! loader (`storprof`). Everything here is `#[repr(C)]`, has explicit padding
 //! and a compile-time size assert, so both sides agree byte for byte.
-#![no_std]
+//!
+//! Data flow: the probes fill hash maps keyed by these key types with these
+//! accumulator types (counted in the kernel), plus two ring buffers of
+//! events (process lifecycle, completed block requests); user space drains
+//! them (`storprof::probes`) and aggregates them into the session model.
+#![cfg_attr(not(test), no_std)]
 
-/// Placeholder until the probe types land.
+/// Number of log2 latency buckets: bucket i counts values in [2^i, 2^(i+1)) ns.
+/// Matches `storprof::session::model::LOG2_BUCKETS`.
+pub const LOG2_BUCKETS: usize = 40;
+
+/// Length of a task's `comm`.
+pub const COMM_LEN: usize = 16;
+
+/// Depth of a stack in the stack-trace map (the kernel's PERF_MAX_STACK_DEPTH).
+pub const MAX_STACK_DEPTH: usize = 127;
+
+/// Config flag: measure syscall latency (attach `sys_enter` as well as `sys_exit`).
+pub const FLAG_SYSCALL_LATENCY: u32 = 1;
+
+/// Global configuration written by user space before the command execs.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProbeConfig {
-    /// tgid of storprof itself; its children are followed from fork.
+    /// pid of the forked child that will exec the recorded command: when it
+    /// execs, the probes start tracing it (its pre-exec set-up is not traced).
     pub root_tgid: u32,
-    /// Padding, always zero.
-    pub _pad: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
 }
 const _: () = assert!(core::mem::size_of::<ProbeConfig>() == 8);
 
+/// Indices into the `LOST` per-CPU counter array: why an event was dropped.
+pub mod lost {
+    /// The CPU-sample map was full.
+    pub const SAMPLES_MAP_FULL: u32 = 0;
+    /// The per-thread map was full.
+    pub const THREADS_MAP_FULL: u32 = 1;
+    /// The per-thread per-syscall map was full.
+    pub const SYSCALLS_MAP_FULL: u32 = 2;
+    /// The off-CPU stack map was full.
+    pub const OFFCPU_MAP_FULL: u32 = 3;
+    /// The in-flight block request map was full.
+    pub const BLOCK_INFLIGHT_FULL: u32 = 4;
+    /// The block event ring buffer was full.
+    pub const BLOCK_RINGBUF_FULL: u32 = 5;
+    /// The process event ring buffer was full.
+    pub const PROC_RINGBUF_FULL: u32 = 6;
+    /// The stack-trace map was full or had a hash collision.
+    pub const STACKS_FULL: u32 = 7;
+    /// Number of counters.
+    pub const COUNT: u32 = 8;
+    /// Names used in `session.json` `lost_events`, by index.
+    pub const NAMES: [&str; COUNT as usize] = [
+        "cpu_samples_map_full",
+        "threads_map_full",
+        "syscalls_map_full",
+        "offcpu_stacks_map_full",
+        "block_inflight_map_full",
+        "block_ringbuf_full",
+        "process_ringbuf_full",
+        "stack_map_full",
+    ];
+}
+
+/// Key of a CPU-sample count or an off-CPU time: one thread in one stack.
+/// Stack ids are negative when no stack was taken (e.g. no kernel stack for
+/// a sample taken in user mode).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackKey {
+    pub tgid: u32,
+    pub tid: u32,
+    pub user_stack: i32,
+    pub kernel_stack: i32,
+}
+const _: () = assert!(core::mem::size_of::<StackKey>() == 16);
+
+/// Per-thread accumulator, keyed by tid.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadAcc {
+    pub tgid: u32,
+    pub tid: u32,
+    /// Time on a CPU, accounted at each switch-out.
+    pub on_cpu_ns: u64,
+    /// Off-CPU time by the state the thread left the CPU in:
+    /// `[runnable, sleeping, uninterruptible, other]`.
+    pub off_cpu_ns: [u64; 4],
+    /// Pages this thread added to the page cache.
+    pub page_cache_pages: u64,
+    /// Last `comm` seen at a switch-out.
+    pub comm: [u8; COMM_LEN],
+}
+const _: () = assert!(core::mem::size_of::<ThreadAcc>() == 72);
+
+/// Off-CPU state indices in `ThreadAcc::off_cpu_ns`.
+pub mod offcpu_state {
+    pub const RUNNABLE: usize = 0;
+    pub const SLEEPING: usize = 1;
+    pub const UNINTERRUPTIBLE: usize = 2;
+    pub const OTHER: usize = 3;
+
+    /// Maps `sched_switch`'s `prev_state` (TASK_REPORT bits; 0x100 means
+    /// preempted) to an index.
+    pub const fn from_prev_state(prev_state: i64) -> usize {
+        match prev_state {
+            0 | 0x100 => RUNNABLE,
+            1 => SLEEPING,
+            2 => UNINTERRUPTIBLE,
+            _ => OTHER,
+        }
+    }
+}
+
+/// Key of the per-thread per-syscall statistics.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SyscallKey {
+    pub tgid: u32,
+    pub tid: u32,
+    /// Syscall number (x86_64).
+    pub nr: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<SyscallKey>() == 16);
+
+/// Per-thread per-syscall statistics.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyscallAcc {
+    pub count: u64,
+    /// Calls that returned a negative errno.
+    pub errors: u64,
+    /// Sum of enter→exit latencies (0 without `FLAG_SYSCALL_LATENCY`).
+    pub total_ns: u64,
+    /// Bytes returned by read-family and write-family calls.
+    pub bytes: u64,
+    /// log2 latency histogram (ns).
+    pub latency_log2_ns: [u64; LOG2_BUCKETS],
+}
+const _: () = assert!(core::mem::size_of::<SyscallAcc>() == 32 + 8 * LOG2_BUCKETS);
+
+impl SyscallAcc {
+    pub const ZERO: SyscallAcc = SyscallAcc {
+        count: 0,
+        errors: 0,
+        total_ns: 0,
+        bytes: 0,
+        latency_log2_ns: [0; LOG2_BUCKETS],
+    };
+}
+
+impl Default for SyscallAcc {
+    fn default() -> Self {
+        Self::ZERO
+    }
+}
+
+/// Per-tid slot written at `sys_enter`, read at `sys_exit`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyscallStart {
+    /// `bpf_ktime_get_ns` at entry; 0 = no syscall in progress.
+    pub ts: u64,
+    pub nr: u64,
+}
+const _: () = assert!(core::mem::size_of::<SyscallStart>() == 16);
+
+/// Per-tid slot written when a traced thread leaves the CPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuStart {
+    /// Switch-out time; 0 = on a CPU (or never seen).
+    pub ts: u64,
+    pub tgid: u32,
+    /// `offcpu_state` index.
+    pub state: u32,
+    pub user_stack: i32,
+    pub kernel_stack: i32,
+}
+const _: () = assert!(core::mem::size_of::<OffCpuStart>() == 24);
+
+/// Key of an in-flight block request.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockKey {
+    /// Kernel-internal dev_t (major << 20 | minor).
+    pub dev: u32,
+    pub _pad: u32,
+    pub sector: u64,
+}
+const _: () = assert!(core::mem::size_of::<BlockKey>() == 16);
+
+/// An in-flight block request, recorded at issue.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockInflight {
+    pub issue_ns: u64,
+    pub bytes: u32,
+    /// tgid of the task the request was issued from (may be a kworker).
+    pub tgid: u32,
+    /// `rwbs` from the tracepoint ("R", "WS", "FWS", ...), NUL padded.
+    pub rwbs: [u8; 8],
+}
+const _: () = assert!(core::mem::size_of::<BlockInflight>() == 24);
+
+/// A completed block request (ring buffer `BLOCK_EVENTS`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockEvent {
+    /// Kernel-internal dev_t (major << 20 | minor).
+    pub dev: u32,
+    pub bytes: u32,
+    pub issue_ns: u64,
+    pub complete_ns: u64,
+    pub tgid: u32,
+    pub error: i32,
+    pub rwbs: [u8; 8],
+}
+const _: () = assert!(core::mem::size_of::<BlockEvent>() == 40);
+
+/// Process lifecycle event kinds.
+pub mod proc_event {
+    pub const FORK: u32 = 1;
+    pub const EXEC: u32 = 2;
+    pub const EXIT: u32 = 3;
+}
+
+/// A lifecycle event of a traced task (ring buffer `PROC_EVENTS`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcEvent {
+    /// `proc_event::*`.
+    pub kind: u32,
+    /// FORK: the parent's tgid; EXEC/EXIT: the task's tgid.
+    pub tgid: u32,
+    /// FORK: the new task's pid (a tid: threads are forks too); EXEC/EXIT: the task's tid.
+    pub tid: u32,
+    /// EXIT: 1 when the whole thread group is gone.
+    pub group_dead: u32,
+    pub ts: u64,
+}
+const _: () = assert!(core::mem::size_of::<ProcEvent>() == 24);
+
+/// log2 bucket of a value, clamped to the last bucket.
+#[inline(always)]
+pub const fn log2_bucket(value: u64) -> usize {
+    if value == 0 {
+        return 0;
+    }
+    let b = 63 - value.leading_zeros() as usize;
+    if b >= LOG2_BUCKETS { LOG2_BUCKETS - 1 } else { b }
+}
+
+/// x86_64 syscall numbers of the read family (bytes returned count as read).
+pub const fn is_read_family(nr: u64) -> bool {
+    matches!(nr, 0 | 17 | 19 | 295 | 327)
+}
+
+/// x86_64 syscall numbers of the write family.
+pub const fn is_write_family(nr: u64) -> bool {
+    matches!(nr, 1 | 18 | 20 | 296 | 328)
+}
+
 #[cfg(feature = "user")]
-// SAFETY: ProbeConfig is repr(C), Copy, has no padding bytes that could be
-// uninitialised (explicit `_pad`), and every bit pattern is valid.
-unsafe impl aya::Pod for ProbeConfig {}
+mod pod {
+    use super::*;
+    // SAFETY (all impls below): the types are repr(C), Copy, built only from
+    // integers and integer arrays with explicit padding fields, so they have
+    // no uninitialised bytes and every bit pattern is valid.
+    macro_rules! pod {
+        ($($t:ty),*) => { $(
+            // SAFETY: see the module comment above.
+            unsafe impl aya::Pod for $t {}
+        )* };
+    }
+    pod!(
+        ProbeConfig,
+        StackKey,
+        ThreadAcc,
+        SyscallKey,
+        SyscallAcc,
+        SyscallStart,
+        OffCpuStart,
+        BlockKey,
+        BlockInflight,
+        BlockEvent,
+        ProcEvent
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log2_buckets() {
+        assert_eq!(log2_bucket(0), 0);
+        assert_eq!(log2_bucket(1), 0);
+        assert_eq!(log2_bucket(2), 1);
+        assert_eq!(log2_bucket(3), 1);
+        assert_eq!(log2_bucket(1024), 10);
+        assert_eq!(log2_bucket(u64::MAX), LOG2_BUCKETS - 1);
+    }
+
+    #[test]
+    fn prev_state_mapping() {
+        assert_eq!(offcpu_state::from_prev_state(0x100), offcpu_state::RUNNABLE);
+        assert_eq!(offcpu_state::from_prev_state(1), offcpu_state::SLEEPING);
+        assert_eq!(offcpu_state::from_prev_state(2), offcpu_state::UNINTERRUPTIBLE);
+        assert_eq!(offcpu_state::from_prev_state(0x80), offcpu_state::OTHER);
+    }
+}

@@ -1,21 +1,482 @@
-//! storprof's probes. Placeholder: one tracepoint that counts context switches.
+//! storprof's kernel-side probes.
+//!
+//! Data flow: every program first asks "is the current task traced?" with
+//! one array lookup indexed by tgid (`TRACED`, inlined by the verifier, no
+//! hashing), so untraced tasks cost almost nothing. Traced work is counted
+//! in the kernel into hash maps keyed by thread (and stack / syscall), which
+//! user space reads at the end; only block completions and process
+//! lifecycle events go through ring buffers. Every map that can fill up
+//! bumps a `LOST` counter instead of failing silently.
+//!
+//! Programs:
+//! - `cpu_sample` (perf_event, cpu-clock): samples per (tgid, tid, user stack, kernel stack).
+//! - `sched_switch` (tracepoint): on-CPU time, off-CPU time by state, off-CPU stacks.
+//! - `sched_process_fork/exec/exit` (tracepoints): the traced set follows descendants.
+//! - `sys_enter`/`sys_exit` (raw tracepoints): per-thread per-syscall counts,
+//!   latency histogram, bytes of the read/write families.
+//! - `block_rq_issue/complete` (tracepoints): completed requests → ring buffer.
+//! - `filemap_add_to_page_cache` (tracepoint): page-cache misses per thread.
 #![no_std]
 #![no_main]
 
 use aya_ebpf::{
-    macros::{map, tracepoint},
-    maps::PerCpuArray,
-    programs::TracePointContext,
+    EbpfContext,
+    bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
+    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_ktime_get_ns},
+    macros::{map, perf_event, raw_tracepoint, tracepoint},
+    maps::{Array, HashMap, PerCpuArray, RingBuf, StackTrace},
+    programs::{
+        PerfEventContext, RawTracePointContext, TracePointContext, tracing::StackIdContext,
+    },
+};
+use storprof_common::{
+    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig,
+    ProcEvent, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, is_read_family,
+    is_write_family, log2_bucket, lost, offcpu_state, proc_event,
 };
 
+/// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
+const PID_SLOTS: u32 = 32768;
+
 #[map]
-static SWITCHES: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+static CONFIG: Array<ProbeConfig> = Array::with_max_entries(1, 0);
+
+/// tgid → 1 when traced. An array so the hot-path filter is one bounds
+/// check and one load.
+#[map]
+static TRACED: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
+
+#[map]
+static LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(lost::COUNT, 0);
+
+#[map]
+static STACKS: StackTrace = StackTrace::with_max_entries(16384, 0);
+
+#[map]
+static SAMPLES: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
+
+#[map]
+static THREADS: HashMap<u32, ThreadAcc> = HashMap::with_max_entries(16384, 0);
+
+/// tid → time it was last switched in (every task, not only traced ones:
+/// the tgid of `next` is not known at switch-in).
+#[map]
+static ONCPU_START: Array<u64> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// tid → when and how a traced thread left the CPU.
+#[map]
+static OFFCPU_START: Array<OffCpuStart> = Array::with_max_entries(PID_SLOTS, 0);
+
+#[map]
+static OFFCPU_STACKS: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
+
+/// tid → syscall in progress.
+#[map]
+static SYSCALL_START: Array<SyscallStart> = Array::with_max_entries(PID_SLOTS, 0);
+
+#[map]
+static SYSCALLS: HashMap<SyscallKey, SyscallAcc> = HashMap::with_max_entries(65536, 0);
+
+#[map]
+static BLOCK_INFLIGHT: HashMap<BlockKey, BlockInflight> = HashMap::with_max_entries(16384, 0);
+
+#[map]
+static BLOCK_EVENTS: RingBuf = RingBuf::with_byte_size(8 << 20, 0);
+
+#[map]
+static PROC_EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
+
+/// The all-zero syscall accumulator inserted on a thread's first call.
+static SYSCALL_ZERO: SyscallAcc = SyscallAcc::ZERO;
+
+#[inline(always)]
+fn now_ns() -> u64 {
+    // SAFETY: a helper without arguments or preconditions.
+    unsafe { bpf_ktime_get_ns() }
+}
+
+#[inline(always)]
+fn count_lost(index: u32) {
+    if let Some(counter) = LOST.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot; programs do not nest on one CPU for these hooks.
+        unsafe { *counter += 1 };
+    }
+}
+
+#[inline(always)]
+fn is_traced(tgid: u32) -> bool {
+    matches!(TRACED.get(tgid), Some(&1))
+}
+
+/// Reads a field of a tracepoint record at `offset` (offsets from the
+/// event's `format` file; checked by user space before attaching).
+#[inline(always)]
+fn field<T: Copy>(ctx: &TracePointContext, offset: usize) -> T {
+    // SAFETY: the tracepoint context is the record itself; the verifier
+    // bounds-checks direct context reads.
+    unsafe { core::ptr::read_unaligned(ctx.as_ptr().cast::<u8>().add(offset).cast::<T>()) }
+}
+
+#[inline(always)]
+fn stack_ids<C: StackIdContext>(ctx: &C) -> (i32, i32) {
+    let user = match ctx.get_stackid(&STACKS, BPF_F_USER_STACK as u64) {
+        Ok(id) => id as i32,
+        Err(err) => {
+            if err == -17 || err == -12 {
+                count_lost(lost::STACKS_FULL);
+            }
+            -1
+        }
+    };
+    let kernel = match ctx.get_stackid(&STACKS, 0) {
+        Ok(id) => id as i32,
+        Err(err) => {
+            if err == -17 || err == -12 {
+                count_lost(lost::STACKS_FULL);
+            }
+            -1
+        }
+    };
+    (user, kernel)
+}
+
+/// Adds `value` to the u64 stored under `key`, inserting it when new.
+#[inline(always)]
+fn add_to<K>(map: &HashMap<K, u64>, key: &K, value: u64, lost_index: u32) {
+    if let Some(slot) = map.get_ptr_mut(key) {
+        // SAFETY: a map value slot; keys include the tid, and a thread runs
+        // on one CPU at a time, so there is no concurrent writer.
+        unsafe { *slot += value };
+    } else if map.insert(key, &value, BPF_NOEXIST as u64).is_err() {
+        count_lost(lost_index);
+    }
+}
+
+#[inline(always)]
+fn thread_acc(tgid: u32, tid: u32) -> Option<*mut ThreadAcc> {
+    if let Some(acc) = THREADS.get_ptr_mut(tid) {
+        return Some(acc);
+    }
+    let fresh = ThreadAcc {
+        tgid,
+        tid,
+        comm: bpf_get_current_comm().unwrap_or_default(),
+        ..ThreadAcc::default()
+    };
+    if THREADS.insert(tid, &fresh, BPF_NOEXIST as u64).is_err() {
+        count_lost(lost::THREADS_MAP_FULL);
+    }
+    THREADS.get_ptr_mut(tid)
+}
+
+#[perf_event]
+pub fn cpu_sample(ctx: PerfEventContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    let tid = pid_tgid as u32;
+    if tid == 0 || !is_traced(tgid) {
+        return 0;
+    }
+    let (user_stack, kernel_stack) = stack_ids(&ctx);
+    let key = StackKey {
+        tgid,
+        tid,
+        user_stack,
+        kernel_stack,
+    };
+    add_to(&SAMPLES, &key, 1, lost::SAMPLES_MAP_FULL);
+    0
+}
 
 #[tracepoint]
-pub fn sched_switch(_ctx: TracePointContext) -> u32 {
-    if let Some(counter) = SWITCHES.get_ptr_mut(0) {
-        // SAFETY: per-CPU slot, this program is the only writer on this CPU.
-        unsafe { *counter += 1 };
+pub fn sched_switch(ctx: TracePointContext) -> u32 {
+    // Format (checked by user space): prev_pid@24 i32, prev_state@32 i64, next_pid@56 i32.
+    let now = now_ns();
+    let prev_tid: u32 = field(&ctx, 24);
+    let prev_state: i64 = field(&ctx, 32);
+    let next_tid: u32 = field(&ctx, 56);
+    // `current` is still `prev` here.
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+
+    if prev_tid != 0 && is_traced(tgid) {
+        if let Some(acc) = thread_acc(tgid, prev_tid) {
+            let started = ONCPU_START.get(prev_tid).copied().unwrap_or(0);
+            // SAFETY: map value of `prev_tid`, written only while that thread is
+            // being switched on/off this CPU.
+            unsafe {
+                if started != 0 && now > started {
+                    (*acc).on_cpu_ns += now - started;
+                }
+                (*acc).comm = bpf_get_current_comm().unwrap_or((*acc).comm);
+            }
+        }
+        let (user_stack, kernel_stack) = stack_ids(&ctx);
+        if let Some(slot) = OFFCPU_START.get_ptr_mut(prev_tid) {
+            // SAFETY: per-tid slot, see above.
+            unsafe {
+                *slot = OffCpuStart {
+                    ts: now,
+                    tgid,
+                    state: offcpu_state::from_prev_state(prev_state) as u32,
+                    user_stack,
+                    kernel_stack,
+                }
+            };
+        }
+    }
+
+    if next_tid != 0 {
+        if let Some(slot) = ONCPU_START.get_ptr_mut(next_tid) {
+            // SAFETY: per-tid slot, see above.
+            unsafe { *slot = now };
+        }
+        if let Some(off) = OFFCPU_START.get_ptr_mut(next_tid) {
+            // SAFETY: per-tid slot, see above.
+            let off_copy = unsafe { *off };
+            if off_copy.ts != 0 && now > off_copy.ts {
+                // SAFETY: as above.
+                unsafe { (*off).ts = 0 };
+                let blocked = now - off_copy.ts;
+                if let Some(acc) = THREADS.get_ptr_mut(next_tid) {
+                    let state = (off_copy.state as usize) & 3;
+                    // SAFETY: map value of `next_tid`, which is being switched in here.
+                    unsafe { (*acc).off_cpu_ns[state] += blocked };
+                }
+                let key = StackKey {
+                    tgid: off_copy.tgid,
+                    tid: next_tid,
+                    user_stack: off_copy.user_stack,
+                    kernel_stack: off_copy.kernel_stack,
+                };
+                add_to(&OFFCPU_STACKS, &key, blocked, lost::OFFCPU_MAP_FULL);
+            }
+        }
+    }
+    0
+}
+
+#[inline(always)]
+fn emit_proc_event(kind: u32, tgid: u32, tid: u32, group_dead: u32) {
+    let event = ProcEvent {
+        kind,
+        tgid,
+        tid,
+        group_dead,
+        ts: now_ns(),
+    };
+    if PROC_EVENTS.output::<ProcEvent>(&event, 0).is_err() {
+        count_lost(lost::PROC_RINGBUF_FULL);
+    }
+}
+
+#[tracepoint]
+pub fn sched_process_fork(ctx: TracePointContext) -> u32 {
+    // Format: child_pid@20 i32. `current` is the parent.
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if !is_traced(tgid) {
+        return 0;
+    }
+    let child: u32 = field(&ctx, 20);
+    // Threads are forks too: marking a thread's tid is harmless (no other
+    // process can own that pid while it lives) and undone at its exit.
+    if let Some(slot) = TRACED.get_ptr_mut(child) {
+        // SAFETY: a u32 array slot; a racing writer would write the same value.
+        unsafe { *slot = 1 };
+    }
+    emit_proc_event(proc_event::FORK, tgid, child, 0);
+    0
+}
+
+#[tracepoint]
+pub fn sched_process_exec(_ctx: TracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !is_traced(tgid) {
+        let root = CONFIG.get(0).map(|c| c.root_tgid).unwrap_or(0);
+        if root == 0 || root != tgid {
+            return 0;
+        }
+        // The recorded command: trace it from its exec on.
+        if let Some(slot) = TRACED.get_ptr_mut(tgid) {
+            // SAFETY: a u32 array slot.
+            unsafe { *slot = 1 };
+        }
+    }
+    emit_proc_event(proc_event::EXEC, tgid, pid_tgid as u32, 0);
+    0
+}
+
+#[tracepoint]
+pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
+    // Format: group_dead@32 bool.
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    let tid = pid_tgid as u32;
+    if !is_traced(tgid) {
+        return 0;
+    }
+    if tid != tgid {
+        // Undo the fork-time mark of a thread's tid.
+        if let Some(slot) = TRACED.get_ptr_mut(tid) {
+            // SAFETY: a u32 array slot.
+            unsafe { *slot = 0 };
+        }
+    }
+    let group_dead: u8 = field(&ctx, 32);
+    emit_proc_event(proc_event::EXIT, tgid, tid, group_dead as u32);
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn sys_enter(ctx: RawTracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if !is_traced((pid_tgid >> 32) as u32) {
+        return 0;
+    }
+    let nr: u64 = ctx.arg(1);
+    if let Some(slot) = SYSCALL_START.get_ptr_mut(pid_tgid as u32) {
+        // SAFETY: per-tid slot; only this thread writes it.
+        unsafe {
+            *slot = SyscallStart {
+                ts: now_ns(),
+                nr,
+            }
+        };
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn sys_exit(ctx: RawTracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !is_traced(tgid) {
+        return 0;
+    }
+    let tid = pid_tgid as u32;
+    let latency_on = CONFIG
+        .get(0)
+        .is_some_and(|c| c.flags & FLAG_SYSCALL_LATENCY != 0);
+    let (nr, latency) = if latency_on {
+        let Some(slot) = SYSCALL_START.get_ptr_mut(tid) else {
+            return 0;
+        };
+        // SAFETY: per-tid slot; only this thread writes it.
+        let start = unsafe { *slot };
+        if start.ts == 0 {
+            return 0;
+        }
+        // SAFETY: as above.
+        unsafe { (*slot).ts = 0 };
+        (start.nr, now_ns().saturating_sub(start.ts))
+    } else {
+        // Exit-only mode: the syscall number is regs->orig_ax.
+        let regs: *const u64 = ctx.arg(0);
+        // SAFETY: reading a kernel pointer through the checked helper.
+        match unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.add(15)) } {
+            Ok(nr) => (nr, 0),
+            Err(_) => return 0,
+        }
+    };
+    let ret: i64 = ctx.arg(1);
+    let key = SyscallKey {
+        tgid,
+        tid,
+        nr: nr as u32,
+        _pad: 0,
+    };
+    let acc = match SYSCALLS.get_ptr_mut(&key) {
+        Some(acc) => acc,
+        None => {
+            if SYSCALLS
+                .insert(&key, &SYSCALL_ZERO, BPF_NOEXIST as u64)
+                .is_err()
+            {
+                count_lost(lost::SYSCALLS_MAP_FULL);
+                return 0;
+            }
+            match SYSCALLS.get_ptr_mut(&key) {
+                Some(acc) => acc,
+                None => return 0,
+            }
+        }
+    };
+    // SAFETY: map value keyed by this thread's tid: no concurrent writer.
+    unsafe {
+        (*acc).count += 1;
+        (*acc).total_ns += latency;
+        if latency_on {
+            (*acc).latency_log2_ns[log2_bucket(latency)] += 1;
+        }
+        if ret < 0 {
+            (*acc).errors += 1;
+        } else if is_read_family(nr) || is_write_family(nr) {
+            (*acc).bytes += ret as u64;
+        }
+    }
+    0
+}
+
+#[tracepoint]
+pub fn block_rq_issue(ctx: TracePointContext) -> u32 {
+    // Format: dev@8 u32, sector@16 u64, bytes@28 u32, rwbs@34 char[10].
+    let key = BlockKey {
+        dev: field(&ctx, 8),
+        _pad: 0,
+        sector: field(&ctx, 16),
+    };
+    let inflight = BlockInflight {
+        issue_ns: now_ns(),
+        bytes: field(&ctx, 28),
+        tgid: (bpf_get_current_pid_tgid() >> 32) as u32,
+        rwbs: field(&ctx, 34),
+    };
+    if BLOCK_INFLIGHT.insert(&key, &inflight, 0).is_err() {
+        count_lost(lost::BLOCK_INFLIGHT_FULL);
+    }
+    0
+}
+
+#[tracepoint]
+pub fn block_rq_complete(ctx: TracePointContext) -> u32 {
+    // Format: dev@8 u32, sector@16 u64, error@28 i32.
+    let key = BlockKey {
+        dev: field(&ctx, 8),
+        _pad: 0,
+        sector: field(&ctx, 16),
+    };
+    // SAFETY: the value is copied out before the entry is removed.
+    let Some(inflight) = (unsafe { BLOCK_INFLIGHT.get(&key) }).copied() else {
+        return 0;
+    };
+    let _ = BLOCK_INFLIGHT.remove(&key);
+    let event = BlockEvent {
+        dev: key.dev,
+        bytes: inflight.bytes,
+        issue_ns: inflight.issue_ns,
+        complete_ns: now_ns(),
+        tgid: inflight.tgid,
+        error: field(&ctx, 28),
+        rwbs: inflight.rwbs,
+    };
+    if BLOCK_EVENTS.output::<BlockEvent>(&event, 0).is_err() {
+        count_lost(lost::BLOCK_RINGBUF_FULL);
+    }
+    0
+}
+
+#[tracepoint]
+pub fn filemap_add_to_page_cache(ctx: TracePointContext) -> u32 {
+    // Format: order@36 u8 (a folio of 2^order pages).
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !is_traced(tgid) {
+        return 0;
+    }
+    let order: u8 = field(&ctx, 36);
+    if let Some(acc) = thread_acc(tgid, pid_tgid as u32) {
+        // SAFETY: map value of the current thread.
+        unsafe { (*acc).page_cache_pages += 1u64 << (order & 31) };
     }
     0
 }
