@@ -14,6 +14,7 @@
 //!         metrics (DLIO formulas, pure) ──► output ([OUTPUT]/[METRIC], summary.json)
 //! ```
 pub mod cli;
+pub mod config;
 pub mod error;
 pub mod format;
 pub mod reader;
