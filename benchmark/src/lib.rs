@@ -16,6 +16,7 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod metrics;
 pub mod format;
 pub mod reader;
 pub mod storage;
