@@ -15,6 +15,7 @@
 //! ```
 pub mod cli;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod metrics;
 pub mod format;

@@ -1,0 +1,409 @@
+//! The training emulation: DLIO's `_train` loop over simulated accelerators.
+//!
+//! ```text
+//!  rank r (one thread per simulated accelerator; an MPI mode reuses run_rank)
+//!   ├─ worker 0..W (read_threads): batches w, w+W, …  ──SampleReader::read_samples──► storage
+//!   │     each holds ≤ prefetch_factor batches (read or being read), like torch's DataLoader
+//!   └─ consumer: for step in 0..steps:
+//!          start_loading → recv batch (round-robin over workers) → batch_loaded
+//!          → start_compute → sleep(computation_time) → batch_processed
+//!          → collective.barrier()          (simulated allreduce)
+//!  ⇒ per epoch: metrics::BlockTimings + summed ReadStats
+//! ```
+//!
+//! The rank's samples are its contiguous shard `[r⌈T/P⌉, (r+1)⌈T/P⌉)`,
+//! shuffled with `seed + epoch` when `sample_shuffle` is set; steps per epoch
+//! are `floor(spf × files / batch / comm_size)`.
+pub mod collective;
+pub mod rng;
+pub mod sampler;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::config::{DlioConfig, Shuffle, TimeSpec};
+use crate::error::BenchError;
+use crate::metrics::BlockTimings;
+use crate::reader::{ReadStats, SampleReader};
+use collective::{Collective, ThreadCollective};
+use rng::Rng;
+
+/// What the engine runs: everything it needs, nothing about output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainPlan {
+    /// Training files (paths for `Storage::open`), sorted, `num_files_train` of them.
+    pub files: Vec<String>,
+    pub samples_per_file: u64,
+    pub batch_size: u64,
+    /// Simulated accelerators (DLIO's `comm_size`).
+    pub comm_size: usize,
+    /// Reader workers per rank; 0 reads in the consumer (no prefetch).
+    pub read_threads: usize,
+    /// Batches each worker may hold (read or being read): ceil(prefetch_size / read_threads).
+    pub prefetch_factor: usize,
+    pub epochs: u32,
+    pub steps_per_epoch: u64,
+    pub computation_time: TimeSpec,
+    /// Shuffle the rank's shard each epoch.
+    pub sample_shuffle: bool,
+    pub seed: u64,
+    pub seed_change_epoch: bool,
+}
+
+impl TrainPlan {
+    /// Plan from a typed config, the training files found, and the number of ranks.
+    /// Errors when the parameters give zero steps.
+    pub fn new(cfg: &DlioConfig, files: Vec<String>, comm_size: usize) -> Result<Self, BenchError> {
+        let comm_size = comm_size.max(1);
+        let steps = cfg.steps_per_epoch(comm_size as u64);
+        if steps == 0 {
+            return Err(BenchError::BadParam {
+                key: "reader.batch_size".into(),
+                reason: format!(
+                    "zero steps per epoch: {} samples per file × {} files / batch size {} / {} accelerator(s) < 1; \
+                     lower reader.batch_size or raise dataset.num_files_train",
+                    cfg.num_samples_per_file, cfg.num_files_train, cfg.batch_size, comm_size
+                ),
+            });
+        }
+        Ok(TrainPlan {
+            files,
+            samples_per_file: cfg.num_samples_per_file,
+            batch_size: cfg.batch_size,
+            comm_size,
+            read_threads: usize::try_from(cfg.read_threads).unwrap_or(usize::MAX),
+            prefetch_factor: usize::try_from(cfg.prefetch_factor()).unwrap_or(1),
+            epochs: cfg.epochs,
+            steps_per_epoch: steps,
+            computation_time: cfg.computation_time,
+            sample_shuffle: cfg.sample_shuffle != Shuffle::Off,
+            seed: cfg.seed,
+            seed_change_epoch: cfg.seed_change_epoch,
+        })
+    }
+
+    fn total_samples(&self) -> u64 {
+        self.samples_per_file * self.files.len() as u64
+    }
+
+    /// The batches rank `rank` consumes in `epoch` (1-based), as global sample indices.
+    pub fn rank_batches(&self, rank: usize, epoch: u32) -> Vec<Vec<u64>> {
+        let shuffle_seed = self.sample_shuffle.then(|| {
+            if self.seed_change_epoch {
+                self.seed.wrapping_add(u64::from(epoch))
+            } else {
+                self.seed
+            }
+        });
+        let order = sampler::epoch_order(self.total_samples(), rank, self.comm_size, shuffle_seed);
+        let bs = usize::try_from(self.batch_size).unwrap_or(usize::MAX).max(1);
+        order
+            .chunks_exact(bs)
+            .take(usize::try_from(self.steps_per_epoch).unwrap_or(usize::MAX))
+            .map(<[u64]>::to_vec)
+            .collect()
+    }
+}
+
+/// One epoch of one rank.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RankEpoch {
+    /// 1-based, as DLIO numbers epochs.
+    pub epoch: u32,
+    /// Seconds since the run's start (`TrainResult::started`).
+    pub start: f64,
+    pub end: f64,
+    /// One block per epoch (no checkpoints are emulated).
+    pub block: BlockTimings,
+    #[serde(skip)]
+    pub read: ReadStats,
+}
+
+/// Everything one rank recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankResult {
+    pub rank: usize,
+    pub epochs: Vec<RankEpoch>,
+}
+
+/// The whole run.
+#[derive(Clone, Debug)]
+pub struct TrainResult {
+    /// Wall-clock start of the run (the zero of every relative time).
+    pub started: chrono::DateTime<chrono::Local>,
+    /// Seconds from start to the last rank's end.
+    pub elapsed: f64,
+    pub ranks: Vec<RankResult>,
+}
+
+impl TrainResult {
+    /// Read statistics summed over ranks and epochs.
+    pub fn read_total(&self) -> ReadStats {
+        let mut t = ReadStats::default();
+        for r in &self.ranks {
+            for e in &r.epochs {
+                t += e.read;
+            }
+        }
+        t
+    }
+}
+
+/// Rank 0 reports progress through this (printing, progress bars).
+/// Times are seconds since the run's start.
+pub trait TrainObserver: Sync {
+    fn epoch_started(&self, _epoch: u32, _steps: u64, _at: f64) {}
+    fn step_done(&self, _epoch: u32, _step: u64) {}
+    fn epoch_ended(&self, _epoch: RankEpoch) {}
+}
+
+/// An observer that does nothing.
+pub struct Quiet;
+impl TrainObserver for Quiet {}
+
+/// Run all ranks as threads of this process. `readers[r]` is rank r's reader
+/// (shared by its workers); there must be `plan.comm_size` of them.
+pub fn run_training(
+    plan: &TrainPlan,
+    readers: &[Arc<dyn SampleReader>],
+    observer: &dyn TrainObserver,
+) -> Result<TrainResult, BenchError> {
+    if readers.len() != plan.comm_size {
+        return Err(BenchError::Config(format!(
+            "{} readers for {} accelerators",
+            readers.len(),
+            plan.comm_size
+        )));
+    }
+    let collective = ThreadCollective::new(plan.comm_size);
+    let clock = Clock::new();
+    let started = chrono::Local::now();
+    let results: Vec<Result<RankResult, BenchError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = readers
+            .iter()
+            .enumerate()
+            .map(|(rank, reader)| {
+                let collective = &collective;
+                let clock = &clock;
+                let reader = Arc::clone(reader);
+                s.spawn(move || {
+                    let obs: Option<&dyn TrainObserver> = (rank == 0).then_some(observer);
+                    let r = run_rank(plan, rank, reader.as_ref(), collective, clock, obs);
+                    if r.is_err() {
+                        collective.abort();
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(BenchError::Config("a rank thread panicked".into())))
+            })
+            .collect()
+    });
+    let elapsed = clock.now();
+    let mut ranks = Vec::with_capacity(results.len());
+    let mut first_err = None;
+    for r in results {
+        match r {
+            Ok(rr) => ranks.push(rr),
+            // Prefer the error that caused the abort over the "aborted" ones.
+            Err(e) => {
+                let is_abort = matches!(&e, BenchError::Config(m) if m == ABORTED);
+                if first_err.is_none() || (!is_abort && matches!(&first_err, Some(BenchError::Config(m)) if m == ABORTED)) {
+                    first_err = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    Ok(TrainResult {
+        started,
+        elapsed,
+        ranks,
+    })
+}
+
+const ABORTED: &str = "aborted: another simulated accelerator failed";
+
+/// Seconds since a fixed origin, shared by all ranks.
+#[derive(Debug)]
+pub struct Clock(Instant);
+
+impl Clock {
+    pub fn new() -> Self {
+        Clock(Instant::now())
+    }
+    pub fn now(&self) -> f64 {
+        self.0.elapsed().as_secs_f64()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+type BatchResult = Result<ReadStats, BenchError>;
+
+/// Read one batch: one `read_samples` call per file it touches.
+fn read_batch(plan: &TrainPlan, reader: &dyn SampleReader, batch: &[u64]) -> BatchResult {
+    let mut stats = ReadStats::default();
+    for fr in sampler::group_by_file(batch, plan.samples_per_file) {
+        let path = plan.files.get(fr.file).ok_or_else(|| {
+            BenchError::Config(format!("sample index beyond the {} training files", plan.files.len()))
+        })?;
+        stats += reader.read_samples(path, &fr.rows)?;
+    }
+    Ok(stats)
+}
+
+/// One rank's whole run (all epochs). `observer` is given to rank 0 only.
+pub fn run_rank(
+    plan: &TrainPlan,
+    rank: usize,
+    reader: &dyn SampleReader,
+    collective: &dyn Collective,
+    clock: &Clock,
+    observer: Option<&dyn TrainObserver>,
+) -> Result<RankResult, BenchError> {
+    let aborted = || BenchError::Config(ABORTED.into());
+    let mut rng = Rng::new(plan.seed ^ (rank as u64).wrapping_mul(0x1000_0000_01B3));
+    let mut epochs = Vec::with_capacity(plan.epochs as usize);
+    for epoch in 1..=plan.epochs {
+        reader.start_epoch(epoch);
+        let batches = plan.rank_batches(rank, epoch);
+        collective.barrier().map_err(|_| aborted())?;
+        let start = clock.now();
+        if let Some(o) = observer {
+            o.epoch_started(epoch, batches.len() as u64, start);
+        }
+        let (block, read) = run_epoch(plan, reader, collective, clock, &batches, &mut rng, epoch, observer)?;
+        let e = RankEpoch {
+            epoch,
+            start,
+            end: clock.now(),
+            block,
+            read,
+        };
+        if let Some(o) = observer {
+            o.epoch_ended(e.clone());
+        }
+        epochs.push(e);
+    }
+    Ok(RankResult { rank, epochs })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_epoch(
+    plan: &TrainPlan,
+    reader: &dyn SampleReader,
+    collective: &dyn Collective,
+    clock: &Clock,
+    batches: &[Vec<u64>],
+    rng: &mut Rng,
+    epoch: u32,
+    observer: Option<&dyn TrainObserver>,
+) -> Result<(BlockTimings, ReadStats), BenchError> {
+    let workers = plan.read_threads;
+    let stop = AtomicBool::new(false);
+    let read_total = Mutex::new(ReadStats::default());
+    std::thread::scope(|s| {
+        // Channel per worker; capacity prefetch_factor − 1 plus the batch the
+        // worker is reading = prefetch_factor batches per worker in flight.
+        let mut receivers = Vec::with_capacity(workers);
+        for w in 0..workers {
+            let (tx, rx) = mpsc::sync_channel::<BatchResult>(plan.prefetch_factor.saturating_sub(1));
+            receivers.push(rx);
+            let stop = &stop;
+            s.spawn(move || {
+                for batch in batches.iter().skip(w).step_by(workers) {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let r = read_batch(plan, reader, batch);
+                    let failed = r.is_err();
+                    if tx.send(r).is_err() || failed {
+                        return; // consumer gone, or nothing more worth reading
+                    }
+                }
+            });
+        }
+        let result = consume(plan, reader, collective, clock, batches, &receivers, rng, epoch, observer, &read_total);
+        stop.store(true, Ordering::Relaxed);
+        drop(receivers); // unblock workers waiting to send
+        result
+    })
+    .map(|block| {
+        let read = read_total.lock().map(|g| *g).unwrap_or_default();
+        (block, read)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn consume(
+    plan: &TrainPlan,
+    reader: &dyn SampleReader,
+    collective: &dyn Collective,
+    clock: &Clock,
+    batches: &[Vec<u64>],
+    receivers: &[mpsc::Receiver<BatchResult>],
+    rng: &mut Rng,
+    epoch: u32,
+    observer: Option<&dyn TrainObserver>,
+    read_total: &Mutex<ReadStats>,
+) -> Result<BlockTimings, BenchError> {
+    let mut b = BlockTimings {
+        start: clock.now(),
+        ..BlockTimings::default()
+    };
+    let mut t_load = clock.now();
+    for (step, batch) in batches.iter().enumerate() {
+        let stats = if receivers.is_empty() {
+            read_batch(plan, reader, batch)?
+        } else {
+            receivers[step % receivers.len()]
+                .recv()
+                .map_err(|_| BenchError::Config("a reader worker stopped early".into()))??
+        };
+        if let Ok(mut t) = read_total.lock() {
+            *t += stats;
+        }
+        let t_loaded = clock.now();
+        let t_compute = clock.now();
+        let secs = draw(plan.computation_time, rng);
+        if secs > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(secs));
+        }
+        let t_done = clock.now();
+        b.load.push(t_loaded - t_load);
+        b.proc.push(t_done - t_load);
+        b.compute.push(t_done - t_compute);
+        collective
+            .barrier()
+            .map_err(|_| BenchError::Config(ABORTED.into()))?;
+        if let Some(o) = observer {
+            o.step_done(epoch, step as u64 + 1);
+        }
+        t_load = clock.now();
+    }
+    b.end = clock.now();
+    Ok(b)
+}
+
+/// DLIO's `sleep`: fixed, or Normal(mean, stdev) with `abs()`.
+fn draw(t: TimeSpec, rng: &mut Rng) -> f64 {
+    if t.stdev > 0.0 {
+        rng.normal(t.mean, t.stdev).abs()
+    } else {
+        t.mean
+    }
+}
