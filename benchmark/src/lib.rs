@@ -18,6 +18,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod metrics;
+pub mod output;
 pub mod format;
 pub mod reader;
 pub mod storage;

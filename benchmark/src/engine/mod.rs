@@ -14,6 +14,7 @@
 //! The rank's samples are its contiguous shard `[r⌈T/P⌉, (r+1)⌈T/P⌉)`,
 //! shuffled with `seed + epoch` when `sample_shuffle` is set; steps per epoch
 //! are `floor(spf × files / batch / comm_size)`.
+pub mod bench;
 pub mod collective;
 pub mod rng;
 pub mod sampler;

@@ -1,0 +1,425 @@
+//! `storprof bench` as a library call: config → dataset check → plan →
+//! training → metrics → output files.
+//!
+//! ```text
+//!  BenchOptions ─► config::load + flag overrides ─► DlioConfig
+//!      DIR/<model>/train listed (Storage::list) ─► TrainPlan (errors before anything is written)
+//!      make_reader(rank) × comm_size ─► engine::run_training (ConsoleObserver prints [OUTPUT])
+//!      metrics::{block,epoch,run}_metrics + output::Measured ─► [METRIC] block, results dir files
+//! ```
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Local};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{RankEpoch, TrainObserver, TrainPlan, run_training};
+use crate::config::{self, Accelerator, DlioConfig, RawConfig, Workload};
+use crate::error::BenchError;
+use crate::metrics::{BlockMetrics, ExcludeSteps, RunMetrics, block_metrics, epoch_metrics, run_metrics};
+use crate::output::{self, HostFacts, Measured, SummaryFacts};
+use crate::reader::{ReaderKind, SampleReader};
+use crate::storage::Storage;
+
+/// Options of one benchmark run. Defaults: no workload (must be set unless
+/// `config_file` is), accelerator b200, 1 accelerator, `raw` reader, the
+/// workload's own read_threads / computation_time / epochs, no O_DIRECT,
+/// results under `results/training/<model>/run/<YYYYMMDD_HHMMSS>/`, no
+/// progress bar.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub workload: Option<Workload>,
+    pub accelerator: Accelerator,
+    /// A DLIO workload YAML used instead of the embedded one.
+    pub config_file: Option<PathBuf>,
+    /// `KEY=VALUE` overrides with DLIO's dotted keys, applied in order.
+    pub params: Vec<String>,
+    /// `--data-dir`; the dataset is `DIR/<model>/train`.
+    pub data_dir: PathBuf,
+    /// Simulated accelerators (ranks).
+    pub accelerators: usize,
+    /// Overrides `reader.read_threads`.
+    pub read_threads: Option<u64>,
+    /// Overrides `train.computation_time` (seconds, fixed).
+    pub computation_time: Option<f64>,
+    /// Overrides `train.epochs`.
+    pub epochs: Option<u32>,
+    /// Sets `reader.odirect`.
+    pub odirect: bool,
+    pub reader: ReaderKind,
+    pub results_dir: Option<PathBuf>,
+    /// Show a progress bar per epoch (only meaningful on a terminal).
+    pub progress: bool,
+    /// Print `[OUTPUT]`/`[METRIC]` lines to stdout.
+    pub print: bool,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            workload: None,
+            accelerator: Accelerator::B200,
+            config_file: None,
+            params: Vec::new(),
+            data_dir: PathBuf::from("data"),
+            accelerators: 1,
+            read_threads: None,
+            computation_time: None,
+            epochs: None,
+            odirect: false,
+            reader: ReaderKind::Raw,
+            results_dir: None,
+            progress: false,
+            print: true,
+        }
+    }
+}
+
+impl BenchOptions {
+    /// The effective configuration: workload YAML, `--param`s, then the flags.
+    pub fn raw_config(&self) -> Result<RawConfig, BenchError> {
+        let mut params = self.params.clone();
+        if let Some(n) = self.read_threads {
+            params.push(format!("reader.read_threads={n}"));
+        }
+        if let Some(t) = self.computation_time {
+            params.push(format!("train.computation_time={t}"));
+        }
+        if let Some(e) = self.epochs {
+            params.push(format!("train.epochs={e}"));
+        }
+        if self.odirect {
+            params.push("reader.odirect=True".to_string());
+        }
+        config::load(self.workload, self.accelerator, self.config_file.as_deref(), &params)
+    }
+}
+
+/// Creates the reader of one rank.
+pub type ReaderFactory<'a> = dyn Fn(&DlioConfig, usize) -> Result<Arc<dyn SampleReader>, BenchError> + 'a;
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct BenchReport {
+    pub results_dir: PathBuf,
+    pub metrics: RunMetrics,
+    pub measured: Measured,
+    pub summary: serde_json::Value,
+}
+
+/// A checked, ready-to-run benchmark: nothing has been written yet.
+pub struct Prepared {
+    pub raw: RawConfig,
+    pub cfg: DlioConfig,
+    pub plan: TrainPlan,
+    pub train_dir: String,
+    pub dataset_bytes: u64,
+}
+
+/// The dataset's training directory, `DIR/<model>/train`.
+pub fn train_dir(data_dir: &Path, model: &str) -> PathBuf {
+    data_dir.join(model).join("train")
+}
+
+/// Validate options, configuration and dataset. Errors name the key or path.
+pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, BenchError> {
+    if opts.accelerators == 0 {
+        return Err(BenchError::Config("--accelerators must be at least 1".into()));
+    }
+    let raw = opts.raw_config()?;
+    let cfg = raw.to_config()?;
+    let data_dir = &opts.data_dir;
+    if !data_dir.is_dir() {
+        return Err(BenchError::Config(format!(
+            "data dir {} does not exist (generate it with `storprof datagen --data-dir {}`)",
+            data_dir.display(),
+            data_dir.display()
+        )));
+    }
+    let dir = train_dir(data_dir, &cfg.model);
+    let dir_s = dir.to_string_lossy().to_string();
+    let ext = format!(".{}", cfg.format.extension());
+    let names: Vec<String> = if dir.is_dir() {
+        storage.list(&dir_s)?.into_iter().filter(|n| n.ends_with(&ext)).collect()
+    } else {
+        Vec::new()
+    };
+    if names.is_empty() {
+        return Err(BenchError::Config(format!(
+            "no {ext} files in {dir_s} (generate them with `storprof datagen`)"
+        )));
+    }
+    let want = usize::try_from(cfg.num_files_train).unwrap_or(usize::MAX);
+    if names.len() < want {
+        return Err(BenchError::BadParam {
+            key: "dataset.num_files_train".into(),
+            reason: format!(
+                "the workload expects {want} files but {dir_s} has {}; pass --param dataset.num_files_train={} \
+                 or generate more data",
+                names.len(),
+                names.len()
+            ),
+        });
+    }
+    let files: Vec<String> = names
+        .iter()
+        .take(want)
+        .map(|n| dir.join(n).to_string_lossy().to_string())
+        .collect();
+    let mut dataset_bytes = 0;
+    for f in &files {
+        dataset_bytes += storage.open(f)?.len();
+    }
+    let plan = TrainPlan::new(&cfg, files, opts.accelerators)?;
+    Ok(Prepared {
+        raw,
+        cfg,
+        plan,
+        train_dir: dir_s,
+        dataset_bytes,
+    })
+}
+
+/// Run the benchmark: prepare, train, print and write results.
+pub fn run_bench(
+    opts: &BenchOptions,
+    storage: &dyn Storage,
+    make_reader: &ReaderFactory<'_>,
+) -> Result<BenchReport, BenchError> {
+    let p = prepare(opts, storage)?;
+    let readers = (0..p.plan.comm_size)
+        .map(|r| make_reader(&p.cfg, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let results_dir = match &opts.results_dir {
+        Some(d) => d.clone(),
+        None => PathBuf::from("results/training")
+            .join(&p.cfg.model)
+            .join("run")
+            .join(Local::now().format("%Y%m%d_%H%M%S").to_string()),
+    };
+    let ignored = p.raw.ignored_keys();
+    if !ignored.is_empty() {
+        log::info!("keys accepted for DLIO compatibility but without effect here: {}", ignored.join(", "));
+    }
+    if p.cfg.checkpoint {
+        log::warn!("workflow.checkpoint is set: checkpoints are not emulated, only training reads");
+    }
+    let exclude = ExcludeSteps {
+        start: p.cfg.exclude_start_steps,
+        end: p.cfg.exclude_end_steps,
+    };
+    let console = ConsoleObserver::new(opts, &p, exclude);
+    for m in output::header_messages(
+        p.plan.comm_size,
+        p.plan.steps_per_epoch,
+        p.plan.samples_per_file,
+        p.plan.files.len() as u64,
+        p.plan.batch_size,
+    ) {
+        console.say(&Local::now(), &m);
+    }
+    let result = run_training(&p.plan, &readers, &console)?;
+    let end = Local::now();
+
+    // Metrics, exactly DLIO's.
+    let per_rank_blocks: Vec<Vec<BlockMetrics>> = result
+        .ranks
+        .iter()
+        .map(|r| {
+            r.epochs
+                .iter()
+                .map(|e| block_metrics(&e.block, p.plan.batch_size, exclude))
+                .collect()
+        })
+        .collect();
+    let per_rank_epochs: Vec<_> = per_rank_blocks
+        .iter()
+        .map(|bs| bs.iter().map(|b| epoch_metrics(std::slice::from_ref(b))).collect())
+        .collect();
+    let metrics = run_metrics(&per_rank_epochs, p.cfg.record_size_dlio(), p.cfg.au);
+    let measured = Measured::new(
+        reader_name(opts.reader),
+        p.cfg.odirect,
+        result.read_total(),
+        result.elapsed,
+        p.cfg.record_size_dlio(),
+        p.cfg.record_size_real(),
+        &metrics,
+    );
+
+    // Results directory.
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BenchError::Io { path, source }
+    };
+    std::fs::create_dir_all(&results_dir).map_err(io(&results_dir))?;
+    let started = result.started;
+    let wall = move |secs: f64| {
+        let t: DateTime<Local> = started + chrono::Duration::microseconds((secs * 1e6) as i64);
+        output::ts(&t)
+    };
+    for (rank, blocks) in result.ranks.iter().zip(&per_rank_blocks) {
+        write_json(
+            &results_dir.join(format!("{}_per_epoch_stats.json", rank.rank)),
+            &output::per_epoch_stats_json(&rank.epochs, &wall),
+        )?;
+        write_json(
+            &results_dir.join(format!("{}_output.json", rank.rank)),
+            &output::rank_output_json(&rank.epochs, blocks),
+        )?;
+    }
+    let facts = SummaryFacts {
+        start: output::ts(&started),
+        end: output::ts(&end),
+        num_accelerators: p.plan.comm_size,
+        num_files_train: p.cfg.num_files_train,
+        num_files_eval: p.cfg.num_files_eval,
+        num_samples_per_file: p.cfg.num_samples_per_file,
+        epochs: p.cfg.epochs,
+        dataset_bytes: p.dataset_bytes,
+        host: HostFacts::read(),
+    };
+    let summary = output::summary_json(&facts, &metrics, &measured);
+    write_json(&results_dir.join("summary.json"), &summary)?;
+    let cfg_dir = results_dir.join("dlio_config");
+    std::fs::create_dir_all(&cfg_dir).map_err(io(&cfg_dir))?;
+    let cfg_path = cfg_dir.join("config.yaml");
+    std::fs::write(&cfg_path, p.raw.to_yaml()).map_err(io(&cfg_path))?;
+
+    let now = Local::now();
+    console.say(&now, &format!("Saved outputs in {}", results_dir.display()));
+    let block = output::metric_block(p.plan.comm_size, &metrics, Some(&measured), &output::ts(&Local::now()));
+    console.raw(&block);
+    let log_path = results_dir.join("dlio.log");
+    std::fs::write(&log_path, console.log_text()).map_err(io(&log_path))?;
+
+    if let Some(session) = std::env::var_os("STORPROF_SESSION_DIR") {
+        let dst = PathBuf::from(session).join("bench-summary.json");
+        write_json(&dst, &summary)?;
+    }
+    Ok(BenchReport {
+        results_dir,
+        metrics,
+        measured,
+        summary,
+    })
+}
+
+fn reader_name(k: ReaderKind) -> String {
+    match k {
+        ReaderKind::Raw => "raw",
+        ReaderKind::Decode => "decode",
+        ReaderKind::DlioLegacy => "dlio-legacy",
+    }
+    .to_string()
+}
+
+fn write_json(path: &Path, v: &serde_json::Value) -> Result<(), BenchError> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| BenchError::Config(format!("{}: {e}", path.display())))?;
+    std::fs::write(path, text + "\n").map_err(|source| BenchError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Prints rank 0's `[OUTPUT]` lines as DLIO does, keeps them for `dlio.log`,
+/// and shows a progress bar per epoch on a terminal.
+struct ConsoleObserver {
+    started: DateTime<Local>,
+    print: bool,
+    progress: bool,
+    lines: Mutex<Vec<String>>,
+    bar: Mutex<Option<ProgressBar>>,
+    batch: u64,
+    comm_size: usize,
+    time_spec: String,
+    exclude: ExcludeSteps,
+}
+
+impl ConsoleObserver {
+    fn new(opts: &BenchOptions, p: &Prepared, exclude: ExcludeSteps) -> Self {
+        ConsoleObserver {
+            started: Local::now(),
+            print: opts.print,
+            progress: opts.progress,
+            lines: Mutex::new(Vec::new()),
+            bar: Mutex::new(None),
+            batch: p.plan.batch_size,
+            comm_size: p.plan.comm_size,
+            time_spec: p.cfg.computation_time.dlio_repr(),
+            exclude,
+        }
+    }
+
+    fn raw(&self, text: &str) {
+        if let Ok(mut l) = self.lines.lock() {
+            l.push(text.trim_end().to_string());
+        }
+        if self.print {
+            let bar = self.bar.lock().ok().and_then(|b| b.clone());
+            match bar {
+                Some(b) => b.suspend(|| println!("{}", text.trim_end())),
+                None => println!("{}", text.trim_end()),
+            }
+        }
+    }
+
+    fn say(&self, t: &DateTime<Local>, msg: &str) {
+        self.raw(&output::output_line(t, msg));
+    }
+
+    fn at(&self, secs: f64) -> DateTime<Local> {
+        // The engine clock starts a moment after `started`; close enough for log stamps.
+        self.started + chrono::Duration::microseconds((secs * 1e6) as i64)
+    }
+
+    fn log_text(&self) -> String {
+        self.lines.lock().map(|l| l.join("\n") + "\n").unwrap_or_default()
+    }
+}
+
+impl TrainObserver for ConsoleObserver {
+    fn epoch_started(&self, epoch: u32, steps: u64, at: f64) {
+        let t = self.at(at);
+        self.say(&t, &format!("Starting epoch {epoch}: {steps} steps expected"));
+        self.say(&t, "Starting block 1");
+        if self.progress {
+            let bar = ProgressBar::new(steps);
+            if let Ok(style) = ProgressStyle::with_template("epoch {msg} [{bar:30}] {pos}/{len} steps {elapsed_precise} (eta {eta})") {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message(epoch.to_string());
+            if let Ok(mut b) = self.bar.lock() {
+                *b = Some(bar);
+            }
+        }
+    }
+
+    fn step_done(&self, _epoch: u32, step: u64) {
+        if let Ok(b) = self.bar.lock()
+            && let Some(bar) = b.as_ref()
+        {
+            bar.set_position(step);
+        }
+    }
+
+    fn epoch_ended(&self, epoch: RankEpoch) {
+        if let Ok(mut b) = self.bar.lock()
+            && let Some(bar) = b.take()
+        {
+            bar.finish_and_clear();
+        }
+        let m = block_metrics(&epoch.block, self.batch, self.exclude);
+        let t = self.at(epoch.end);
+        for msg in output::epoch_end_messages(&epoch, &m, self.comm_size, &self.time_spec) {
+            self.say(&t, &msg);
+        }
+        if m.too_few_steps {
+            log::warn!(
+                "epoch {}: only {} steps; DLIO's metrics need at least 3 (the first is excluded, throughput uses len − 2)",
+                epoch.epoch,
+                m.steps
+            );
+        }
+    }
+}
