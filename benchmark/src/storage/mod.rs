@@ -2,11 +2,24 @@
 //! Formats (`crate::format`) and readers (`crate::reader`) only see these
 //! traits, so every format works over every backend.
 //!
+//! ```text
+//!  reader ──read_range(off,len)──► RandomAccess ──pread / O_DIRECT pread──► file
+//!  datagen ──create(path)──► ObjectWriter ──write_all──► file (tmp name, renamed on finish)
+//! ```
+//!
 //! OWNER: formats/readers engineer. Interface agreed with the engine; extend,
 //! do not break.
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::error::BenchError;
+
+mod aligned;
+mod local;
+
+pub use aligned::AlignedBuf;
+pub use local::{LocalStorage, dio_alignment};
 
 /// One opened object/file that can be read at any offset from many threads.
 pub trait RandomAccess: Send + Sync {
@@ -18,6 +31,25 @@ pub trait RandomAccess: Send + Sync {
     }
     /// Fill `buf` from `offset`; errors (naming the path) on a short read.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), BenchError>;
+    /// Read `len` bytes at `offset` into a new buffer. Backends override this
+    /// to read straight into an aligned / reused buffer without an extra copy.
+    fn read_range(&self, offset: u64, len: usize) -> Result<Bytes, BenchError> {
+        let mut v = vec![0u8; len];
+        self.read_exact_at(&mut v, offset)?;
+        Ok(Bytes::from(v))
+    }
+    /// Path for messages.
+    fn path(&self) -> &std::path::Path {
+        std::path::Path::new("<object>")
+    }
+}
+
+/// A streaming writer for one new object (datagen).
+pub trait ObjectWriter: Send {
+    /// Append bytes.
+    fn write_all(&mut self, data: &[u8]) -> Result<(), BenchError>;
+    /// Make the object visible under its final name.
+    fn finish(self: Box<Self>) -> Result<(), BenchError>;
 }
 
 /// A place datasets are stored.
@@ -32,4 +64,28 @@ pub trait Storage: Send + Sync {
     fn exists(&self, path: &str) -> Result<bool, BenchError>;
     /// Human-readable description for messages ("local files under /data").
     fn describe(&self) -> String;
+    /// Stream a new object. The default buffers in memory and calls `put`.
+    fn create(&self, path: &str) -> Result<Box<dyn ObjectWriter + '_>, BenchError> {
+        Ok(Box::new(BufferedPut {
+            storage: self,
+            path: path.to_owned(),
+            buf: Vec::new(),
+        }))
+    }
+}
+
+struct BufferedPut<'a, S: Storage + ?Sized> {
+    storage: &'a S,
+    path: String,
+    buf: Vec<u8>,
+}
+
+impl<S: Storage + ?Sized> ObjectWriter for BufferedPut<'_, S> {
+    fn write_all(&mut self, data: &[u8]) -> Result<(), BenchError> {
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> Result<(), BenchError> {
+        self.storage.put(&self.path, &self.buf)
+    }
 }

@@ -1,0 +1,509 @@
+//! unet3d NPZ: a writer producing what `np.savez(path, x=records, y=[0]*n)`
+//! produces (ZIP STORED, zip64 local headers as numpy forces them, `.npy` v1
+//! headers padded to 64 bytes), and a bounds-checked parser of the central
+//! directory and the `x.npy` header ([`read_layout`]).
+use super::r#gen::{fill_bytes, wyrand};
+use crate::{
+    error::BenchError,
+    storage::{RandomAccess, Storage},
+};
+
+const SIG_LOCAL: u32 = 0x0403_4b50;
+const SIG_CENTRAL: u32 = 0x0201_4b50;
+const SIG_EOCD: u32 = 0x0605_4b50;
+const SIG_Z64_EOCD: u32 = 0x0606_4b50;
+const SIG_Z64_LOC: u32 = 0x0706_4b50;
+const Z32: u64 = 0xFFFF_FFFF;
+/// Central directories larger than this are rejected (ours are ~200 B).
+pub const MAX_CENTRAL_DIR: u64 = 16 << 20;
+/// `.npy` headers larger than this are rejected (numpy's are 128 B).
+const MAX_NPY_HEADER: u64 = 1 << 20;
+
+fn corrupt(path: &str, reason: impl Into<String>) -> BenchError {
+    BenchError::Corrupt {
+        path: path.into(),
+        format: "NPZ",
+        reason: reason.into(),
+    }
+}
+
+/// DLIO's `x` dimensions for one file: two independent draws from
+/// Normal(√L, stdev/2/√L), clipped to ≥ 1; without stdev both are ⌊√L⌋.
+pub fn npz_dims(record_length: f64, stdev: f64, rng_seed: u64) -> (usize, usize) {
+    let mean = record_length.max(1.0).sqrt();
+    if stdev <= 0.0 {
+        let d = (mean as usize).max(1);
+        return (d, d);
+    }
+    let sigma = stdev / 2.0 / mean;
+    let mut s = rng_seed ^ 0x5EED_0F_D110;
+    let mut uniform = || ((wyrand(&mut s) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    // Box-Muller: two independent standard normals.
+    let (u1, u2) = (uniform(), uniform());
+    let r = (-2.0 * u1.ln()).sqrt();
+    let th = std::f64::consts::TAU * u2;
+    let d = |z: f64| ((mean + sigma * z).max(1.0)) as usize;
+    (d(r * th.cos()), d(r * th.sin()))
+}
+
+/// `.npy` v1 header for a C-order array, padded so data starts 64-aligned.
+pub fn npy_header(descr: &str, shape: &[usize]) -> Vec<u8> {
+    let shape_s = match shape {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_s}, }}");
+    let total = (10 + dict.len() + 1).next_multiple_of(64);
+    while 10 + dict.len() + 1 < total {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut h = b"\x93NUMPY\x01\x00".to_vec();
+    h.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    h.extend_from_slice(dict.as_bytes());
+    h
+}
+
+struct Member {
+    name: &'static str,
+    offset: u64,
+    size: u64,
+    crc: u32,
+}
+
+fn local_header(name: &str, crc: u32, size: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(30 + name.len() + 20);
+    h.extend_from_slice(&SIG_LOCAL.to_le_bytes());
+    h.extend_from_slice(&45u16.to_le_bytes()); // version needed (zip64)
+    h.extend_from_slice(&0u16.to_le_bytes()); // flags
+    h.extend_from_slice(&0u16.to_le_bytes()); // STORED
+    h.extend_from_slice(&0u16.to_le_bytes()); // time
+    h.extend_from_slice(&0x21u16.to_le_bytes()); // date 1980-01-01
+    h.extend_from_slice(&crc.to_le_bytes());
+    h.extend_from_slice(&(Z32 as u32).to_le_bytes());
+    h.extend_from_slice(&(Z32 as u32).to_le_bytes());
+    h.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    h.extend_from_slice(&20u16.to_le_bytes());
+    h.extend_from_slice(name.as_bytes());
+    h.extend_from_slice(&1u16.to_le_bytes());
+    h.extend_from_slice(&16u16.to_le_bytes());
+    h.extend_from_slice(&size.to_le_bytes());
+    h.extend_from_slice(&size.to_le_bytes());
+    h
+}
+
+/// Write a DLIO unet3d NPZ: `x` uint8 of shape (d1, d2, samples) with random
+/// bytes, `y` int64 zeros[samples]. Returns the file size in bytes.
+pub fn write_npz_file(
+    storage: &dyn Storage,
+    path: &str,
+    dims: (usize, usize),
+    samples: usize,
+    seed: u64,
+) -> Result<u64, BenchError> {
+    let shape = [dims.0, dims.1, samples];
+    let n = shape
+        .iter()
+        .try_fold(1usize, |a, d| a.checked_mul(*d))
+        .ok_or_else(|| BenchError::Config(format!("{path}: NPZ dimensions overflow")))?;
+    let mut x = npy_header("|u1", &shape);
+    let xh = x.len();
+    x.reserve(n);
+    fill_bytes(seed, n, &mut x);
+    debug_assert_eq!(x.len(), xh + n);
+    let mut y = npy_header("<i8", &[samples]);
+    y.resize(y.len() + samples * 8, 0);
+
+    let mut w = storage.create(path)?;
+    let mut pos = 0u64;
+    let mut members = Vec::new();
+    for (name, data) in [("x.npy", &x), ("y.npy", &y)] {
+        let crc = crc32fast::hash(data);
+        let h = local_header(name, crc, data.len() as u64);
+        w.write_all(&h)?;
+        w.write_all(data)?;
+        members.push(Member {
+            name,
+            offset: pos,
+            size: data.len() as u64,
+            crc,
+        });
+        pos += (h.len() + data.len()) as u64;
+    }
+    let cd_start = pos;
+    let mut cd = Vec::new();
+    for m in &members {
+        let need64 = m.size >= Z32 || m.offset >= Z32;
+        cd.extend_from_slice(&SIG_CENTRAL.to_le_bytes());
+        cd.extend_from_slice(&(if need64 { 45u16 } else { 20u16 }).to_le_bytes()); // made by
+        cd.extend_from_slice(&(if need64 { 45u16 } else { 20u16 }).to_le_bytes()); // needed
+        cd.extend_from_slice(&[0, 0, 0, 0, 0, 0]); // flags, method, time
+        cd.extend_from_slice(&0x21u16.to_le_bytes());
+        cd.extend_from_slice(&m.crc.to_le_bytes());
+        let s32 = if need64 { Z32 } else { m.size } as u32;
+        cd.extend_from_slice(&s32.to_le_bytes());
+        cd.extend_from_slice(&s32.to_le_bytes());
+        cd.extend_from_slice(&(m.name.len() as u16).to_le_bytes());
+        cd.extend_from_slice(&(if need64 { 28u16 } else { 0 }).to_le_bytes());
+        cd.extend_from_slice(&[0; 6]); // comment len, disk, internal attrs
+        cd.extend_from_slice(&0x0180_0000u32.to_le_bytes()); // external attrs (0600 file)
+        let o32 = if need64 { Z32 } else { m.offset } as u32;
+        cd.extend_from_slice(&o32.to_le_bytes());
+        cd.extend_from_slice(m.name.as_bytes());
+        if need64 {
+            cd.extend_from_slice(&1u16.to_le_bytes());
+            cd.extend_from_slice(&24u16.to_le_bytes());
+            cd.extend_from_slice(&m.size.to_le_bytes());
+            cd.extend_from_slice(&m.size.to_le_bytes());
+            cd.extend_from_slice(&m.offset.to_le_bytes());
+        }
+    }
+    let cd_len = cd.len() as u64;
+    let mut end = Vec::new();
+    if cd_start >= Z32 {
+        let z64_at = cd_start + cd_len;
+        end.extend_from_slice(&SIG_Z64_EOCD.to_le_bytes());
+        end.extend_from_slice(&44u64.to_le_bytes());
+        end.extend_from_slice(&45u16.to_le_bytes());
+        end.extend_from_slice(&45u16.to_le_bytes());
+        end.extend_from_slice(&[0; 8]);
+        end.extend_from_slice(&(members.len() as u64).to_le_bytes());
+        end.extend_from_slice(&(members.len() as u64).to_le_bytes());
+        end.extend_from_slice(&cd_len.to_le_bytes());
+        end.extend_from_slice(&cd_start.to_le_bytes());
+        end.extend_from_slice(&SIG_Z64_LOC.to_le_bytes());
+        end.extend_from_slice(&0u32.to_le_bytes());
+        end.extend_from_slice(&z64_at.to_le_bytes());
+        end.extend_from_slice(&1u32.to_le_bytes());
+    }
+    end.extend_from_slice(&SIG_EOCD.to_le_bytes());
+    end.extend_from_slice(&[0; 4]);
+    end.extend_from_slice(&(members.len() as u16).to_le_bytes());
+    end.extend_from_slice(&(members.len() as u16).to_le_bytes());
+    end.extend_from_slice(&(cd_len as u32).to_le_bytes());
+    end.extend_from_slice(&(cd_start.min(Z32) as u32).to_le_bytes());
+    end.extend_from_slice(&0u16.to_le_bytes());
+    w.write_all(&cd)?;
+    w.write_all(&end)?;
+    w.finish()?;
+    Ok(cd_start + cd_len + end.len() as u64)
+}
+
+// ---------------------------------------------------------------- parsing
+
+/// A member of the archive, located.
+#[derive(Clone, Debug)]
+pub struct NpzMember {
+    pub name: String,
+    /// 0 = STORED, 8 = DEFLATE.
+    pub method: u16,
+    pub crc: u32,
+    /// Offset of the member's data (after its local header).
+    pub data_offset: u64,
+    pub compressed_size: u64,
+    pub size: u64,
+}
+
+/// An `.npy` array inside a STORED member.
+#[derive(Clone, Debug)]
+pub struct NpyArray {
+    pub descr: String,
+    pub fortran_order: bool,
+    pub shape: Vec<usize>,
+    /// Absolute file offset of the array data.
+    pub data_offset: u64,
+    pub data_len: u64,
+}
+
+/// Central directory + the `x` array header.
+#[derive(Clone, Debug)]
+pub struct NpzLayout {
+    pub file_len: u64,
+    pub members: Vec<NpzMember>,
+    /// The `x.npy` member.
+    pub x_member: NpzMember,
+    pub x: NpyArray,
+}
+
+fn u16_at(b: &[u8], i: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(i..i + 2)?.try_into().ok()?))
+}
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], i: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
+}
+
+/// Locate members and parse `x.npy`'s header. Returns the layout and bytes read.
+pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(NpzLayout, u64), BenchError> {
+    let len = ra.len();
+    if len < 22 {
+        return Err(corrupt(
+            path,
+            format!("file of {len} bytes is too short for a ZIP"),
+        ));
+    }
+    let tail_len = len.min(65_535 + 22 + 20);
+    let tail = ra.read_range(len - tail_len, tail_len as usize)?;
+    let mut read = tail_len;
+    let eocd = (0..=tail.len() - 22)
+        .rev()
+        .find(|&i| u32_at(&tail, i) == Some(SIG_EOCD))
+        .ok_or_else(|| corrupt(path, "no ZIP end-of-central-directory record"))?;
+    let bad = |m: &str| corrupt(path, m.to_owned());
+    let mut entries = u64::from(u16_at(&tail, eocd + 10).ok_or_else(|| bad("truncated EOCD"))?);
+    let mut cd_len = u64::from(u32_at(&tail, eocd + 12).ok_or_else(|| bad("truncated EOCD"))?);
+    let mut cd_off = u64::from(u32_at(&tail, eocd + 16).ok_or_else(|| bad("truncated EOCD"))?);
+    if (cd_off == Z32 || cd_len == Z32 || entries == 0xFFFF) && eocd >= 20 {
+        let loc = eocd - 20;
+        if u32_at(&tail, loc) == Some(SIG_Z64_LOC) {
+            let z64 = u64_at(&tail, loc + 8).ok_or_else(|| bad("truncated zip64 locator"))?;
+            if z64.checked_add(56).is_none_or(|e| e > len) {
+                return Err(bad("zip64 end record offset lies past the end of the file"));
+            }
+            let mut rec = [0u8; 56];
+            ra.read_exact_at(&mut rec, z64)?;
+            read += 56;
+            if u32_at(&rec, 0) != Some(SIG_Z64_EOCD) {
+                return Err(bad("bad zip64 end record signature"));
+            }
+            entries = u64_at(&rec, 32).unwrap_or(0);
+            cd_len = u64_at(&rec, 40).unwrap_or(0);
+            cd_off = u64_at(&rec, 48).unwrap_or(0);
+        }
+    }
+    if cd_len > MAX_CENTRAL_DIR || cd_off.checked_add(cd_len).is_none_or(|e| e > len) {
+        return Err(corrupt(
+            path,
+            format!("central directory ({cd_len} B at {cd_off}) lies outside the file ({len} B)"),
+        ));
+    }
+    let cd = ra.read_range(cd_off, cd_len as usize)?;
+    read += cd_len;
+    let mut members = Vec::new();
+    let mut p = 0usize;
+    for _ in 0..entries.min(cd_len / 46 + 1) {
+        if u32_at(&cd, p) != Some(SIG_CENTRAL) {
+            return Err(bad("bad central directory entry signature"));
+        }
+        let h = |o: usize| u16_at(&cd, p + o).ok_or_else(|| bad("truncated central directory"));
+        let w = |o: usize| u32_at(&cd, p + o).ok_or_else(|| bad("truncated central directory"));
+        let method = h(10)?;
+        let crc = w(16)?;
+        let mut csize = u64::from(w(20)?);
+        let mut size = u64::from(w(24)?);
+        let (nlen, xlen, clen) = (h(28)? as usize, h(30)? as usize, h(32)? as usize);
+        let mut off = u64::from(w(42)?);
+        let name = cd
+            .get(p + 46..p + 46 + nlen)
+            .ok_or_else(|| bad("truncated central directory"))?;
+        let name = String::from_utf8_lossy(name).into_owned();
+        let extra = cd
+            .get(p + 46 + nlen..p + 46 + nlen + xlen)
+            .ok_or_else(|| bad("truncated central directory"))?;
+        // zip64 extra: the fields that are 0xFFFFFFFF above, in order.
+        let mut e = 0;
+        while e + 4 <= extra.len() {
+            let id = u16_at(extra, e).unwrap_or(0);
+            let sz = u16_at(extra, e + 2).unwrap_or(0) as usize;
+            if id == 1 {
+                let mut q = e + 4;
+                for field in [&mut size, &mut csize, &mut off] {
+                    if *field == Z32 {
+                        *field = u64_at(extra, q).ok_or_else(|| bad("truncated zip64 extra"))?;
+                        q += 8;
+                    }
+                }
+            }
+            e += 4 + sz;
+        }
+        p += 46 + nlen + xlen + clen;
+        members.push((name, method, crc, off, csize, size));
+    }
+    let mut out = Vec::new();
+    for (name, method, crc, off, csize, size) in members {
+        if off.checked_add(30).is_none_or(|e| e > len) {
+            return Err(corrupt(
+                path,
+                format!("member {name}: local header past end of file"),
+            ));
+        }
+        let mut lh = [0u8; 30];
+        ra.read_exact_at(&mut lh, off)?;
+        read += 30;
+        if u32_at(&lh, 0) != Some(SIG_LOCAL) {
+            return Err(corrupt(
+                path,
+                format!("member {name}: bad local header signature"),
+            ));
+        }
+        let data_offset = off
+            + 30
+            + u64::from(u16_at(&lh, 26).unwrap_or(0))
+            + u64::from(u16_at(&lh, 28).unwrap_or(0));
+        if data_offset.checked_add(csize).is_none_or(|e| e > len) {
+            return Err(corrupt(
+                path,
+                format!(
+                    "member {name}: {csize} B at {data_offset} run past the end of the file ({len} B)"
+                ),
+            ));
+        }
+        out.push(NpzMember {
+            name,
+            method,
+            crc,
+            data_offset,
+            compressed_size: csize,
+            size,
+        });
+    }
+    let x_member = out
+        .iter()
+        .find(|m| m.name == "x.npy")
+        .cloned()
+        .ok_or_else(|| bad("no 'x' array in the archive"))?;
+    if x_member.method != 0 || x_member.compressed_size != x_member.size {
+        return Err(corrupt(
+            path,
+            format!(
+                "member x.npy uses compression method {} (only STORED is supported)",
+                x_member.method
+            ),
+        ));
+    }
+    let (x, hread) = read_npy_header(ra, path, x_member.data_offset, x_member.size)?;
+    read += hread;
+    Ok((
+        NpzLayout {
+            file_len: len,
+            members: out,
+            x_member,
+            x,
+        },
+        read,
+    ))
+}
+
+/// Parse the `.npy` header of a STORED member at `offset` of `size` bytes.
+fn read_npy_header(
+    ra: &dyn RandomAccess,
+    path: &str,
+    offset: u64,
+    size: u64,
+) -> Result<(NpyArray, u64), BenchError> {
+    let bad = |m: String| corrupt(path, format!("x.npy: {m}"));
+    if size < 10 {
+        return Err(bad("member too short for a .npy header".into()));
+    }
+    let mut pre = [0u8; 12];
+    let pre_len = size.min(12) as usize;
+    ra.read_exact_at(&mut pre[..pre_len], offset)?;
+    if &pre[..6] != b"\x93NUMPY" {
+        return Err(bad("missing \\x93NUMPY magic".into()));
+    }
+    let (hlen, start) = match pre[6] {
+        1 => (u64::from(u16::from_le_bytes([pre[8], pre[9]])), 10u64),
+        2 | 3 => (
+            u64::from(u32::from_le_bytes([pre[8], pre[9], pre[10], pre[11]])),
+            12u64,
+        ),
+        v => return Err(bad(format!("unsupported .npy version {v}"))),
+    };
+    if hlen > MAX_NPY_HEADER || start + hlen > size {
+        return Err(bad(format!("header length {hlen} is absurd")));
+    }
+    let mut h = vec![0u8; hlen as usize];
+    ra.read_exact_at(&mut h, offset + start)?;
+    let text = String::from_utf8_lossy(&h);
+    let descr = dict_str(&text, "descr").ok_or_else(|| bad("no 'descr' in header".into()))?;
+    let fortran_order = text.contains("'fortran_order': True");
+    let shape_s = text
+        .split("'shape':")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .ok_or_else(|| bad("no 'shape' in header".into()))?;
+    let shape = shape_s
+        .trim()
+        .trim_start_matches('(')
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<usize>()
+                .map_err(|_| bad(format!("bad shape entry '{s}'")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let item = descr
+        .trim_start_matches(['<', '>', '|', '='])
+        .get(1..)
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| bad(format!("unsupported descr '{descr}'")))?;
+    let data_len = shape
+        .iter()
+        .try_fold(item, |a, d| a.checked_mul(*d as u64))
+        .ok_or_else(|| bad("shape overflows".into()))?;
+    let data_offset = offset + start + hlen;
+    if data_len != size - start - hlen {
+        return Err(bad(format!(
+            "shape {shape:?} needs {data_len} B but the member holds {} B",
+            size - start - hlen
+        )));
+    }
+    Ok((
+        NpyArray {
+            descr,
+            fortran_order,
+            shape,
+            data_offset,
+            data_len,
+        },
+        pre_len as u64 + hlen,
+    ))
+}
+
+fn dict_str(text: &str, key: &str) -> Option<String> {
+    let rest = text.split(&format!("'{key}':")).nth(1)?;
+    let rest = rest.trim_start().strip_prefix('\'')?;
+    Some(rest.split('\'').next()?.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_is_64_aligned_like_numpy() {
+        let h = npy_header("|u1", &[3, 4, 1]);
+        assert_eq!(h.len() % 64, 0);
+        assert!(String::from_utf8_lossy(&h).contains("'shape': (3, 4, 1), }"));
+        let y = npy_header("<i8", &[1]);
+        assert!(String::from_utf8_lossy(&y).contains("'shape': (1,), }"));
+    }
+
+    #[test]
+    fn dims_follow_dlio_distribution() {
+        assert_eq!(npz_dims(146_600_628.0, 0.0, 1), (12107, 12107));
+        let n = 4000;
+        let (mut sum, mut sq) = (0.0, 0.0);
+        for s in 0..n {
+            let (a, b) = npz_dims(146_600_628.0, 68_341_808.0, s);
+            for d in [a as f64, b as f64] {
+                sum += d;
+                sq += d * d;
+            }
+        }
+        let mean = sum / (2 * n) as f64;
+        let sd = (sq / (2 * n) as f64 - mean * mean).sqrt();
+        assert!((mean - 12107.9).abs() < 150.0, "mean {mean}");
+        assert!((sd - 2822.2).abs() < 150.0, "sd {sd}");
+    }
+}

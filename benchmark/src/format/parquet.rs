@@ -1,0 +1,861 @@
+//! Flux Parquet: a streaming writer for float32 fixed-size-list columns laid
+//! out exactly as pyarrow writes `pa.list_(pa.float32(), n)` (3-level LIST,
+//! PLAIN, UNCOMPRESSED, data page v1, RLE levels, `ARROW:schema` metadata),
+//! a bounds-checked footer parser ([`read_layout`]) giving each row group's
+//! column-chunk byte ranges, and a fast decoder for PLAIN float fixed-size
+//! lists without nulls ([`decode_fixed_list_chunk`]).
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema};
+
+use super::{
+    FluxSchema,
+    r#gen::{fill_f32_le, row_seed},
+    thrift::{self, Reader, ThriftError, Writer, ty},
+};
+use crate::{
+    error::BenchError,
+    storage::{RandomAccess, Storage},
+};
+
+const MAGIC: &[u8; 4] = b"PAR1";
+/// Target data page size; a page always holds whole rows (at least one).
+const PAGE_TARGET: usize = 1 << 20;
+/// Footers larger than this are rejected as absurd (flux footers are ~2 KiB).
+pub const MAX_FOOTER: u64 = 64 << 20;
+/// How much of the file tail we read first, hoping it holds the whole footer.
+const TAIL_GUESS: u64 = 64 << 10;
+
+// Parquet enum values.
+const TYPE_FLOAT: i32 = 4;
+const REP_OPTIONAL: i32 = 1;
+const REP_REPEATED: i32 = 2;
+const ENC_PLAIN: i32 = 0;
+const ENC_RLE: i32 = 3;
+const CONVERTED_LIST: i32 = 3;
+const PAGE_DATA: i32 = 0;
+const CODEC_UNCOMPRESSED: i32 = 0;
+
+fn corrupt(path: &str, reason: impl Into<String>) -> BenchError {
+    BenchError::Corrupt {
+        path: path.into(),
+        format: "Parquet",
+        reason: reason.into(),
+    }
+}
+
+/// Arrow schema DLIO/pyarrow uses for a flux schema.
+pub fn arrow_schema(schema: &FluxSchema) -> Schema {
+    Schema::new(
+        schema
+            .columns
+            .iter()
+            .map(|(name, n)| Field::new(name, arrow_type(*n), true))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// `FixedSizeList<item: float32>[n]`, or `float32` for n == 1 (as DLIO writes).
+pub fn arrow_type(n: usize) -> DataType {
+    if n == 1 {
+        DataType::Float32
+    } else {
+        DataType::FixedSizeList(
+            Arc::new(Field::new("item", DataType::Float32, true)),
+            i32::try_from(n).unwrap_or(i32::MAX),
+        )
+    }
+}
+
+fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// RLE-hybrid levels for `rows` lists of `n` elements, each a u32 length prefix
+/// + runs: repetition (0 then n-1 ones per row), definition (all `max_def`).
+fn write_levels(out: &mut Vec<u8>, rows: usize, n: usize, list: bool) {
+    if list {
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        for _ in 0..rows {
+            put_uleb(out, 1 << 1);
+            out.push(0);
+            if n > 1 {
+                put_uleb(out, ((n - 1) as u64) << 1);
+                out.push(1);
+            }
+        }
+        let len = (out.len() - at - 4) as u32;
+        out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    }
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    put_uleb(out, ((rows * n) as u64) << 1);
+    out.push(if list { 3 } else { 1 });
+    let len = (out.len() - at - 4) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+struct ChunkMeta {
+    offset: u64,
+    size: u64,
+    num_values: u64,
+}
+
+/// Write a flux-schema Parquet file of `rows` rows in row groups of
+/// `row_group_rows`; values are [`super::r#gen::flux_row_values`]`(seed, col, row, n)`.
+/// Returns the file size in bytes.
+pub fn write_parquet_file(
+    storage: &dyn Storage,
+    path: &str,
+    schema: &FluxSchema,
+    rows: u64,
+    row_group_rows: u64,
+    seed: u64,
+) -> Result<u64, BenchError> {
+    if schema.columns.is_empty() || schema.columns.iter().any(|(_, n)| *n == 0) {
+        return Err(BenchError::Config(format!(
+            "{path}: Parquet schema needs at least one column, each with size >= 1"
+        )));
+    }
+    if schema
+        .columns
+        .iter()
+        .any(|(_, n)| *n * 4 > i32::MAX as usize)
+    {
+        return Err(BenchError::Config(format!(
+            "{path}: a Parquet column row is larger than a page can hold"
+        )));
+    }
+    let rg_rows = row_group_rows.max(1);
+    let mut w = storage.create(path)?;
+    let mut pos: u64 = 0;
+    w.write_all(MAGIC)?;
+    pos += 4;
+    let mut body: Vec<u8> = Vec::new();
+    let mut groups: Vec<(u64, Vec<ChunkMeta>)> = Vec::new();
+    let mut first = 0u64;
+    while first < rows {
+        let n_rows = rg_rows.min(rows - first);
+        let mut chunks = Vec::with_capacity(schema.columns.len());
+        for (ci, (_, n)) in schema.columns.iter().enumerate() {
+            let n = *n;
+            let list = n > 1;
+            let per_page = (PAGE_TARGET / (n * 4)).max(1) as u64;
+            let start = pos;
+            let mut r = 0;
+            while r < n_rows {
+                let pr = per_page.min(n_rows - r);
+                body.clear();
+                write_levels(&mut body, pr as usize, n, list);
+                for row in first + r..first + r + pr {
+                    fill_f32_le(row_seed(seed, ci, row), n, &mut body);
+                }
+                let mut h = Writer::new();
+                h.begin();
+                h.i32(1, PAGE_DATA);
+                let size = i32::try_from(body.len())
+                    .map_err(|_| BenchError::Config(format!("{path}: page too large")))?;
+                h.i32(2, size);
+                h.i32(3, size);
+                h.begin_struct(5);
+                h.i32(1, (pr as usize * n) as i32);
+                h.i32(2, ENC_PLAIN);
+                h.i32(3, ENC_RLE);
+                h.i32(4, ENC_RLE);
+                h.end();
+                h.end();
+                w.write_all(&h.buf)?;
+                w.write_all(&body)?;
+                pos += (h.buf.len() + body.len()) as u64;
+                r += pr;
+            }
+            chunks.push(ChunkMeta {
+                offset: start,
+                size: pos - start,
+                num_values: n_rows * n as u64,
+            });
+        }
+        groups.push((n_rows, chunks));
+        first += n_rows;
+    }
+    let footer = encode_footer(schema, rows, &groups);
+    w.write_all(&footer)?;
+    w.write_all(&(footer.len() as u32).to_le_bytes())?;
+    w.write_all(MAGIC)?;
+    pos += footer.len() as u64 + 8;
+    w.finish()?;
+    Ok(pos)
+}
+
+fn encode_footer(schema: &FluxSchema, rows: u64, groups: &[(u64, Vec<ChunkMeta>)]) -> Vec<u8> {
+    let arrow = parquet::arrow::encode_arrow_schema(&arrow_schema(schema));
+    let mut t = Writer::new();
+    t.begin();
+    t.i32(1, 1);
+    // schema: root + per column (group, repeated group, leaf) or one leaf
+    let elems: usize = 1 + schema
+        .columns
+        .iter()
+        .map(|(_, n)| if *n > 1 { 3 } else { 1 })
+        .sum::<usize>();
+    t.list(2, ty::STRUCT, elems);
+    t.begin();
+    t.binary(4, b"schema");
+    t.i32(5, schema.columns.len() as i32);
+    t.end();
+    for (name, n) in &schema.columns {
+        if *n > 1 {
+            t.begin();
+            t.i32(3, REP_OPTIONAL);
+            t.binary(4, name.as_bytes());
+            t.i32(5, 1);
+            t.i32(6, CONVERTED_LIST);
+            t.begin_struct(10);
+            t.begin_struct(3);
+            t.end();
+            t.end();
+            t.end();
+            t.begin();
+            t.i32(3, REP_REPEATED);
+            t.binary(4, b"list");
+            t.i32(5, 1);
+            t.end();
+            t.begin();
+            t.i32(1, TYPE_FLOAT);
+            t.i32(3, REP_OPTIONAL);
+            t.binary(4, b"element");
+            t.end();
+        } else {
+            t.begin();
+            t.i32(1, TYPE_FLOAT);
+            t.i32(3, REP_OPTIONAL);
+            t.binary(4, name.as_bytes());
+            t.end();
+        }
+    }
+    t.i64(3, rows as i64);
+    t.list(4, ty::STRUCT, groups.len());
+    for (n_rows, chunks) in groups {
+        let total: u64 = chunks.iter().map(|c| c.size).sum();
+        t.begin();
+        t.list(1, ty::STRUCT, chunks.len());
+        for (c, (name, n)) in chunks.iter().zip(&schema.columns) {
+            t.begin();
+            t.i64(2, c.offset as i64);
+            t.begin_struct(3);
+            t.i32(1, TYPE_FLOAT);
+            t.list(2, ty::I32, 2);
+            t.elem_i32(ENC_PLAIN);
+            t.elem_i32(ENC_RLE);
+            if *n > 1 {
+                t.list(3, ty::BINARY, 3);
+                t.elem_binary(name.as_bytes());
+                t.elem_binary(b"list");
+                t.elem_binary(b"element");
+            } else {
+                t.list(3, ty::BINARY, 1);
+                t.elem_binary(name.as_bytes());
+            }
+            t.i32(4, CODEC_UNCOMPRESSED);
+            t.i64(5, c.num_values as i64);
+            t.i64(6, c.size as i64);
+            t.i64(7, c.size as i64);
+            t.i64(9, c.offset as i64);
+            t.end();
+            t.end();
+        }
+        t.i64(2, total as i64);
+        t.i64(3, *n_rows as i64);
+        t.i64(5, chunks.first().map_or(4, |c| c.offset) as i64);
+        t.i64(6, total as i64);
+        t.end();
+    }
+    t.list(5, ty::STRUCT, 1);
+    t.begin();
+    t.binary(1, b"ARROW:schema");
+    t.binary(2, arrow.as_bytes());
+    t.end();
+    t.binary(6, b"storprof-bench (flux parquet writer)");
+    t.end();
+    t.buf
+}
+
+// ---------------------------------------------------------------- layout
+
+/// One leaf column as described by the schema.
+#[derive(Clone, Debug)]
+pub struct LeafColumn {
+    /// Dotted path (`t5_encodings.list.element`).
+    pub path: String,
+    /// Top-level field name.
+    pub top: String,
+    pub physical_type: i32,
+    pub max_def: u16,
+    pub max_rep: u16,
+}
+
+/// Byte range and metadata of one column chunk.
+#[derive(Clone, Debug)]
+pub struct ChunkLayout {
+    /// First byte (dictionary page if any, else first data page).
+    pub offset: u64,
+    /// Compressed size of the whole chunk.
+    pub len: u64,
+    pub num_values: u64,
+    pub codec: i32,
+    pub has_dictionary: bool,
+}
+
+/// One row group.
+#[derive(Clone, Debug)]
+pub struct RowGroupLayout {
+    pub num_rows: u64,
+    /// Index of the group's first row within the file.
+    pub first_row: u64,
+    pub chunks: Vec<ChunkLayout>,
+}
+
+impl RowGroupLayout {
+    /// `[start, end)` covering all column chunks of the group.
+    pub fn byte_range(&self) -> (u64, u64) {
+        let start = self.chunks.iter().map(|c| c.offset).min().unwrap_or(0);
+        let end = self
+            .chunks
+            .iter()
+            .map(|c| c.offset + c.len)
+            .max()
+            .unwrap_or(0);
+        (start, end)
+    }
+}
+
+/// What the footer says about a Parquet file, validated against its size.
+#[derive(Clone, Debug)]
+pub struct ParquetLayout {
+    pub file_len: u64,
+    /// Footer length (thrift bytes, without the 8-byte trailer).
+    pub footer_len: u64,
+    pub num_rows: u64,
+    pub leaves: Vec<LeafColumn>,
+    pub row_groups: Vec<RowGroupLayout>,
+}
+
+impl ParquetLayout {
+    /// Row group holding `row`, by bisecting the cumulative row offsets.
+    pub fn row_group_of(&self, row: u64) -> Option<usize> {
+        let i = self
+            .row_groups
+            .partition_point(|g| g.first_row + g.num_rows <= row);
+        (i < self.row_groups.len()).then_some(i)
+    }
+}
+
+/// Read and parse the footer of `ra`. Returns the layout and the bytes read.
+pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(ParquetLayout, u64), BenchError> {
+    let len = ra.len();
+    if len < 12 {
+        return Err(corrupt(path, format!("file of {len} bytes is too short")));
+    }
+    let tail_len = TAIL_GUESS.min(len);
+    let tail = ra.read_range(len - tail_len, tail_len as usize)?;
+    let mut read = tail_len;
+    let t = &tail[tail.len() - 8..];
+    if &t[4..8] != MAGIC {
+        return Err(corrupt(path, "missing PAR1 magic at the end"));
+    }
+    let flen = u64::from(u32::from_le_bytes([t[0], t[1], t[2], t[3]]));
+    if flen + 12 > len {
+        return Err(corrupt(
+            path,
+            format!("footer length {flen} exceeds the file size {len}"),
+        ));
+    }
+    if flen > MAX_FOOTER {
+        return Err(corrupt(path, format!("footer length {flen} is absurd")));
+    }
+    let footer = if flen + 8 <= tail_len {
+        tail.slice((tail_len - 8 - flen) as usize..(tail_len - 8) as usize)
+    } else {
+        read += flen;
+        ra.read_range(len - 8 - flen, flen as usize)?
+    };
+    let layout = parse_footer(&footer, len, path)?;
+    Ok((layout, read))
+}
+
+/// Parse FileMetaData `footer` of a file of `file_len` bytes.
+pub fn parse_footer(footer: &[u8], file_len: u64, path: &str) -> Result<ParquetLayout, BenchError> {
+    let tr = |e: ThriftError| corrupt(path, format!("bad footer: {}", e.0));
+    let data_end = file_len - 8 - footer.len() as u64;
+    let mut r = Reader::new(footer);
+    r.enter().map_err(tr)?;
+    let mut last = 0;
+    let mut schema: Vec<SchemaEl> = Vec::new();
+    let mut num_rows: Option<i64> = None;
+    let mut groups: Vec<(i64, Vec<ChunkLayout>)> = Vec::new();
+    loop {
+        let f = r.field(&mut last).map_err(tr)?;
+        match (f.id, f.ty) {
+            (_, 0) => break,
+            (2, ty::LIST) => {
+                let (_, n) = r.list().map_err(tr)?;
+                for _ in 0..n {
+                    schema.push(parse_schema_el(&mut r).map_err(tr)?);
+                }
+            }
+            (3, ty::I64) => num_rows = Some(r.i64().map_err(tr)?),
+            (4, ty::LIST) => {
+                let (_, n) = r.list().map_err(tr)?;
+                for _ in 0..n {
+                    groups.push(parse_row_group(&mut r).map_err(tr)?);
+                }
+            }
+            (_, t) => r.skip(t).map_err(tr)?,
+        }
+    }
+    let leaves = leaves_of(&schema).ok_or_else(|| corrupt(path, "malformed schema tree"))?;
+    let num_rows = num_rows
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| corrupt(path, "footer lacks a valid num_rows"))?;
+    let mut row_groups = Vec::with_capacity(groups.len());
+    let mut first = 0u64;
+    for (gi, (nr, chunks)) in groups.into_iter().enumerate() {
+        let nr = u64::try_from(nr)
+            .map_err(|_| corrupt(path, format!("row group {gi}: negative row count")))?;
+        if chunks.len() != leaves.len() {
+            return Err(corrupt(
+                path,
+                format!(
+                    "row group {gi} has {} column chunks, schema has {} columns",
+                    chunks.len(),
+                    leaves.len()
+                ),
+            ));
+        }
+        for (ci, c) in chunks.iter().enumerate() {
+            if c.offset < 4 || c.offset.checked_add(c.len).is_none_or(|e| e > data_end) {
+                return Err(corrupt(
+                    path,
+                    format!(
+                        "row group {gi} column {ci}: bytes {}..+{} lie outside the data area (file {file_len} B)",
+                        c.offset, c.len
+                    ),
+                ));
+            }
+        }
+        row_groups.push(RowGroupLayout {
+            num_rows: nr,
+            first_row: first,
+            chunks,
+        });
+        first = first
+            .checked_add(nr)
+            .ok_or_else(|| corrupt(path, "row counts overflow"))?;
+    }
+    if first != num_rows {
+        return Err(corrupt(
+            path,
+            format!("row groups hold {first} rows, footer says {num_rows}"),
+        ));
+    }
+    Ok(ParquetLayout {
+        file_len,
+        footer_len: footer.len() as u64,
+        num_rows,
+        leaves,
+        row_groups,
+    })
+}
+
+#[derive(Default, Debug)]
+struct SchemaEl {
+    ty: Option<i32>,
+    repetition: Option<i32>,
+    name: String,
+    num_children: i32,
+}
+
+fn parse_schema_el(r: &mut Reader) -> Result<SchemaEl, ThriftError> {
+    let mut el = SchemaEl::default();
+    r.enter()?;
+    let mut last = 0;
+    loop {
+        let f = r.field(&mut last)?;
+        match (f.id, f.ty) {
+            (_, 0) => break,
+            (1, ty::I32) => el.ty = Some(r.i32()?),
+            (3, ty::I32) => el.repetition = Some(r.i32()?),
+            (4, ty::BINARY) => el.name = r.string()?,
+            (5, ty::I32) => el.num_children = r.i32()?,
+            (_, t) => r.skip(t)?,
+        }
+    }
+    r.leave();
+    Ok(el)
+}
+
+fn leaves_of(schema: &[SchemaEl]) -> Option<Vec<LeafColumn>> {
+    fn walk(
+        s: &[SchemaEl],
+        i: &mut usize,
+        path: &mut Vec<String>,
+        def: u16,
+        rep: u16,
+        out: &mut Vec<LeafColumn>,
+        depth: u32,
+    ) -> Option<()> {
+        if depth > 64 {
+            return None;
+        }
+        let el = s.get(*i)?;
+        *i += 1;
+        let (def, rep) = match el.repetition {
+            Some(REP_OPTIONAL) => (def + 1, rep),
+            Some(REP_REPEATED) => (def + 1, rep + 1),
+            _ => (def, rep),
+        };
+        path.push(el.name.clone());
+        if el.num_children <= 0 {
+            out.push(LeafColumn {
+                path: path.join("."),
+                top: path.first().cloned().unwrap_or_default(),
+                physical_type: el.ty?,
+                max_def: def,
+                max_rep: rep,
+            });
+        } else {
+            for _ in 0..el.num_children {
+                walk(s, i, path, def, rep, out, depth + 1)?;
+            }
+        }
+        path.pop();
+        Some(())
+    }
+    let root = schema.first()?;
+    let mut out = Vec::new();
+    let mut i = 1;
+    let mut path = Vec::new();
+    for _ in 0..root.num_children.max(0) {
+        walk(schema, &mut i, &mut path, 0, 0, &mut out, 0)?;
+    }
+    (i == schema.len()).then_some(out)
+}
+
+fn parse_row_group(r: &mut Reader) -> Result<(i64, Vec<ChunkLayout>), ThriftError> {
+    r.enter()?;
+    let mut last = 0;
+    let mut rows = -1;
+    let mut chunks = Vec::new();
+    loop {
+        let f = r.field(&mut last)?;
+        match (f.id, f.ty) {
+            (_, 0) => break,
+            (1, ty::LIST) => {
+                let (_, n) = r.list()?;
+                for _ in 0..n {
+                    chunks.push(parse_column_chunk(r)?);
+                }
+            }
+            (3, ty::I64) => rows = r.i64()?,
+            (_, t) => r.skip(t)?,
+        }
+    }
+    r.leave();
+    Ok((rows, chunks))
+}
+
+fn parse_column_chunk(r: &mut Reader) -> Result<ChunkLayout, ThriftError> {
+    r.enter()?;
+    let mut last = 0;
+    let mut meta = None;
+    loop {
+        let f = r.field(&mut last)?;
+        match (f.id, f.ty) {
+            (_, 0) => break,
+            (3, ty::STRUCT) => meta = Some(parse_column_meta(r)?),
+            (_, t) => r.skip(t)?,
+        }
+    }
+    r.leave();
+    meta.ok_or_else(|| ThriftError("column chunk without metadata".into()))
+}
+
+fn parse_column_meta(r: &mut Reader) -> Result<ChunkLayout, ThriftError> {
+    r.enter()?;
+    let mut last = 0;
+    let (mut codec, mut nv, mut size, mut data_off, mut dict_off) = (0, -1i64, -1i64, -1i64, None);
+    loop {
+        let f = r.field(&mut last)?;
+        match (f.id, f.ty) {
+            (_, 0) => break,
+            (4, ty::I32) => codec = r.i32()?,
+            (5, ty::I64) => nv = r.i64()?,
+            (7, ty::I64) => size = r.i64()?,
+            (9, ty::I64) => data_off = r.i64()?,
+            (11, ty::I64) => dict_off = Some(r.i64()?),
+            (_, t) => r.skip(t)?,
+        }
+    }
+    r.leave();
+    let bad = |what: &str| ThriftError(format!("column metadata: invalid {what}"));
+    let data_off = u64::try_from(data_off).map_err(|_| bad("data_page_offset"))?;
+    let dict = dict_off
+        .and_then(|d| u64::try_from(d).ok())
+        .filter(|d| *d > 0 && *d < data_off);
+    Ok(ChunkLayout {
+        offset: dict.unwrap_or(data_off),
+        len: u64::try_from(size).map_err(|_| bad("total_compressed_size"))?,
+        num_values: u64::try_from(nv).map_err(|_| bad("num_values"))?,
+        codec,
+        has_dictionary: dict.is_some(),
+    })
+}
+
+// ---------------------------------------------------------------- fast decode
+
+/// Why a chunk cannot take the fast path (the caller falls back to arrow-rs's
+/// generic reader), or is corrupt.
+#[derive(Debug)]
+pub enum FastPathError {
+    /// Valid Parquet we do not handle here (dictionary, compression, nulls...).
+    Unsupported(String),
+    /// The bytes contradict themselves.
+    Corrupt(String),
+}
+
+/// Walk RLE/bit-packed hybrid `data` of `num` values of `bit_width`, calling
+/// `run(value, count)` for each run (bit-packed groups as runs of 1).
+fn for_each_level_run(
+    data: &[u8],
+    bit_width: u32,
+    num: usize,
+    mut run: impl FnMut(u64, usize) -> Result<(), FastPathError>,
+) -> Result<(), FastPathError> {
+    let c = |m: &str| FastPathError::Corrupt(m.to_owned());
+    let vb = bit_width.div_ceil(8) as usize;
+    let mut p = 0usize;
+    let mut done = 0usize;
+    while done < num {
+        let mut h = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = *data.get(p).ok_or_else(|| c("levels truncated"))?;
+            p += 1;
+            if shift > 56 {
+                return Err(c("bad level run header"));
+            }
+            h |= u64::from(b & 0x7F) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        if h & 1 == 0 {
+            let count = usize::try_from(h >> 1).map_err(|_| c("level run too long"))?;
+            let bytes = data.get(p..p + vb).ok_or_else(|| c("levels truncated"))?;
+            p += vb;
+            let mut v = 0u64;
+            for (i, b) in bytes.iter().enumerate() {
+                v |= u64::from(*b) << (8 * i);
+            }
+            if count == 0 {
+                return Err(c("empty level run"));
+            }
+            let count = count.min(num - done);
+            run(v, count)?;
+            done += count;
+        } else {
+            let groups = usize::try_from(h >> 1).map_err(|_| c("level run too long"))?;
+            let nbytes = groups
+                .checked_mul(bit_width as usize)
+                .ok_or_else(|| c("level run too long"))?;
+            let bits = data
+                .get(p..p.saturating_add(nbytes))
+                .ok_or_else(|| c("levels truncated"))?;
+            p += nbytes;
+            let count = groups.saturating_mul(8).min(num - done);
+            for i in 0..count {
+                let mut v = 0u64;
+                for b in 0..bit_width as usize {
+                    let bit = i * bit_width as usize + b;
+                    v |= u64::from((bits[bit / 8] >> (bit % 8)) & 1) << b;
+                }
+                run(v, 1)?;
+            }
+            done += count;
+        }
+    }
+    Ok(())
+}
+
+fn bit_width(max: u16) -> u32 {
+    16 - max.leading_zeros()
+}
+
+/// Decode one column chunk (`chunk` = its bytes) of `rows` fixed-size lists of
+/// `n` f32 with no nulls, appending values to `out` (little-endian f32 bytes).
+/// Levels are checked run by run; values are copied in bulk.
+pub fn decode_fixed_list_chunk(
+    chunk: &[u8],
+    leaf: &LeafColumn,
+    meta: &ChunkLayout,
+    rows: u64,
+    n: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), FastPathError> {
+    let un = |m: String| FastPathError::Unsupported(m);
+    let c = |m: &str| FastPathError::Corrupt(m.to_owned());
+    if leaf.physical_type != TYPE_FLOAT {
+        return Err(un(format!("{} is not FLOAT", leaf.path)));
+    }
+    if meta.codec != CODEC_UNCOMPRESSED || meta.has_dictionary {
+        return Err(un(format!(
+            "{} is compressed or dictionary-encoded",
+            leaf.path
+        )));
+    }
+    if leaf.max_rep != 1 || n < 1 {
+        return Err(un(format!("{} is not a single-level list", leaf.path)));
+    }
+    let total = rows
+        .checked_mul(n as u64)
+        .filter(|t| *t == meta.num_values)
+        .ok_or_else(|| un(format!("{}: value count is not rows x {n}", leaf.path)))?;
+    let want_bytes = (total * 4) as usize;
+    out.reserve(want_bytes);
+    let start_len = out.len();
+    let rep_bw = bit_width(leaf.max_rep);
+    let def_bw = bit_width(leaf.max_def);
+    let max_def = u64::from(leaf.max_def);
+    let mut p = 0usize;
+    let mut pos: u64 = 0; // value position within the chunk
+    while pos < total {
+        let mut r = Reader::new(&chunk[p..]);
+        let h = parse_page_header(&mut r).map_err(|e| FastPathError::Corrupt(e.0))?;
+        p += r.pos;
+        if h.page_type != PAGE_DATA {
+            return Err(un(format!("{}: page type {}", leaf.path, h.page_type)));
+        }
+        if h.encoding != ENC_PLAIN || h.def_enc != ENC_RLE || h.rep_enc != ENC_RLE {
+            return Err(un(format!("{}: non-PLAIN/RLE page", leaf.path)));
+        }
+        let size = usize::try_from(h.compressed).map_err(|_| c("bad page size"))?;
+        let page = chunk
+            .get(p..p + size)
+            .ok_or_else(|| c("page runs past the chunk"))?;
+        p += size;
+        let nv = u64::try_from(h.num_values).map_err(|_| c("bad page value count"))?;
+        if nv == 0 || pos + nv > total {
+            return Err(c("page value counts do not add up"));
+        }
+        let mut q = 0usize;
+        let rep = take_levels(page, &mut q)?;
+        let def = take_levels(page, &mut q)?;
+        let mut at = pos;
+        let nn = n as u64;
+        for_each_level_run(rep, rep_bw, nv as usize, |v, cnt| {
+            let cnt = cnt as u64;
+            let ok = match v {
+                0 => at % nn == 0 && (cnt == 1 || nn == 1),
+                1 => at % nn != 0 && (at % nn) + cnt <= nn,
+                _ => false,
+            };
+            at += cnt;
+            if ok {
+                Ok(())
+            } else {
+                Err(FastPathError::Unsupported(format!(
+                    "{}: lists are not all of size {n}",
+                    leaf.path
+                )))
+            }
+        })?;
+        for_each_level_run(def, def_bw, nv as usize, |v, _| {
+            if v == max_def {
+                Ok(())
+            } else {
+                Err(FastPathError::Unsupported(format!(
+                    "{}: has nulls",
+                    leaf.path
+                )))
+            }
+        })?;
+        let values = &page[q..];
+        if values.len() as u64 != nv * 4 {
+            return Err(c("value bytes do not match the page value count"));
+        }
+        out.extend_from_slice(values);
+        pos += nv;
+    }
+    debug_assert_eq!(out.len() - start_len, want_bytes);
+    Ok(())
+}
+
+/// Length-prefixed (u32 LE) level block at `*q` of a v1 data page.
+fn take_levels<'a>(page: &'a [u8], q: &mut usize) -> Result<&'a [u8], FastPathError> {
+    let c = || FastPathError::Corrupt("levels truncated".to_owned());
+    let l = page.get(*q..*q + 4).ok_or_else(c)?;
+    let l = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize;
+    let s = page
+        .get(*q + 4..(*q + 4).checked_add(l).ok_or_else(c)?)
+        .ok_or_else(c)?;
+    *q += 4 + l;
+    Ok(s)
+}
+
+struct PageHeader {
+    page_type: i32,
+    compressed: i32,
+    num_values: i32,
+    encoding: i32,
+    def_enc: i32,
+    rep_enc: i32,
+}
+
+fn parse_page_header(r: &mut Reader) -> Result<PageHeader, ThriftError> {
+    let mut h = PageHeader {
+        page_type: -1,
+        compressed: -1,
+        num_values: -1,
+        encoding: -1,
+        def_enc: -1,
+        rep_enc: -1,
+    };
+    r.enter()?;
+    let mut last = 0;
+    loop {
+        let f = r.field(&mut last)?;
+        match (f.id, f.ty) {
+            (_, 0) => break,
+            (1, ty::I32) => h.page_type = r.i32()?,
+            (3, ty::I32) => h.compressed = r.i32()?,
+            (5, ty::STRUCT) => {
+                r.enter()?;
+                let mut l2 = 0;
+                loop {
+                    let g = r.field(&mut l2)?;
+                    match (g.id, g.ty) {
+                        (_, 0) => break,
+                        (1, ty::I32) => h.num_values = r.i32()?,
+                        (2, ty::I32) => h.encoding = r.i32()?,
+                        (3, ty::I32) => h.def_enc = r.i32()?,
+                        (4, ty::I32) => h.rep_enc = r.i32()?,
+                        (_, t) => r.skip(t)?,
+                    }
+                }
+                r.leave();
+            }
+            (_, t) => r.skip(t)?,
+        }
+    }
+    r.leave();
+    Ok(h)
+}
+
+/// Thrift helper re-exported for tests of lying footers.
+pub use thrift::Writer as ThriftWriter;
