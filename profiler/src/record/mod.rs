@@ -1,8 +1,36 @@
 //! `storprof record`: attach the probes, run or attach to the workload,
 //! drain and symbolize, and write the session directory.
 //!
-//! Placeholder: the interface the rest of the crate (e.g. `diagnose`) calls.
-use std::path::PathBuf;
+//! Data flow: [`record`] loads and attaches every probe family
+//! (`probes::ProbeSet`), forks the command (it waits on a pipe), registers
+//! its pid, lets it exec ([`launch`]); then loops: process events keep the
+//! symbolizer's view of each traced process fresh, block completions are
+//! collected, the maps are snapshotted every second for the time series.
+//! When the command exits (or the duration ends, or SIGINT/SIGTERM), the
+//! maps are read one last time, turned into the model by the pure functions
+//! of [`aggregate`], symbolized, and written; dropping the probe set detaches
+//! everything.
+pub mod aggregate;
+pub mod args;
+pub mod launch;
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    os::fd::{AsFd, AsRawFd},
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use storprof_common::{BlockEvent, ProcEvent, StackKey, proc_event};
+
+use crate::{
+    probes::{self, MapSnapshot, ProbeOptions, ProbeSet},
+    session::model::{
+        self, IoStats, PageCacheStats, SESSION_DIR_ENV, SESSION_FORMAT_VERSION, SessionInfo,
+        TimeSeries,
+    },
+    symbolize::Symbolizer,
+};
 
 /// Options of one recording. Defaults are documented per field.
 #[derive(Clone, Debug)]
@@ -20,6 +48,10 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// Run the command as root even under sudo. Default false: run it as SUDO_UID/SUDO_GID.
     pub as_root: bool,
+    /// Measure syscall latency (a `sys_enter` hook besides `sys_exit`).
+    /// Default true; false halves the per-syscall cost but leaves
+    /// `total_ns` and the latency histograms empty.
+    pub syscall_latency: bool,
 }
 
 impl Default for RecordOptions {
@@ -31,6 +63,7 @@ impl Default for RecordOptions {
             freq_hz: 99,
             output: PathBuf::from("storprof-session"),
             as_root: false,
+            syscall_latency: true,
         }
     }
 }
@@ -52,10 +85,595 @@ pub enum RecordError {
     NotRoot,
     #[error("not implemented yet")]
     NotImplemented,
+    #[error("nothing to record: give a command after `--` or at least one --pid")]
+    NothingToRecord,
+    #[error("command not found or not executable: {0}")]
+    UnknownCommand(String),
+    #[error("cannot start {command}: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no such process: {0}")]
+    NoSuchPid(u32),
+    #[error(transparent)]
+    Probes(#[from] probes::ProbeError),
+    #[error("tracefs: {0}")]
+    Tracefs(String),
+    #[error("writing {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Descendant processes of `pid` (from /proc/PID/task/*/children).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                if !out.contains(&c) {
+                    out.push(c);
+                    stack.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Tgid of a task, from /proc (None when gone).
+fn tgid_of(tid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Kernel name of a block device from its kernel-internal dev_t.
+fn device_name(dev: u32) -> String {
+    let (major, minor) = aggregate::dev_major_minor(dev);
+    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent"));
+    uevent
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("DEVNAME="))
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| format!("{major}:{minor}"))
+}
+
+/// Live state of one recording.
+struct Recorder {
+    probes: ProbeSet,
+    symbolizer: Symbolizer,
+    tracked: BTreeSet<u32>,
+    block_events: Vec<BlockEvent>,
+    /// Processes that exec'ed recently: their layout is re-read often
+    /// until the dynamic loader is done.
+    fresh: BTreeMap<u32, Instant>,
+    series: Vec<aggregate::ThreadCumulative>,
+    start_mono: u64,
+}
+
+impl Recorder {
+    fn handle_proc_event(&mut self, event: ProcEvent) {
+        match event.kind {
+            proc_event::FORK => {
+                let child = event.tid;
+                let child_tgid = tgid_of(child).unwrap_or(child);
+                if child_tgid == child {
+                    self.tracked.insert(child);
+                    self.symbolizer.inherit(child, event.tgid);
+                    self.symbolizer.snapshot_process(child);
+                }
+            }
+            proc_event::EXEC => {
+                self.tracked.insert(event.tgid);
+                self.symbolizer.snapshot_process(event.tgid);
+                self.fresh.insert(event.tgid, Instant::now());
+            }
+            _ => {}
+        }
+    }
+
+    fn drain(&mut self) {
+        let mut events = Vec::new();
+        self.probes.drain_proc_events(|e| events.push(e));
+        for e in events {
+            self.handle_proc_event(e);
+        }
+        let mut blocks = Vec::new();
+        self.probes.drain_block_events(|e| blocks.push(e));
+        self.block_events.extend(blocks);
+        self.fresh.retain(|_, t| t.elapsed() < Duration::from_secs(2));
+        let fresh: Vec<u32> = self.fresh.keys().copied().collect();
+        for tgid in fresh {
+            self.symbolizer.snapshot_process(tgid);
+        }
+    }
+
+    /// On-CPU time of slices in progress at `now` (not yet accounted).
+    fn running_ns(snapshot: &MapSnapshot, now: u64) -> BTreeMap<u32, u64> {
+        snapshot
+            .oncpu_start
+            .iter()
+            .filter(|(_, (on, off))| *on != 0 && off.ts == 0 && now > *on)
+            .map(|(&tid, (on, _))| (tid, now - on))
+            .collect()
+    }
+
+    fn known_tids(snapshot: &MapSnapshot) -> Vec<u32> {
+        let mut tids: BTreeSet<u32> = snapshot.threads.iter().map(|t| t.tid).collect();
+        tids.extend(snapshot.syscalls.iter().map(|(k, _)| k.tid));
+        tids.extend(snapshot.samples.iter().map(|(k, _)| k.tid));
+        tids.into_iter().collect()
+    }
+
+    /// Snapshot with the on-CPU slots of every known thread.
+    fn full_snapshot(&self) -> Result<MapSnapshot, RecordError> {
+        let first = self.probes.snapshot(&[])?;
+        let tids = Self::known_tids(&first);
+        Ok(self.probes.snapshot(&tids)?)
+    }
+
+    fn tick_series(&mut self) -> Result<(), RecordError> {
+        let snapshot = self.full_snapshot()?;
+        let running = Self::running_ns(&snapshot, monotonic_ns());
+        self.series.push(aggregate::thread_cumulative(
+            &snapshot.threads,
+            &snapshot.syscalls,
+            &running,
+        ));
+        let live: Vec<u32> = self.tracked.iter().copied().filter(|p| launch::alive(*p)).collect();
+        for tgid in live {
+            self.symbolizer.snapshot_process(tgid);
+        }
+        Ok(())
+    }
+}
+
+/// Why the recording loop ended.
+struct Ending {
+    reason: &'static str,
+    exit_code: Option<i32>,
+    exit_signal: Option<i32>,
 }
 
 /// Record one session. Blocks until the command exits, the duration ends or
 /// SIGINT/SIGTERM arrives; the session is written in every case.
-pub fn record(_options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
-    Err(RecordError::NotImplemented)
+pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(RecordError::NotRoot);
+    }
+    if options.command.is_empty() && options.pids.is_empty() {
+        return Err(RecordError::NothingToRecord);
+    }
+    let program = match options.command.first() {
+        Some(name) => Some(
+            launch::resolve_command(name).ok_or_else(|| RecordError::UnknownCommand(name.clone()))?,
+        ),
+        None => None,
+    };
+    for &pid in &options.pids {
+        if !launch::alive(pid) {
+            return Err(RecordError::NoSuchPid(pid));
+        }
+    }
+    let tracefs_line = probes::tracefs::ensure_mounted().map_err(RecordError::Tracefs)?;
+    let dir = options.output.clone();
+    std::fs::create_dir_all(&dir).map_err(|source| RecordError::Write {
+        path: dir.clone(),
+        source,
+    })?;
+    let dir_abs = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+
+    let probe_options = ProbeOptions {
+        freq_hz: options.freq_hz,
+        syscall_latency: options.syscall_latency,
+    };
+    let mut probes = ProbeSet::load(&probe_options)?;
+    probes.attach_all();
+    for status in &probes.status {
+        if !status.attached {
+            log::warn!("probe {} disabled: {}", status.name, status.note);
+        }
+    }
+    launch::install_signal_handlers();
+
+    let start_unix = unix_ns();
+    let start_mono = monotonic_ns();
+    let mut recorder = Recorder {
+        probes,
+        symbolizer: Symbolizer::new(),
+        tracked: BTreeSet::new(),
+        block_events: Vec::new(),
+        fresh: BTreeMap::new(),
+        series: Vec::new(),
+        start_mono,
+    };
+
+    // Attached pids and their existing descendants.
+    for &pid in &options.pids {
+        let mut all = vec![pid];
+        all.extend(descendants(pid));
+        for p in all {
+            recorder.probes.trace_tgid(p)?;
+            recorder.tracked.insert(p);
+            recorder.symbolizer.snapshot_process(p);
+        }
+    }
+
+    // The command: forked, registered, then released to exec.
+    let mut child_pid: Option<i32> = None;
+    if let Some(path) = &program {
+        let credentials = if options.as_root {
+            None
+        } else {
+            launch::sudo_credentials()
+        };
+        let env = [(SESSION_DIR_ENV, dir_abs.as_os_str())];
+        let pending = launch::fork_command(path, &options.command, &env, credentials).map_err(
+            |source| RecordError::Spawn {
+                command: options.command.join(" "),
+                source,
+            },
+        )?;
+        if let Err(err) = recorder.probes.set_root_tgid(pending.pid as u32) {
+            pending.abort();
+            return Err(err.into());
+        }
+        let pid = pending.start().map_err(|source| RecordError::Spawn {
+            command: options.command.join(" "),
+            source,
+        })?;
+        recorder.tracked.insert(pid as u32);
+        recorder.symbolizer.snapshot_process(pid as u32);
+        recorder.fresh.insert(pid as u32, Instant::now());
+        child_pid = Some(pid);
+    }
+    recorder.series.push(aggregate::ThreadCumulative::new());
+
+    let ending = run_loop(&mut recorder, options, child_pid)?;
+    // Let the exiting tasks' last context switches land in the maps.
+    std::thread::sleep(Duration::from_millis(30));
+    recorder.drain();
+    recorder.tick_series()?;
+    let end_unix = unix_ns();
+    let end_mono = monotonic_ns();
+
+    write_session(
+        &mut recorder,
+        options,
+        &dir,
+        &ending,
+        (start_unix, end_unix, end_mono),
+        tracefs_line,
+    )?;
+    // Dropping `recorder` detaches every probe.
+    drop(recorder);
+
+    let exit_code = match (ending.exit_code, ending.exit_signal) {
+        (Some(code), _) => code,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) if ending.reason == "interrupted" => 130,
+        _ => 0,
+    };
+    Ok(RecordOutcome { dir, exit_code })
+}
+
+fn run_loop(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    child_pid: Option<i32>,
+) -> Result<Ending, RecordError> {
+    let started = Instant::now();
+    let mut next_tick = Instant::now() + Duration::from_secs(1);
+    let mut interrupted_at: Option<Instant> = None;
+    let mut terminated_at: Option<Instant> = None;
+    let proc_fd = recorder_proc_fd(recorder);
+    loop {
+        let timeout = if recorder.fresh.is_empty() { 100 } else { 20 };
+        if let Some(fd) = proc_fd {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut pfd, 1, timeout) };
+        } else {
+            std::thread::sleep(Duration::from_millis(timeout as u64));
+        }
+        recorder.drain();
+        if Instant::now() >= next_tick {
+            recorder.tick_series()?;
+            next_tick += Duration::from_secs(1);
+        }
+        if let Some(pid) = child_pid
+            && let Some((code, signal)) = launch::try_wait(pid)
+        {
+            let reason = if interrupted_at.is_some() {
+                "interrupted"
+            } else if terminated_at.is_some() {
+                "duration"
+            } else {
+                "exited"
+            };
+            return Ok(Ending {
+                reason,
+                exit_code: code,
+                exit_signal: signal,
+            });
+        }
+        if child_pid.is_none() && options.pids.iter().all(|p| !launch::alive(*p)) {
+            return Ok(Ending {
+                reason: "exited",
+                exit_code: None,
+                exit_signal: None,
+            });
+        }
+        let (signo, forward) = launch::pending_signal();
+        if signo != 0 {
+            match child_pid {
+                Some(pid) => {
+                    if forward {
+                        launch::send_signal(pid, signo);
+                    }
+                    interrupted_at.get_or_insert_with(Instant::now);
+                }
+                None => {
+                    return Ok(Ending {
+                        reason: "interrupted",
+                        exit_code: None,
+                        exit_signal: None,
+                    });
+                }
+            }
+        }
+        // After a signal or the duration, give the command 5 s to exit.
+        if let Some(t) = interrupted_at.or(terminated_at)
+            && t.elapsed() > Duration::from_secs(5)
+        {
+            let reason = if interrupted_at.is_some() {
+                "interrupted"
+            } else {
+                "duration"
+            };
+            return Ok(Ending {
+                reason,
+                exit_code: None,
+                exit_signal: None,
+            });
+        }
+        if let Some(limit) = options.duration
+            && started.elapsed() >= limit
+            && terminated_at.is_none()
+            && interrupted_at.is_none()
+        {
+            match child_pid {
+                Some(pid) => {
+                    launch::send_signal(pid, libc::SIGTERM);
+                    terminated_at = Some(Instant::now());
+                }
+                None => {
+                    return Ok(Ending {
+                        reason: "duration",
+                        exit_code: None,
+                        exit_signal: None,
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn recorder_proc_fd(recorder: &Recorder) -> Option<i32> {
+    recorder.probes.proc_events_fd().map(|fd| fd.as_fd().as_raw_fd())
+}
+
+fn write_json<T: serde::Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), RecordError> {
+    let path = dir.join(name);
+    let text = serde_json::to_string_pretty(value).map_err(|e| RecordError::Write {
+        path: path.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    std::fs::write(&path, text + "\n").map_err(|source| RecordError::Write { path, source })
+}
+
+fn write_text(dir: &Path, name: &str, text: &str) -> Result<(), RecordError> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).map_err(|source| RecordError::Write { path, source })
+}
+
+fn write_session(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    dir: &Path,
+    ending: &Ending,
+    (start_unix, end_unix, end_mono): (u64, u64, u64),
+    tracefs_line: String,
+) -> Result<(), RecordError> {
+    let snapshot = recorder.full_snapshot()?;
+    let running = Recorder::running_ns(&snapshot, end_mono);
+    let duration_ns = end_mono.saturating_sub(recorder.start_mono);
+
+    // Every process seen: from the maps too (short-lived ones included).
+    recorder.tracked.extend(snapshot.threads.iter().map(|t| t.tgid));
+    recorder.tracked.extend(snapshot.syscalls.iter().map(|(k, _)| k.tgid));
+    recorder.tracked.extend(snapshot.samples.iter().map(|(k, _)| k.tgid));
+
+    let comms: BTreeMap<u32, String> = snapshot
+        .threads
+        .iter()
+        .map(|t| (t.tid, aggregate::comm_string(&t.comm)))
+        .collect();
+    let comm_of = |tgid: u32, tid: u32| -> String {
+        comms.get(&tid).cloned().unwrap_or_else(|| {
+            std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm"))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| format!("tid-{tid}"))
+        })
+    };
+    let threads = aggregate::thread_stats(
+        &snapshot.threads,
+        &snapshot.syscalls,
+        &snapshot.samples,
+        &running,
+        &comm_of,
+    );
+
+    let devices =
+        aggregate::device_stats(&recorder.block_events, &recorder.tracked, duration_ns, &device_name);
+    let page_size = {
+        // SAFETY: sysconf has no preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if size > 0 { size as u64 } else { 4096 }
+    };
+    let io = IoStats {
+        devices,
+        page_cache: PageCacheStats {
+            misses_pages: threads.iter().map(|t| t.page_cache_misses).sum(),
+            page_size,
+        },
+    };
+
+    let bucket_ns = 1_000_000_000;
+    let buckets = recorder.series.len().saturating_sub(1);
+    let timeseries = TimeSeries {
+        bucket_ns,
+        start_unix_ns: start_unix,
+        threads: aggregate::thread_series(&recorder.series, &|tid| {
+            comms.get(&tid).cloned().unwrap_or_default()
+        }),
+        devices: aggregate::device_series(
+            &recorder.block_events,
+            recorder.start_mono,
+            bucket_ns,
+            buckets,
+            &device_name,
+        ),
+    };
+
+    let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();
+    // Folded stacks, symbolized.
+    let Recorder {
+        probes, symbolizer, ..
+    } = recorder;
+    let mut frames_of = |key: &StackKey| -> Vec<String> {
+        let mut frames: Vec<String> = symbolizer
+            .user_frames(key.tgid, &probes.stack(key.user_stack))
+            .into_iter()
+            .rev()
+            .collect();
+        frames.extend(
+            symbolizer
+                .kernel_frames(&probes.stack(key.kernel_stack))
+                .into_iter()
+                .rev(),
+        );
+        frames
+    };
+    let comm_of_key = |key: &StackKey| comm_of(key.tgid, key.tid);
+    let oncpu = aggregate::fold(&snapshot.samples, 1, &comm_of_key, &mut frames_of);
+    let offcpu = aggregate::fold(&snapshot.offcpu, 1000, &comm_of_key, &mut frames_of);
+
+    let mut features = BTreeMap::new();
+    features.insert("tracefs".to_string(), tracefs_line);
+    features.insert(
+        "btf".to_string(),
+        if Path::new("/sys/kernel/btf/vmlinux").exists() {
+            "present".to_string()
+        } else {
+            "missing".to_string()
+        },
+    );
+    features.insert(
+        "syscall_latency".to_string(),
+        if options.syscall_latency { "on" } else { "off (exit-only hook)" }.to_string(),
+    );
+    let mut notes = Vec::new();
+    for status in &probes.status {
+        if !status.attached {
+            notes.push(format!("probe {} disabled: {}", status.name, status.note));
+        }
+    }
+    let info = SessionInfo {
+        format_version: SESSION_FORMAT_VERSION,
+        storprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        command: options.command.clone(),
+        cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),
+        attached_pids: options.pids.clone(),
+        tracked_pids,
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        num_cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        start_unix_ns: start_unix,
+        end_unix_ns: end_unix,
+        duration_s: (end_unix.saturating_sub(start_unix)) as f64 / 1e9,
+        freq_hz: options.freq_hz,
+        exit_code: ending.exit_code,
+        exit_signal: ending.exit_signal,
+        end_reason: ending.reason.to_string(),
+        probes: probes.status.clone(),
+        features,
+        lost_events: probes.lost_events(),
+        notes,
+    };
+    use model::files;
+    write_json(dir, files::SESSION, &info)?;
+    write_json(dir, files::THREADS, &threads)?;
+    write_json(dir, files::IO, &io)?;
+    write_json(dir, files::TIMESERIES, &timeseries)?;
+    write_text(dir, files::ONCPU_FOLDED, &oncpu)?;
+    write_text(dir, files::OFFCPU_FOLDED, &offcpu)?;
+    chown_session(dir);
+    Ok(())
+}
+
+/// Gives the session directory to the sudo user who ran storprof.
+fn chown_session(dir: &Path) {
+    let Some(creds) = launch::sudo_credentials() else {
+        return;
+    };
+    let mut paths = vec![dir.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        paths.extend(entries.flatten().map(|e| e.path()));
+    }
+    for path in paths {
+        if let Err(err) = std::os::unix::fs::chown(&path, Some(creds.uid), Some(creds.gid)) {
+            log::warn!("chown {}: {err}", path.display());
+        }
+    }
 }

@@ -1,0 +1,135 @@
+//! `storprof doctor`: checks what the probes need, one line per check, and
+//! loads and attaches every probe. Exit 0 only when all of it works.
+//!
+//! Data flow: root → BTF → tracefs (mounted when missing) → each tracepoint
+//! and its record layout → raw tracepoints → perf_event; then
+//! `probes::ProbeSet` loads the object and attaches every family (nothing is
+//! traced: the traced set stays empty) and detaches on drop.
+use std::path::Path;
+
+use crate::probes::{self, Attach, PROGRAMS, ProbeOptions, ProbeSet, tracefs};
+
+/// Result of one check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mark = if self.ok { "ok  " } else { "FAIL" };
+        write!(f, "[{mark}] {:<44} {}", self.name, self.detail)
+    }
+}
+
+fn check(name: impl Into<String>, result: Result<String, String>) -> Check {
+    match result {
+        Ok(detail) => Check {
+            name: name.into(),
+            ok: true,
+            detail,
+        },
+        Err(detail) => Check {
+            name: name.into(),
+            ok: false,
+            detail,
+        },
+    }
+}
+
+/// Runs every check, calling `report` as each finishes. Returns all checks.
+pub fn run(mut report: impl FnMut(&Check)) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let mut push = |c: Check, checks: &mut Vec<Check>| {
+        report(&c);
+        checks.push(c);
+    };
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    push(
+        check(
+            "root",
+            if root {
+                Ok("running as root".into())
+            } else {
+                Err("not root: run `sudo storprof doctor`".into())
+            },
+        ),
+        &mut checks,
+    );
+    push(
+        check(
+            "BTF (/sys/kernel/btf/vmlinux)",
+            if Path::new("/sys/kernel/btf/vmlinux").exists() {
+                Ok("present".into())
+            } else {
+                Err("missing: the kernel lacks CONFIG_DEBUG_INFO_BTF".into())
+            },
+        ),
+        &mut checks,
+    );
+    let tracefs_ok = tracefs::ensure_mounted();
+    let tracefs_up = tracefs_ok.is_ok();
+    push(check("tracefs", tracefs_ok), &mut checks);
+    if tracefs_up {
+        let layout = tracefs::check_fields(probes::TRACEPOINT_FIELDS);
+        for &(_, _, attach) in PROGRAMS {
+            match attach {
+                Attach::TracePoint(cat, event) => {
+                    let name = format!("tracepoint {cat}:{event}");
+                    let prefix = format!("{cat}:{event}.");
+                    let result = if !tracefs::tracepoint_exists(cat, event) {
+                        Err("not found".to_string())
+                    } else if let Some(bad) = layout.iter().find(|l| l.starts_with(&prefix)) {
+                        Err(bad.clone())
+                    } else {
+                        Ok("present, layout as expected".to_string())
+                    };
+                    push(check(name, result), &mut checks);
+                }
+                Attach::RawTracePoint(tp) => {
+                    let result = if tracefs::tracepoint_exists("raw_syscalls", tp) {
+                        Ok("present".to_string())
+                    } else {
+                        Err("raw_syscalls event not found".to_string())
+                    };
+                    push(check(format!("raw tracepoint {tp}"), result), &mut checks);
+                }
+                Attach::PerfCpuClock => {}
+            }
+        }
+    }
+    let perf = Path::new("/proc/sys/kernel/perf_event_paranoid").exists();
+    push(
+        check(
+            "perf_event",
+            if perf {
+                Ok("perf_event_open available (attached below)".into())
+            } else {
+                Err("no /proc/sys/kernel/perf_event_paranoid: kernel without perf events".into())
+            },
+        ),
+        &mut checks,
+    );
+    if !root {
+        return checks;
+    }
+    match ProbeSet::load(&ProbeOptions::default()) {
+        Err(err) => push(check("load probe object", Err(err.to_string())), &mut checks),
+        Ok(mut set) => {
+            push(check("load probe object", Ok("maps created".into())), &mut checks);
+            set.attach_all();
+            for status in &set.status {
+                let result = if status.attached {
+                    Ok(status.note.clone())
+                } else {
+                    Err(status.note.clone())
+                };
+                push(check(format!("attach {}", status.name), result), &mut checks);
+            }
+        }
+    }
+    checks
+}

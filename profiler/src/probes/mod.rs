@@ -1,0 +1,456 @@
+//! The one kernel seam: loads the embedded eBPF object with aya, attaches
+//! the probe families, writes the traced set and reads the maps back.
+//!
+//! Data flow: [`ProbeSet::load`] → [`ProbeSet::attach_all`] (each family
+//! attaches or is disabled with a note) → user space marks pids to trace
+//! ([`ProbeSet::trace_tgid`], [`ProbeSet::set_root_tgid`]) → periodic
+//! [`ProbeSet::drain_proc_events`] / [`ProbeSet::drain_block_events`] and
+//! map snapshots ([`ProbeSet::snapshot`]) → drop (detaches everything).
+//! Nothing here interprets the data; `record::aggregate` does, purely.
+pub mod tracefs;
+
+use std::collections::BTreeMap;
+
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf, StackTraceMap},
+    programs::{
+        PerfEvent, RawTracePoint, TracePoint,
+        perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
+    },
+};
+use storprof_common::{
+    BlockEvent, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig, ProcEvent, StackKey, SyscallAcc,
+    SyscallKey, ThreadAcc, lost,
+};
+
+use crate::session::model::ProbeStatus;
+
+/// The probe object built by build.rs from `ebpf/probes`.
+static PROBE_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/storprof-probes"));
+
+/// Probe family names as they appear in `session.json` `probes`.
+pub mod family {
+    pub const CPU_SAMPLES: &str = "cpu_samples";
+    pub const SCHED: &str = "sched";
+    pub const PROCESS: &str = "process";
+    pub const SYSCALLS: &str = "syscalls";
+    pub const BLOCK: &str = "block";
+    pub const PAGE_CACHE: &str = "page_cache";
+}
+
+/// Tracepoint fields the probes read at fixed offsets: (category, event,
+/// field, offset). Checked against the kernel's `format` files before
+/// attaching, so a kernel with another layout disables the probe instead of
+/// recording garbage.
+pub const TRACEPOINT_FIELDS: &[(&str, &str, &str, usize)] = &[
+    ("sched", "sched_switch", "prev_pid", 24),
+    ("sched", "sched_switch", "prev_state", 32),
+    ("sched", "sched_switch", "next_pid", 56),
+    ("sched", "sched_process_fork", "child_pid", 20),
+    ("sched", "sched_process_exit", "group_dead", 32),
+    ("block", "block_rq_issue", "dev", 8),
+    ("block", "block_rq_issue", "sector", 16),
+    ("block", "block_rq_issue", "bytes", 28),
+    ("block", "block_rq_issue", "rwbs", 34),
+    ("block", "block_rq_complete", "dev", 8),
+    ("block", "block_rq_complete", "sector", 16),
+    ("block", "block_rq_complete", "error", 28),
+    ("filemap", "mm_filemap_add_to_page_cache", "order", 36),
+];
+
+/// One program: its name in the object, its family and where it attaches.
+#[derive(Clone, Copy, Debug)]
+pub enum Attach {
+    PerfCpuClock,
+    TracePoint(&'static str, &'static str),
+    RawTracePoint(&'static str),
+}
+
+/// Every program of the object.
+pub const PROGRAMS: &[(&str, &str, Attach)] = &[
+    ("cpu_sample", family::CPU_SAMPLES, Attach::PerfCpuClock),
+    ("sched_switch", family::SCHED, Attach::TracePoint("sched", "sched_switch")),
+    ("sched_process_fork", family::PROCESS, Attach::TracePoint("sched", "sched_process_fork")),
+    ("sched_process_exec", family::PROCESS, Attach::TracePoint("sched", "sched_process_exec")),
+    ("sched_process_exit", family::PROCESS, Attach::TracePoint("sched", "sched_process_exit")),
+    ("sys_enter", family::SYSCALLS, Attach::RawTracePoint("sys_enter")),
+    ("sys_exit", family::SYSCALLS, Attach::RawTracePoint("sys_exit")),
+    ("block_rq_issue", family::BLOCK, Attach::TracePoint("block", "block_rq_issue")),
+    ("block_rq_complete", family::BLOCK, Attach::TracePoint("block", "block_rq_complete")),
+    (
+        "filemap_add_to_page_cache",
+        family::PAGE_CACHE,
+        Attach::TracePoint("filemap", "mm_filemap_add_to_page_cache"),
+    ),
+];
+
+/// Errors of the kernel seam.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(
+        "the eBPF probe object is empty (built with STORPROF_SKIP_EBPF=1); rebuild without it after scripts/setup.sh"
+    )]
+    NoProbeObject,
+    #[error("loading the eBPF object failed: {0}")]
+    Load(#[from] aya::EbpfError),
+    #[error("eBPF map {name} is missing or has the wrong type: {source}")]
+    Map {
+        name: &'static str,
+        #[source]
+        source: aya::maps::MapError,
+    },
+    #[error("eBPF map {0} is missing from the probe object")]
+    MissingMap(&'static str),
+    #[error("tracefs: {0}")]
+    Tracefs(String),
+}
+
+/// Options of the probe set. Defaults: 99 Hz sampling, syscall latency on.
+#[derive(Clone, Debug)]
+pub struct ProbeOptions {
+    /// cpu-clock sampling frequency, Hz. Default 99.
+    pub freq_hz: u64,
+    /// Attach `sys_enter` too and measure syscall latency. Default true;
+    /// false attaches only `sys_exit` (counts and bytes, no latency).
+    pub syscall_latency: bool,
+}
+
+impl Default for ProbeOptions {
+    fn default() -> Self {
+        Self {
+            freq_hz: 99,
+            syscall_latency: true,
+        }
+    }
+}
+
+/// Everything read back from the maps at one instant.
+#[derive(Clone, Debug, Default)]
+pub struct MapSnapshot {
+    pub threads: Vec<ThreadAcc>,
+    pub syscalls: Vec<(SyscallKey, SyscallAcc)>,
+    pub samples: Vec<(StackKey, u64)>,
+    pub offcpu: Vec<(StackKey, u64)>,
+    /// tid → (switch-in time, off-CPU slot) for threads possibly on a CPU now.
+    pub oncpu_start: BTreeMap<u32, (u64, OffCpuStart)>,
+}
+
+/// The loaded (and after `attach_all`, attached) probes.
+pub struct ProbeSet {
+    ebpf: Ebpf,
+    proc_events: Option<RingBuf<MapData>>,
+    block_events: Option<RingBuf<MapData>>,
+    /// Per family: did it attach, and if not why.
+    pub status: Vec<ProbeStatus>,
+    options: ProbeOptions,
+    pid_slots: u32,
+}
+
+/// `kernel.pid_max`: the per-pid arrays are this large.
+pub fn pid_max() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4_194_304)
+}
+
+impl ProbeSet {
+    /// Loads the object (maps only; programs load in `attach_all`).
+    pub fn load(options: &ProbeOptions) -> Result<Self, ProbeError> {
+        if PROBE_OBJECT.is_empty() {
+            return Err(ProbeError::NoProbeObject);
+        }
+        let pid_slots = pid_max();
+        let ebpf = EbpfLoader::new()
+            .map_max_entries("TRACED", pid_slots)
+            .map_max_entries("ONCPU_START", pid_slots)
+            .map_max_entries("OFFCPU_START", pid_slots)
+            .map_max_entries("SYSCALL_START", pid_slots)
+            .load(PROBE_OBJECT)?;
+        let mut set = Self {
+            ebpf,
+            proc_events: None,
+            block_events: None,
+            status: Vec::new(),
+            options: options.clone(),
+            pid_slots,
+        };
+        let flags = if options.syscall_latency {
+            FLAG_SYSCALL_LATENCY
+        } else {
+            0
+        };
+        set.write_config(ProbeConfig {
+            root_tgid: 0,
+            flags,
+        })?;
+        set.proc_events = Some(set.take_ringbuf("PROC_EVENTS")?);
+        set.block_events = Some(set.take_ringbuf("BLOCK_EVENTS")?);
+        Ok(set)
+    }
+
+    fn take_ringbuf(&mut self, name: &'static str) -> Result<RingBuf<MapData>, ProbeError> {
+        let map = self
+            .ebpf
+            .take_map(name)
+            .ok_or(ProbeError::MissingMap(name))?;
+        RingBuf::try_from(map).map_err(|source| ProbeError::Map { name, source })
+    }
+
+    fn write_config(&mut self, config: ProbeConfig) -> Result<(), ProbeError> {
+        let mut array: Array<&mut MapData, ProbeConfig> = self.array_mut("CONFIG")?;
+        array
+            .set(0, config, 0)
+            .map_err(|source| ProbeError::Map {
+                name: "CONFIG",
+                source,
+            })
+    }
+
+    fn array_mut<V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<Array<&mut MapData, V>, ProbeError> {
+        let map = self.ebpf.map_mut(name).ok_or(ProbeError::MissingMap(name))?;
+        Array::try_from(map).map_err(|source| ProbeError::Map { name, source })
+    }
+
+    fn array<V: aya::Pod>(&self, name: &'static str) -> Result<Array<&MapData, V>, ProbeError> {
+        let map = self.ebpf.map(name).ok_or(ProbeError::MissingMap(name))?;
+        Array::try_from(map).map_err(|source| ProbeError::Map { name, source })
+    }
+
+    fn hash<K: aya::Pod, V: aya::Pod>(
+        &self,
+        name: &'static str,
+    ) -> Result<HashMap<&MapData, K, V>, ProbeError> {
+        let map = self.ebpf.map(name).ok_or(ProbeError::MissingMap(name))?;
+        HashMap::try_from(map).map_err(|source| ProbeError::Map { name, source })
+    }
+
+    /// The pid the recorded command will have: traced from its exec on.
+    pub fn set_root_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        let flags = if self.options.syscall_latency {
+            FLAG_SYSCALL_LATENCY
+        } else {
+            0
+        };
+        self.write_config(ProbeConfig {
+            root_tgid: tgid,
+            flags,
+        })
+    }
+
+    /// Traces a running process (and, through fork, its future children).
+    pub fn trace_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        if tgid >= self.pid_slots {
+            return Ok(());
+        }
+        let mut traced: Array<&mut MapData, u32> = self.array_mut("TRACED")?;
+        traced
+            .set(tgid, 1u32, 0)
+            .map_err(|source| ProbeError::Map {
+                name: "TRACED",
+                source,
+            })
+    }
+
+    /// Loads and attaches every probe family; a family that fails is
+    /// disabled with a note, the others run.
+    pub fn attach_all(&mut self) {
+        let missing_fields = tracefs::check_fields(TRACEPOINT_FIELDS);
+        let mut families: Vec<(&str, Result<Vec<String>, String>)> = Vec::new();
+        for &(prog_name, fam, attach) in PROGRAMS {
+            if prog_name == "sys_enter" && !self.options.syscall_latency {
+                continue;
+            }
+            let result = match families.iter().position(|(f, _)| *f == fam) {
+                Some(i) if families[i].1.is_err() => continue,
+                _ => self.attach_one(prog_name, attach, &missing_fields),
+            };
+            match families.iter_mut().find(|(f, _)| *f == fam) {
+                Some((_, acc)) => match (acc.as_mut(), result) {
+                    (Ok(targets), Ok(t)) => targets.push(t),
+                    (Ok(_), Err(e)) => *acc = Err(e),
+                    (Err(_), _) => {}
+                },
+                None => families.push((fam, result.map(|t| vec![t]))),
+            }
+        }
+        self.status = families
+            .into_iter()
+            .map(|(name, result)| match result {
+                Ok(targets) => ProbeStatus {
+                    name: name.to_string(),
+                    attached: true,
+                    note: targets.join(", "),
+                },
+                Err(why) => ProbeStatus {
+                    name: name.to_string(),
+                    attached: false,
+                    note: why,
+                },
+            })
+            .collect();
+    }
+
+    fn attach_one(
+        &mut self,
+        prog_name: &str,
+        attach: Attach,
+        missing_fields: &[String],
+    ) -> Result<String, String> {
+        if let Attach::TracePoint(cat, event) = attach {
+            if !tracefs::tracepoint_exists(cat, event) {
+                return Err(format!("tracepoint {cat}:{event} not found; probe disabled"));
+            }
+            let prefix = format!("{cat}:{event}.");
+            if let Some(bad) = missing_fields.iter().find(|m| m.starts_with(&prefix)) {
+                return Err(format!("tracepoint layout differs ({bad}); probe disabled"));
+            }
+        }
+        let freq = self.options.freq_hz;
+        let program = self
+            .ebpf
+            .program_mut(prog_name)
+            .ok_or_else(|| format!("program {prog_name} missing from the probe object"))?;
+        let fail = |what: &str, e: &dyn std::fmt::Display| format!("{prog_name}: {what}: {e}");
+        match attach {
+            Attach::PerfCpuClock => {
+                let prog: &mut PerfEvent = program.try_into().map_err(|e| fail("type", &e))?;
+                prog.load().map_err(|e| fail("load", &e))?;
+                let cpus = aya::util::online_cpus()
+                    .map_err(|(what, e)| format!("online cpus ({what}): {e}"))?;
+                for &cpu in &cpus {
+                    prog.attach(
+                        PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                        PerfEventScope::AllProcessesOneCpu { cpu },
+                        SamplePolicy::Frequency(freq),
+                        false,
+                    )
+                    .map_err(|e| fail(&format!("perf_event on cpu {cpu}"), &e))?;
+                }
+                Ok(format!("perf_event cpu-clock {freq} Hz on {} cpus", cpus.len()))
+            }
+            Attach::TracePoint(cat, event) => {
+                let prog: &mut TracePoint = program.try_into().map_err(|e| fail("type", &e))?;
+                prog.load().map_err(|e| fail("load", &e))?;
+                prog.attach(cat, event).map_err(|e| fail("attach", &e))?;
+                Ok(format!("tracepoint {cat}:{event}"))
+            }
+            Attach::RawTracePoint(tp) => {
+                let prog: &mut RawTracePoint = program.try_into().map_err(|e| fail("type", &e))?;
+                prog.load().map_err(|e| fail("load", &e))?;
+                prog.attach(tp).map_err(|e| fail("attach", &e))?;
+                Ok(format!("raw_tracepoint {tp}"))
+            }
+        }
+    }
+
+    /// True when the family attached.
+    pub fn attached(&self, family: &str) -> bool {
+        self.status.iter().any(|s| s.name == family && s.attached)
+    }
+
+    /// File descriptor of the process-event ring buffer (readable when events wait).
+    pub fn proc_events_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        self.proc_events.as_ref().map(|r| r.as_fd())
+    }
+
+    /// Hands every pending process event to `f`.
+    pub fn drain_proc_events(&mut self, mut f: impl FnMut(ProcEvent)) {
+        if let Some(ring) = self.proc_events.as_mut() {
+            while let Some(item) = ring.next() {
+                if let Some(event) = read_pod::<ProcEvent>(&item) {
+                    f(event);
+                }
+            }
+        }
+    }
+
+    /// Hands every pending completed block request to `f`.
+    pub fn drain_block_events(&mut self, mut f: impl FnMut(BlockEvent)) {
+        if let Some(ring) = self.block_events.as_mut() {
+            while let Some(item) = ring.next() {
+                if let Some(event) = read_pod::<BlockEvent>(&item) {
+                    f(event);
+                }
+            }
+        }
+    }
+
+    /// Reads the accumulating maps. `tids_of_interest` selects which per-tid
+    /// on-CPU slots to read (threads that may be running right now).
+    pub fn snapshot(&self, tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError> {
+        let threads_map: HashMap<_, u32, ThreadAcc> = self.hash("THREADS")?;
+        let threads = threads_map.iter().filter_map(Result::ok).map(|(_, v)| v).collect();
+        let sys_map: HashMap<_, SyscallKey, SyscallAcc> = self.hash("SYSCALLS")?;
+        let syscalls = sys_map.iter().filter_map(Result::ok).collect();
+        let samples_map: HashMap<_, StackKey, u64> = self.hash("SAMPLES")?;
+        let samples = samples_map.iter().filter_map(Result::ok).collect();
+        let off_map: HashMap<_, StackKey, u64> = self.hash("OFFCPU_STACKS")?;
+        let offcpu = off_map.iter().filter_map(Result::ok).collect();
+        let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
+        let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
+        let mut oncpu_start = BTreeMap::new();
+        for &tid in tids_of_interest {
+            if let (Ok(on), Ok(off)) = (oncpu.get(&tid, 0), offstart.get(&tid, 0)) {
+                oncpu_start.insert(tid, (on, off));
+            }
+        }
+        Ok(MapSnapshot {
+            threads,
+            syscalls,
+            samples,
+            offcpu,
+            oncpu_start,
+        })
+    }
+
+    /// Frames (instruction pointers, leaf first) of a stack id.
+    pub fn stack(&self, id: i32) -> Vec<u64> {
+        if id < 0 {
+            return Vec::new();
+        }
+        let Some(map) = self.ebpf.map("STACKS") else {
+            return Vec::new();
+        };
+        let Ok(stacks) = StackTraceMap::try_from(map) else {
+            return Vec::new();
+        };
+        match stacks.get(&(id as u32), 0) {
+            Ok(trace) => trace.frames().iter().map(|f| f.ip).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Drop counters summed over CPUs, by name.
+    pub fn lost_events(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        let Some(map) = self.ebpf.map("LOST") else {
+            return out;
+        };
+        let Ok(array) = PerCpuArray::<_, u64>::try_from(map) else {
+            return out;
+        };
+        for (i, name) in lost::NAMES.iter().enumerate() {
+            let total = array
+                .get(&(i as u32), 0)
+                .map(|values| values.iter().sum())
+                .unwrap_or(0);
+            out.insert((*name).to_string(), total);
+        }
+        out
+    }
+}
+
+fn read_pod<T: Copy>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < std::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: the length is checked above; T is one of the repr(C) integer-only
+    // event types from storprof-common, valid for every bit pattern.
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}

@@ -1,0 +1,113 @@
+//! Command-line arguments of `storprof record` and `storprof doctor`, mapped
+//! onto [`RecordOptions`] and [`crate::doctor::run`].
+use std::path::PathBuf;
+
+use super::{RecordError, RecordOptions, record};
+use crate::cli::exit;
+
+/// `storprof record [--pid PID]... [--duration SECS] [--freq HZ] [--output DIR] [-- CMD ARGS...]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// Trace this running process and its descendants (repeatable).
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Stop recording after this many seconds (the command gets SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// CPU sampling frequency in Hz.
+    #[arg(long, default_value_t = 99, value_name = "HZ")]
+    pub freq: u64,
+    /// Session directory to write (default: storprof-YYYYmmdd-HHMMSS).
+    #[arg(long, short, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Run the command as root even when started through sudo.
+    #[arg(long)]
+    pub as_root: bool,
+    /// Count syscalls at exit only: cheaper, but no syscall latency.
+    #[arg(long)]
+    pub no_syscall_latency: bool,
+    /// The command to run and trace, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// A default session directory name from the local time.
+fn default_output() -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    // SAFETY: localtime_r with valid pointers to a time_t and a zeroed tm.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&now, &mut tm);
+        tm
+    };
+    PathBuf::from(format!(
+        "storprof-{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    ))
+}
+
+impl RecordArgs {
+    pub fn to_options(&self) -> RecordOptions {
+        RecordOptions {
+            command: self.command.clone(),
+            pids: self.pids.clone(),
+            duration: self
+                .duration
+                .filter(|d| d.is_finite() && *d > 0.0)
+                .map(std::time::Duration::from_secs_f64),
+            freq_hz: self.freq.max(1),
+            output: self.output.clone().unwrap_or_else(default_output),
+            as_root: self.as_root,
+            syscall_latency: !self.no_syscall_latency,
+        }
+    }
+}
+
+/// Runs `storprof record`; returns the process exit code.
+pub fn run_record(args: &RecordArgs) -> anyhow::Result<i32> {
+    match record(&args.to_options()) {
+        Ok(outcome) => {
+            eprintln!("storprof: session written to {}", outcome.dir.display());
+            Ok(outcome.exit_code)
+        }
+        Err(
+            err @ (RecordError::NotRoot
+            | RecordError::NothingToRecord
+            | RecordError::UnknownCommand(_)
+            | RecordError::NoSuchPid(_)),
+        ) => {
+            eprintln!("storprof: error: {err}");
+            Ok(exit::USAGE)
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `storprof doctor` (no options).
+#[derive(clap::Args, Debug, Clone)]
+pub struct DoctorArgs {}
+
+/// Runs `storprof doctor`: prints one line per check; 0 when all pass.
+pub fn run_doctor(_args: &DoctorArgs) -> anyhow::Result<i32> {
+    let checks = crate::doctor::run(|c| println!("{c}"));
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    if failed == 0 {
+        println!("all {} checks passed", checks.len());
+        Ok(exit::OK)
+    } else {
+        println!("{failed} of {} checks failed", checks.len());
+        // SAFETY: geteuid has no preconditions.
+        Ok(if unsafe { libc::geteuid() } != 0 {
+            exit::USAGE
+        } else {
+            exit::ERROR
+        })
+    }
+}

@@ -1,0 +1,291 @@
+//! Turns recorded instruction pointers into frame names with blazesym.
+//!
+//! Data flow: while the recording runs, `record` calls
+//! [`Symbolizer::snapshot_process`] for each traced process when it appears
+//! (fork/exec events) and every second, so the address layout
+//! (`/proc/PID/maps`) and perf map (`/tmp/perf-PID.map`) of short-lived
+//! workers are kept after they exit. At the end, user addresses are turned
+//! into (file, file offset) with that layout and symbolized from the ELF
+//! files (symbols and DWARF); anonymous memory is looked up in the perf map;
+//! kernel addresses are symbolized from kallsyms and suffixed `_[k]`.
+use std::collections::HashMap;
+
+use blazesym::symbolize::{
+    Input, Symbolized, Symbolizer as Blaze,
+    source::{Elf, Kernel, Source},
+};
+
+/// One line of `/proc/PID/maps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapEntry {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    /// Backing file, when the mapping is file-backed (not `[heap]`, anonymous...).
+    pub path: Option<String>,
+}
+
+/// Parses `/proc/PID/maps` text (executable mappings only).
+pub fn parse_maps(text: &str) -> Vec<MapEntry> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms), Some(offset)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if !perms.contains('x') {
+            continue;
+        }
+        let _dev = fields.next();
+        let _inode = fields.next();
+        let rest: Vec<&str> = fields.collect();
+        let path = rest.join(" ");
+        let Some((start, end)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(offset)) = (
+            u64::from_str_radix(start, 16),
+            u64::from_str_radix(end, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        let path = path.strip_suffix(" (deleted)").unwrap_or(&path).to_string();
+        let path = (path.starts_with('/')).then_some(path);
+        out.push(MapEntry {
+            start,
+            end,
+            offset,
+            path,
+        });
+    }
+    out
+}
+
+/// One line of a perf map (`START SIZE name`, hex addresses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerfMapEntry {
+    pub start: u64,
+    pub size: u64,
+    pub name: String,
+}
+
+/// Parses `/tmp/perf-PID.map` (written by JITs: Python 3.12 -X perf, Java, node).
+pub fn parse_perf_map(text: &str) -> Vec<PerfMapEntry> {
+    let mut out: Vec<PerfMapEntry> = text
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.splitn(3, ' ');
+            let start = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+            let size = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+            let name = parts.next()?.trim().to_string();
+            Some(PerfMapEntry { start, size, name })
+        })
+        .collect();
+    out.sort_by_key(|e| e.start);
+    out
+}
+
+/// Makes a symbol usable as a folded-stack frame (no `;`, no newline).
+pub fn clean_frame(name: &str) -> String {
+    name.replace([';', '\n'], ":")
+}
+
+/// Remembers process layouts and symbolizes stacks.
+pub struct Symbolizer {
+    blaze: Blaze,
+    maps: HashMap<u32, Vec<MapEntry>>,
+    perf_maps: HashMap<u32, Vec<PerfMapEntry>>,
+    /// (file, file offset) → frame name.
+    user_cache: HashMap<(String, u64), Option<String>>,
+    kernel_cache: HashMap<u64, Option<String>>,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Symbolizer {
+    pub fn new() -> Self {
+        Self {
+            blaze: Blaze::new(),
+            maps: HashMap::new(),
+            perf_maps: HashMap::new(),
+            user_cache: HashMap::new(),
+            kernel_cache: HashMap::new(),
+        }
+    }
+
+    /// Reads the current layout of `tgid` (keeps the old one when the
+    /// process is gone). Returns false when it could not be read.
+    pub fn snapshot_process(&mut self, tgid: u32) -> bool {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{tgid}/maps")) else {
+            return false;
+        };
+        let entries = parse_maps(&text);
+        if entries.is_empty() {
+            return false;
+        }
+        self.maps.insert(tgid, entries);
+        if let Ok(text) = std::fs::read_to_string(format!("/tmp/perf-{tgid}.map")) {
+            self.perf_maps.insert(tgid, parse_perf_map(&text));
+        }
+        true
+    }
+
+    /// A forked child starts with its parent's layout.
+    pub fn inherit(&mut self, child: u32, parent: u32) {
+        if self.maps.contains_key(&child) {
+            return;
+        }
+        if let Some(parent_maps) = self.maps.get(&parent).cloned() {
+            self.maps.insert(child, parent_maps);
+        }
+        if let Some(parent_perf) = self.perf_maps.get(&parent).cloned() {
+            self.perf_maps.insert(child, parent_perf);
+        }
+    }
+
+    pub fn knows(&self, tgid: u32) -> bool {
+        self.maps.contains_key(&tgid)
+    }
+
+    /// Frame names of a user stack, leaf first (as recorded).
+    pub fn user_frames(&mut self, tgid: u32, ips: &[u64]) -> Vec<String> {
+        ips.iter()
+            .enumerate()
+            .map(|(i, &ip)| {
+                // Return addresses point after the call: look up the call itself.
+                let addr = if i == 0 { ip } else { ip.saturating_sub(1) };
+                self.user_frame(tgid, addr)
+            })
+            .collect()
+    }
+
+    fn user_frame(&mut self, tgid: u32, addr: u64) -> String {
+        let entry = self
+            .maps
+            .get(&tgid)
+            .and_then(|maps| maps.iter().find(|m| addr >= m.start && addr < m.end))
+            .cloned();
+        match entry {
+            Some(MapEntry {
+                path: Some(path),
+                start,
+                offset,
+                ..
+            }) => {
+                let file_offset = addr - start + offset;
+                let key = (path.clone(), file_offset);
+                if !self.user_cache.contains_key(&key) {
+                    let src = Source::Elf(Elf::new(&path));
+                    let name = match self.blaze.symbolize_single(&src, Input::FileOffset(file_offset)) {
+                        Ok(Symbolized::Sym(sym)) => Some(clean_frame(&sym.name)),
+                        _ => None,
+                    };
+                    self.user_cache.insert(key.clone(), name);
+                }
+                match self.user_cache.get(&key).cloned().flatten() {
+                    Some(name) => name,
+                    None => {
+                        let base = path.rsplit('/').next().unwrap_or(&path);
+                        format!("[{base}]")
+                    }
+                }
+            }
+            _ => self
+                .perf_maps
+                .get(&tgid)
+                .and_then(|entries| {
+                    entries
+                        .iter()
+                        .rev()
+                        .find(|e| addr >= e.start && addr < e.start + e.size)
+                })
+                .map(|e| clean_frame(&e.name))
+                .unwrap_or_else(|| "[unknown]".to_string()),
+        }
+    }
+
+    /// Frame names of a kernel stack, leaf first, each suffixed `_[k]`.
+    pub fn kernel_frames(&mut self, ips: &[u64]) -> Vec<String> {
+        let missing: Vec<u64> = ips
+            .iter()
+            .copied()
+            .filter(|ip| !self.kernel_cache.contains_key(ip))
+            .collect();
+        if !missing.is_empty() {
+            let src = Source::Kernel(Kernel {
+                vmlinux: blazesym::MaybeDefault::None,
+                debug_syms: false,
+                ..Kernel::default()
+            });
+            let results = self.blaze.symbolize(&src, Input::AbsAddr(&missing));
+            match results {
+                Ok(syms) => {
+                    for (ip, sym) in missing.iter().zip(syms) {
+                        let name = match sym {
+                            Symbolized::Sym(s) => Some(clean_frame(&s.name)),
+                            Symbolized::Unknown(_) => None,
+                        };
+                        self.kernel_cache.insert(*ip, name);
+                    }
+                }
+                Err(err) => {
+                    log::debug!("kernel symbolization failed: {err}");
+                    for ip in missing {
+                        self.kernel_cache.insert(ip, None);
+                    }
+                }
+            }
+        }
+        ips.iter()
+            .map(|ip| match self.kernel_cache.get(ip).cloned().flatten() {
+                Some(name) => format!("{name}_[k]"),
+                None => "[unknown]_[k]".to_string(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_maps_lines() {
+        let text = "\
+00400000-00401000 r--p 00000000 fe:00 123 /usr/bin/helper
+00401000-00495000 r-xp 00001000 fe:00 123 /usr/bin/helper
+7f00-8f00 r-xp 00000000 00:00 0 
+7ffd000-7ffe000 r-xp 00000000 00:00 0 [vdso]
+9000-a000 r-xp 00002000 fe:00 77 /tmp/my lib.so (deleted)
+";
+        let maps = parse_maps(text);
+        assert_eq!(maps.len(), 4);
+        assert_eq!(
+            maps[0],
+            MapEntry {
+                start: 0x401000,
+                end: 0x495000,
+                offset: 0x1000,
+                path: Some("/usr/bin/helper".into())
+            }
+        );
+        assert_eq!(maps[1].path, None);
+        assert_eq!(maps[2].path, None);
+        assert_eq!(maps[3].path.as_deref(), Some("/tmp/my lib.so"));
+    }
+
+    #[test]
+    fn parses_perf_map() {
+        let map = parse_perf_map("7f0000 40 py::read_batch:/x.py\n7e0000 10 jit;stub\nbad line\n");
+        assert_eq!(map.len(), 2);
+        assert_eq!(map[0].start, 0x7e0000);
+        assert_eq!(map[1].name, "py::read_batch:/x.py");
+        assert_eq!(clean_frame(&map[0].name), "jit:stub");
+    }
+}
