@@ -21,3 +21,6 @@
 pub mod session;
 pub mod cli;
 pub mod record;
+pub mod analysis;
+pub mod output;
+pub mod commands;

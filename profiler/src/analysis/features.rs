@@ -1,0 +1,434 @@
+//! Features: the figures a verdict rests on, extracted from a session.
+//!
+//! ```text
+//! Session ──► select reader threads (by read bytes, else by activity)
+//!         ──► shares of reader thread-time: on CPU, runnable, sleeping, D,
+//!             in read syscalls, futex, socket receive, reclaim
+//!         ──► I/O: read-syscall bytes vs device bytes (page-cache hit ratio),
+//!             device utilization; consumer (simulated accelerator) sleep;
+//!             bench AU and derived-vs-measured I/O
+//! ```
+//!
+//! "Thread time" of a thread is its on-CPU plus off-CPU time, i.e. the part
+//! of the recording it was alive; shares are sums over the selected threads
+//! divided by the sum of their thread time, so short-lived workers weigh by
+//! how long they lived.
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Thresholds, frames};
+use crate::session::{
+    load::{FoldedStacks, Session},
+    model::{DeviceStats, SyscallStats, ThreadStats},
+};
+
+/// x86_64 syscall numbers used when a syscall has no name.
+mod nr {
+    pub const READ_FAMILY: &[u32] = &[0, 17, 19, 295, 327];
+    pub const FUTEX: &[u32] = &[202, 449];
+    pub const SOCKET_RECV: &[u32] = &[45, 47, 299];
+    pub const NANOSLEEP: &[u32] = &[35, 230];
+}
+
+const READ_NAMES: &[&str] = &["read", "pread64", "readv", "preadv", "preadv2"];
+const FUTEX_NAMES: &[&str] = &["futex", "futex_waitv"];
+const SOCKET_RECV_NAMES: &[&str] = &["recvfrom", "recvmsg", "recvmmsg"];
+const NANOSLEEP_NAMES: &[&str] = &["nanosleep", "clock_nanosleep"];
+
+/// Kernel frames of off-CPU stacks that mean "waiting on a socket".
+pub const SOCKET_FRAMES: &[&str] = &["tcp_recvmsg", "sk_wait_data", "inet_recvmsg", "sock_recvmsg"];
+/// Kernel frames that mean "waiting on a futex".
+pub const FUTEX_FRAMES: &[&str] = &["futex_wait", "futex_q_lock", "do_futex"];
+/// Kernel frames that mean reclaim, swap-in or OOM handling.
+pub const RECLAIM_FRAMES: &[&str] = &[
+    "try_to_free_pages",
+    "shrink_node",
+    "__alloc_pages_slowpath",
+    "__alloc_pages_direct_reclaim",
+    "mem_cgroup_handle_over_high",
+    "throttle_direct_reclaim",
+    "do_swap_page",
+    "out_of_memory",
+    "oom_kill_process",
+];
+
+fn is_syscall(s: &SyscallStats, names: &[&str], nrs: &[u32]) -> bool {
+    if s.name.is_empty() || s.name.starts_with("sys_") {
+        nrs.contains(&s.nr)
+    } else {
+        names.contains(&s.name.as_str())
+    }
+}
+
+fn syscall_ns(t: &ThreadStats, names: &[&str], nrs: &[u32]) -> u64 {
+    t.syscalls
+        .iter()
+        .filter(|s| is_syscall(s, names, nrs))
+        .map(|s| s.total_ns)
+        .sum()
+}
+
+fn thread_ns(t: &ThreadStats) -> u64 {
+    t.on_cpu_ns + t.off_cpu_ns.total()
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { (a / b).clamp(0.0, 1.0) } else { 0.0 }
+}
+
+/// How the reader threads were chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReaderSelection {
+    /// Threads that returned at least `reader_read_fraction` of all read bytes.
+    ReadBytes,
+    /// No significant reads: threads busy (on CPU, runnable or in D) at least
+    /// `busy_thread_share` of their life, or sleeping on futex/sockets.
+    Activity,
+    /// Nothing stood out: every thread.
+    All,
+}
+
+/// One block device's figures over the recording.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceFeature {
+    pub name: String,
+    pub read_bytes: u64,
+    pub read_mib_per_s: f64,
+    pub read_requests: u64,
+    /// Busy time / duration (0..1).
+    pub utilization: f64,
+    /// Median issue→complete latency, upper bound of its log2 bucket (µs).
+    pub latency_p50_us: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+}
+
+/// The simulated accelerator: threads asleep in nanosleep most of their life.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerFeature {
+    pub comm: String,
+    pub tids: Vec<u32>,
+    /// Time in nanosleep / thread time (an AU estimate from the kernel side).
+    pub sleep_share: f64,
+}
+
+/// Figures of the `storprof bench` run, when the command was one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BenchFeature {
+    pub au_percentage: Option<f64>,
+    pub au_expected_percentage: Option<f64>,
+    pub computation_time_s: Option<f64>,
+    pub throughput_samples_per_second: Option<f64>,
+    /// DLIO's I/O figure: samples/s × record size, not measured.
+    pub derived_io_mib_per_s: Option<f64>,
+    /// What the reader really read, per the bench itself.
+    pub measured_read_mib_per_s: Option<f64>,
+    pub read_amplification: Option<f64>,
+    /// measured / derived, when both exist.
+    pub measured_over_derived: Option<f64>,
+}
+
+/// Everything the verdict rules look at.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Features {
+    pub duration_s: f64,
+    pub num_cpus: u32,
+    pub threads_total: usize,
+    pub processes_total: usize,
+    pub reader_selection: Option<ReaderSelection>,
+    pub reader_threads: usize,
+    pub reader_comms: Vec<String>,
+    /// Sum of reader thread time (s).
+    pub reader_thread_s: f64,
+    pub reader_on_cpu_share: f64,
+    pub reader_runnable_share: f64,
+    pub reader_sleeping_share: f64,
+    /// Uninterruptible (D) share: block I/O and page-cache misses.
+    pub reader_blocked_io_share: f64,
+    /// Of reader on-CPU samples, the share in user space (None: no samples).
+    pub reader_user_share: Option<f64>,
+    pub reader_read_syscall_share: f64,
+    pub reader_futex_share: f64,
+    pub reader_socket_recv_share: f64,
+    /// Reclaim, swap-in and OOM stacks (off-CPU and on-CPU) / reader thread time.
+    pub reader_reclaim_share: f64,
+    pub oom_killed: bool,
+    /// Σ on-CPU of all traced threads / duration: CPUs kept busy.
+    pub cpus_used: f64,
+    /// Threads on CPU or runnable at least `busy_thread_share` of their life.
+    pub busy_threads: u32,
+    pub read_syscall_bytes: u64,
+    pub read_syscall_mib_per_s: f64,
+    /// Device read bytes attributed to traced processes when the kernel gave
+    /// pids, else all device reads (the block layer is system-wide).
+    pub device_read_bytes: u64,
+    pub page_cache_miss_bytes: u64,
+    /// Share of read-syscall bytes not fetched from storage (None: no reads).
+    pub page_cache_hit_ratio: Option<f64>,
+    /// The device that served the most reads (or the busiest).
+    pub top_device: Option<DeviceFeature>,
+    pub devices: Vec<DeviceFeature>,
+    pub consumer: Option<ConsumerFeature>,
+    pub bench: Option<BenchFeature>,
+    pub lost_events: u64,
+    pub missing_files: Vec<String>,
+}
+
+/// Upper bound (µs) of the log2 bucket holding quantile `q` of a histogram.
+pub fn log2_quantile_us(hist: &[u64], q: f64) -> Option<f64> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let target = (q * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (i, n) in hist.iter().enumerate() {
+        seen += n;
+        if seen >= target {
+            return Some(2f64.powi(i as i32 + 1) / 1e3);
+        }
+    }
+    None
+}
+
+fn device_feature(d: &DeviceStats, duration_s: f64) -> DeviceFeature {
+    let utilization = if d.utilization > 0.0 {
+        d.utilization
+    } else {
+        ratio(d.busy_ns as f64, duration_s * 1e9)
+    };
+    DeviceFeature {
+        name: d.name.clone(),
+        read_bytes: d.read_bytes,
+        read_mib_per_s: if duration_s > 0.0 {
+            d.read_bytes as f64 / (1 << 20) as f64 / duration_s
+        } else {
+            0.0
+        },
+        read_requests: d.read_requests,
+        utilization,
+        latency_p50_us: log2_quantile_us(&d.latency_log2_ns, 0.5),
+        latency_p99_us: log2_quantile_us(&d.latency_log2_ns, 0.99),
+    }
+}
+
+fn is_virtual_device(name: &str) -> bool {
+    ["loop", "ram", "zram", "nbd"].iter().any(|p| name.starts_with(p))
+}
+
+fn select_readers<'a>(
+    threads: &'a [ThreadStats],
+    t: &Thresholds,
+) -> (ReaderSelection, Vec<&'a ThreadStats>) {
+    let total_read: u64 = threads.iter().map(|t| t.read_bytes).sum();
+    if total_read >= t.reader_min_read_bytes {
+        let floor = (total_read as f64 * t.reader_read_fraction) as u64;
+        let readers: Vec<_> = threads.iter().filter(|t| t.read_bytes >= floor.max(1)).collect();
+        if !readers.is_empty() {
+            return (ReaderSelection::ReadBytes, readers);
+        }
+    }
+    let active: Vec<_> = threads
+        .iter()
+        .filter(|th| {
+            let life = thread_ns(th) as f64;
+            let busy = (th.on_cpu_ns + th.off_cpu_ns.runnable + th.off_cpu_ns.uninterruptible) as f64;
+            let waiting = (syscall_ns(th, FUTEX_NAMES, nr::FUTEX)
+                + syscall_ns(th, SOCKET_RECV_NAMES, nr::SOCKET_RECV)) as f64;
+            life > 0.0
+                && (ratio(busy, life) >= t.busy_thread_share || ratio(waiting, life) >= t.busy_thread_share)
+        })
+        .collect();
+    if !active.is_empty() {
+        return (ReaderSelection::Activity, active);
+    }
+    (ReaderSelection::All, threads.iter().collect())
+}
+
+impl Features {
+    /// Extracts the features of `session`. Pure; never fails: absent data
+    /// gives zeros and `None`s, and `missing_files` says why.
+    pub fn extract(session: &Session, t: &Thresholds) -> Self {
+        let duration_s = session.duration_s();
+        let threads = &session.threads;
+        let (selection, readers) = select_readers(threads, t);
+        let reader_tids: BTreeSet<(u32, u32)> = readers.iter().map(|r| (r.pid, r.tid)).collect();
+        let reader_comms: BTreeSet<String> = readers.iter().map(|r| r.comm.clone()).collect();
+
+        let sum = |f: &dyn Fn(&ThreadStats) -> u64| readers.iter().map(|r| f(r)).sum::<u64>() as f64;
+        let life = sum(&thread_ns);
+        let on = sum(&|r| r.on_cpu_ns);
+        let samples_user = sum(&|r| r.samples_user);
+        let samples_kernel = sum(&|r| r.samples_kernel);
+        let in_reader = |comm: &str| reader_comms.contains(comm);
+        let only_readers = |stacks: &FoldedStacks| FoldedStacks {
+            stacks: stacks
+                .stacks
+                .iter()
+                .filter(|(s, _)| in_reader(s.split(';').next().unwrap_or("")))
+                .cloned()
+                .collect(),
+        };
+        let reader_oncpu = only_readers(&session.oncpu);
+        let reader_offcpu = only_readers(&session.offcpu);
+        // Per-thread sample counters when the recorder filled them, else the
+        // leaf frames of the readers' on-CPU stacks.
+        let reader_user_share = if samples_user + samples_kernel > 0.0 {
+            Some(samples_user / (samples_user + samples_kernel))
+        } else {
+            frames::kernel_leaf_share(&reader_oncpu).map(|k| 1.0 - k)
+        };
+
+        let offcpu_ns = |patterns: &[&str]| {
+            frames::share_matching(&reader_offcpu, patterns, true) * reader_offcpu.total() as f64 * 1e3
+        };
+        let freq = session.info.freq_hz.max(1) as f64;
+        let oncpu_ns = |patterns: &[&str]| {
+            frames::share_matching(&reader_oncpu, patterns, true) * reader_oncpu.total() as f64 / freq * 1e9
+        };
+
+        let futex_ns = sum(&|r| syscall_ns(r, FUTEX_NAMES, nr::FUTEX)).max(offcpu_ns(FUTEX_FRAMES));
+        let socket_ns = sum(&|r| syscall_ns(r, SOCKET_RECV_NAMES, nr::SOCKET_RECV)).max(offcpu_ns(SOCKET_FRAMES));
+        let reclaim_ns = offcpu_ns(RECLAIM_FRAMES) + oncpu_ns(RECLAIM_FRAMES);
+        let oom_killed = session.info.exit_signal == Some(9)
+            && session.info.notes.iter().any(|n| n.to_ascii_lowercase().contains("oom"))
+            || frames::share_matching(&session.offcpu, &["oom_kill_process"], true) > 0.0
+            || frames::share_matching(&session.oncpu, &["oom_kill_process"], true) > 0.0;
+
+        let all_on: u64 = threads.iter().map(|t| t.on_cpu_ns).sum();
+        let busy_threads = threads
+            .iter()
+            .filter(|th| {
+                let l = thread_ns(th) as f64;
+                ratio((th.on_cpu_ns + th.off_cpu_ns.runnable) as f64, l) >= t.busy_thread_share
+            })
+            .count() as u32;
+
+        let read_syscall_bytes: u64 = threads.iter().map(|t| t.read_bytes).sum();
+        let traced_dev: u64 = session.io.devices.iter().map(|d| d.traced_read_bytes).sum();
+        let all_dev: u64 = session.io.devices.iter().map(|d| d.read_bytes).sum();
+        let device_read_bytes = if traced_dev > 0 { traced_dev } else { all_dev };
+        let page_cache_miss_bytes = session.io.page_cache.misses_pages
+            * if session.io.page_cache.page_size > 0 {
+                session.io.page_cache.page_size
+            } else {
+                4096
+            };
+        let page_cache_hit_ratio = (read_syscall_bytes > 0).then(|| {
+            let from_storage = device_read_bytes.max(page_cache_miss_bytes) as f64;
+            1.0 - ratio(from_storage, read_syscall_bytes as f64)
+        });
+
+        let devices: Vec<DeviceFeature> =
+            session.io.devices.iter().map(|d| device_feature(d, duration_s)).collect();
+        let top_device = devices
+            .iter()
+            .max_by(|a, b| {
+                (a.read_bytes, !is_virtual_device(&a.name), a.utilization.to_bits())
+                    .cmp(&(b.read_bytes, !is_virtual_device(&b.name), b.utilization.to_bits()))
+                    .then_with(|| b.name.cmp(&a.name))
+            })
+            .cloned();
+
+        // Consumer: non-reader threads asleep in nanosleep most of their life.
+        let consumer = threads
+            .iter()
+            .filter(|th| !reader_tids.contains(&(th.pid, th.tid)))
+            .filter_map(|th| {
+                let share = ratio(syscall_ns(th, NANOSLEEP_NAMES, nr::NANOSLEEP) as f64, thread_ns(th) as f64);
+                (share >= t.consumer_sleep_share).then_some((th, share))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.tid.cmp(&a.0.tid)))
+            .map(|(th, share)| ConsumerFeature {
+                comm: th.comm.clone(),
+                tids: vec![th.tid],
+                sleep_share: share,
+            });
+
+        let bench = session.bench.as_ref().map(|b| {
+            let measured = b.measured.as_ref().and_then(|m| m.read_mib_per_second);
+            BenchFeature {
+                au_percentage: b.au_mean_percentage,
+                au_expected_percentage: b.au_expected.map(|a| if a <= 1.0 { a * 100.0 } else { a }),
+                computation_time_s: b.computation_time_s,
+                throughput_samples_per_second: b.throughput_samples_per_second,
+                derived_io_mib_per_s: b.derived_io_mib_per_second,
+                measured_read_mib_per_s: measured,
+                read_amplification: b.measured.as_ref().and_then(|m| m.read_amplification),
+                measured_over_derived: match (measured, b.derived_io_mib_per_second) {
+                    (Some(m), Some(d)) if d > 0.0 => Some(m / d),
+                    _ => None,
+                },
+            }
+        });
+
+        let processes: BTreeSet<u32> = threads.iter().map(|t| t.pid).collect();
+        Self {
+            duration_s,
+            num_cpus: session.info.num_cpus,
+            threads_total: threads.len(),
+            processes_total: processes.len(),
+            reader_selection: (!threads.is_empty()).then_some(selection),
+            reader_threads: readers.len(),
+            reader_comms: reader_comms.into_iter().collect(),
+            reader_thread_s: life / 1e9,
+            reader_on_cpu_share: ratio(on, life),
+            reader_runnable_share: ratio(sum(&|r| r.off_cpu_ns.runnable), life),
+            reader_sleeping_share: ratio(sum(&|r| r.off_cpu_ns.sleeping), life),
+            reader_blocked_io_share: ratio(sum(&|r| r.off_cpu_ns.uninterruptible), life),
+            reader_user_share,
+            reader_read_syscall_share: ratio(sum(&|r| syscall_ns(r, READ_NAMES, nr::READ_FAMILY)), life),
+            reader_futex_share: ratio(futex_ns, life),
+            reader_socket_recv_share: ratio(socket_ns, life),
+            reader_reclaim_share: ratio(reclaim_ns, life),
+            oom_killed,
+            cpus_used: if duration_s > 0.0 {
+                all_on as f64 / 1e9 / duration_s
+            } else {
+                0.0
+            },
+            busy_threads,
+            read_syscall_bytes,
+            read_syscall_mib_per_s: if duration_s > 0.0 {
+                read_syscall_bytes as f64 / (1 << 20) as f64 / duration_s
+            } else {
+                0.0
+            },
+            device_read_bytes,
+            page_cache_miss_bytes,
+            page_cache_hit_ratio,
+            top_device,
+            devices,
+            consumer,
+            bench,
+            lost_events: session.info.lost_events.values().sum(),
+            missing_files: session.missing.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_of_log2_histograms() {
+        // 10 values in [1024, 2048) ns, 1 in [2^20, 2^21).
+        let mut h = vec![0; 21];
+        h[10] = 10;
+        h[20] = 1;
+        assert_eq!(log2_quantile_us(&h, 0.5), Some(2.048));
+        assert_eq!(log2_quantile_us(&h, 0.99), Some(2097.152));
+        assert_eq!(log2_quantile_us(&[], 0.5), None);
+    }
+
+    #[test]
+    fn syscalls_match_by_name_or_number() {
+        let named = SyscallStats { nr: 999, name: "pread64".into(), ..Default::default() };
+        let unnamed = SyscallStats { nr: 202, name: "sys_202".into(), ..Default::default() };
+        assert!(is_syscall(&named, READ_NAMES, nr::READ_FAMILY));
+        assert!(is_syscall(&unnamed, FUTEX_NAMES, nr::FUTEX));
+        assert!(!is_syscall(&unnamed, READ_NAMES, nr::READ_FAMILY));
+    }
+}

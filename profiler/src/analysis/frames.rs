@@ -1,0 +1,403 @@
+//! Where the time goes in folded stacks: hottest leaf functions (self time),
+//! functions on the stack (inclusive time), libraries, and friendly
+//! categories ("libpython string formatting", "Parquet decode", "page-cache
+//! copies (kernel)") for headlines.
+//!
+//! ```text
+//! FoldedStacks ──► hot_frames() ──► HotFrames { categories, self_functions,
+//!                                               inclusive_functions, libraries }
+//! ```
+//!
+//! Frame names come from the recorder's symbolizer: `function` for user
+//! frames, optionally with a module in brackets or parentheses
+//! (`func [libfoo.so]`, `func (libfoo.so)`, `libfoo.so+0x1f`), and the `_[k]`
+//! suffix for kernel frames (the perf/inferno convention). The first frame of
+//! every stack is the thread's comm and is not a function.
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::session::load::FoldedStacks;
+
+/// One row of a "where the time goes" table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrameShare {
+    pub name: String,
+    /// Samples (on-CPU) or microseconds (off-CPU).
+    pub count: u64,
+    /// `count` / total of the folded file (0..1).
+    pub share: f64,
+}
+
+/// The hottest frames of one folded file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HotFrames {
+    pub total: u64,
+    /// Friendly categories, each stack counted once (see [`categorize`]).
+    pub categories: Vec<FrameShare>,
+    /// Leaf functions (self time).
+    pub self_functions: Vec<FrameShare>,
+    /// Functions anywhere on the stack (inclusive time, counted once per stack).
+    pub inclusive_functions: Vec<FrameShare>,
+    /// Libraries / modules of the leaf frame ("kernel" for `_[k]` frames).
+    pub libraries: Vec<FrameShare>,
+}
+
+/// A friendly category and the frame-name fragments that identify it.
+struct Category {
+    name: &'static str,
+    /// Substrings matched against the frame name (case-sensitive).
+    patterns: &'static [&'static str],
+    /// Only kernel (`_[k]`) frames match.
+    kernel_only: bool,
+}
+
+/// Categories that name a cause; the leaf-most matching frame decides.
+/// Order only matters between categories matching the same frame.
+const SPECIFIC: &[Category] = &[
+    Category {
+        name: "global index map formatting (dlio-legacy reader: format_global_index_map)",
+        patterns: &["format_global_index_map"],
+        kernel_only: false,
+    },
+    Category {
+        name: "whole row-group decode (dlio-legacy reader: decode_whole_row_group)",
+        patterns: &["decode_whole_row_group"],
+        kernel_only: false,
+    },
+    Category {
+        name: "libpython string formatting",
+        patterns: &[
+            "PyUnicode_FromFormat",
+            "PyUnicode_Format",
+            "unicode_format",
+            "_PyUnicodeWriter",
+            "PyObject_Repr",
+            "PyObject_Str",
+            "PyUnicode_Join",
+            "long_to_decimal_string",
+            "PyOS_snprintf",
+        ],
+        kernel_only: false,
+    },
+    Category {
+        name: "Rust string formatting (core::fmt)",
+        patterns: &["core::fmt::", "alloc::fmt::format", "<alloc::string::String as core::fmt"],
+        kernel_only: false,
+    },
+    Category {
+        name: "Parquet decode",
+        patterns: &["parquet", "Parquet", "arrow", "Arrow", "snappy", "Snappy"],
+        kernel_only: false,
+    },
+    Category {
+        name: "NPZ/zip decompression (zlib)",
+        patterns: &["inflate", "crc32", "zlib"],
+        kernel_only: false,
+    },
+    Category {
+        name: "page-cache copies (kernel)",
+        patterns: &[
+            "copy_user",
+            "copy_to_user",
+            "copy_page_to_iter",
+            "_copy_to_iter",
+            "rep_movs_alternative",
+            "filemap_read",
+            "filemap_get_pages",
+        ],
+        kernel_only: true,
+    },
+    Category {
+        name: "block I/O wait (kernel)",
+        patterns: &[
+            "io_schedule",
+            "blk_mq_",
+            "submit_bio",
+            "iomap_dio",
+            "blkdev_direct_IO",
+            "folio_wait_bit",
+            "wait_on_page_bit",
+        ],
+        kernel_only: true,
+    },
+    Category {
+        name: "memory reclaim / page faults (kernel)",
+        patterns: &[
+            "try_to_free_pages",
+            "shrink_node",
+            "shrink_lruvec",
+            "__alloc_pages_slowpath",
+            "__alloc_pages_direct_reclaim",
+            "mem_cgroup_handle_over_high",
+            "out_of_memory",
+            "oom_kill",
+            "do_swap_page",
+            "handle_mm_fault",
+        ],
+        kernel_only: true,
+    },
+    Category {
+        name: "socket receive (kernel)",
+        patterns: &["tcp_recvmsg", "sk_wait_data", "inet_recvmsg", "sock_recvmsg", "unix_stream_read"],
+        kernel_only: true,
+    },
+    Category {
+        name: "futex / lock wait (kernel)",
+        patterns: &["futex_wait", "futex_q_lock", "do_futex", "__x64_sys_futex"],
+        kernel_only: true,
+    },
+    Category {
+        name: "sleep (nanosleep, kernel)",
+        patterns: &["hrtimer_nanosleep", "do_nanosleep", "clock_nanosleep"],
+        kernel_only: true,
+    },
+    Category {
+        name: "poll / epoll wait (kernel)",
+        patterns: &["do_sys_poll", "ep_poll", "do_select", "do_epoll_wait"],
+        kernel_only: true,
+    },
+];
+
+/// Generic categories used only when no specific one matches the stack.
+const GENERIC: &[Category] = &[
+    Category {
+        name: "memcpy (user)",
+        patterns: &["memcpy", "memmove", "__memmove"],
+        kernel_only: false,
+    },
+    Category {
+        name: "memory allocation (user)",
+        patterns: &["malloc", "free", "realloc", "_int_malloc", "__rust_alloc", "__rust_dealloc"],
+        kernel_only: false,
+    },
+    Category {
+        name: "Python interpreter",
+        patterns: &["_PyEval_EvalFrame", "PyObject_Call", "_PyObject_", "PyEval_"],
+        kernel_only: false,
+    },
+];
+
+const OTHER_KERNEL: &str = "other kernel";
+const OTHER_USER: &str = "other user code";
+
+/// True for kernel frames (`_[k]` suffix).
+pub fn is_kernel_frame(frame: &str) -> bool {
+    frame.ends_with("_[k]")
+}
+
+fn matches(category: &Category, frame: &str) -> bool {
+    (!category.kernel_only || is_kernel_frame(frame))
+        && category.patterns.iter().any(|p| frame.contains(p))
+}
+
+/// The friendly category of one stack (frames root → leaf, comm excluded):
+/// the leaf-most frame matching a specific category decides; else the
+/// leaf-most generic match; else "other kernel"/"other user code" by the leaf.
+pub fn categorize(frames: &[&str]) -> &'static str {
+    for list in [SPECIFIC, GENERIC] {
+        for frame in frames.iter().rev() {
+            if let Some(c) = list.iter().find(|c| matches(c, frame)) {
+                return c.name;
+            }
+        }
+    }
+    match frames.last() {
+        Some(leaf) if is_kernel_frame(leaf) => OTHER_KERNEL,
+        _ => OTHER_USER,
+    }
+}
+
+/// The function name of a frame without module decorations or `_[k]`.
+pub fn function_name(frame: &str) -> &str {
+    let f = frame.strip_suffix("_[k]").unwrap_or(frame);
+    let f = match f.rfind(" [") {
+        Some(i) if f.ends_with(']') => &f[..i],
+        _ => f,
+    };
+    match f.rfind(" (") {
+        Some(i) if f.ends_with(')') && f[i..].contains(".so") => &f[..i],
+        _ => f,
+    }
+}
+
+/// The library of a frame: "kernel" for `_[k]`, the `*.so*` module when the
+/// symbolizer named one, a guess from well-known symbol prefixes otherwise.
+pub fn library_of(frame: &str) -> Option<String> {
+    if is_kernel_frame(frame) {
+        return Some("kernel".to_string());
+    }
+    // Module in brackets/parentheses or `lib.so+0x..`.
+    let token = frame
+        .split(|c: char| c == ' ' || c == '[' || c == ']' || c == '(' || c == ')' || c == '+')
+        .find(|t| t.contains(".so") || t.ends_with(".exe"));
+    if let Some(t) = token {
+        let base = t.rsplit('/').next().unwrap_or(t);
+        return Some(base.to_string());
+    }
+    let f = function_name(frame);
+    let guess = if f.starts_with("Py") || f.starts_with("_Py") || f.starts_with("_PyEval") {
+        "libpython"
+    } else if f.contains("parquet") {
+        "parquet"
+    } else if f.contains("arrow") {
+        "arrow"
+    } else if f.starts_with("std::") || f.starts_with("core::") || f.starts_with("alloc::") {
+        "Rust std"
+    } else if f.starts_with("__memmove") || f.starts_with("memcpy") || f.starts_with("malloc") {
+        "libc"
+    } else {
+        return None;
+    };
+    Some(guess.to_string())
+}
+
+fn top(map: BTreeMap<String, u64>, total: u64, limit: usize) -> Vec<FrameShare> {
+    let mut rows: Vec<FrameShare> = map
+        .into_iter()
+        .map(|(name, count)| FrameShare {
+            name,
+            count,
+            share: if total > 0 {
+                count as f64 / total as f64
+            } else {
+                0.0
+            },
+        })
+        .collect();
+    // Ties broken by name so output is deterministic.
+    rows.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+    rows.truncate(limit);
+    rows
+}
+
+/// Hottest frames of `stacks`, keeping only stacks whose comm passes
+/// `include_comm` (e.g. reader threads only); `limit` rows per list.
+pub fn hot_frames(
+    stacks: &FoldedStacks,
+    include_comm: &dyn Fn(&str) -> bool,
+    limit: usize,
+) -> HotFrames {
+    let mut categories = BTreeMap::new();
+    let mut selfs = BTreeMap::new();
+    let mut inclusive = BTreeMap::new();
+    let mut libraries = BTreeMap::new();
+    let mut total = 0;
+    for (stack, count) in &stacks.stacks {
+        let mut parts = stack.split(';');
+        let comm = parts.next().unwrap_or("");
+        if !include_comm(comm) {
+            continue;
+        }
+        let frames: Vec<&str> = parts.collect();
+        total += count;
+        *categories.entry(categorize(&frames).to_string()).or_insert(0) += count;
+        let leaf = frames.last().copied().unwrap_or(comm);
+        *selfs.entry(leaf.to_string()).or_insert(0) += count;
+        let lib = library_of(leaf).unwrap_or_else(|| "unknown".to_string());
+        *libraries.entry(lib).or_insert(0) += count;
+        let unique: BTreeSet<&str> = frames.iter().copied().collect();
+        for f in unique {
+            *inclusive.entry(f.to_string()).or_insert(0) += count;
+        }
+    }
+    HotFrames {
+        total,
+        categories: top(categories, total, limit),
+        self_functions: top(selfs, total, limit),
+        inclusive_functions: top(inclusive, total, limit),
+        libraries: top(libraries, total, limit),
+    }
+}
+
+/// Share (0..1) of `stacks`' total whose frames contain any of `patterns`
+/// (kernel frames only when `kernel_only`).
+pub fn share_matching(stacks: &FoldedStacks, patterns: &[&str], kernel_only: bool) -> f64 {
+    let total = stacks.total();
+    if total == 0 {
+        return 0.0;
+    }
+    let hit: u64 = stacks
+        .stacks
+        .iter()
+        .filter(|(s, _)| {
+            s.split(';').skip(1).any(|f| {
+                (!kernel_only || is_kernel_frame(f)) && patterns.iter().any(|p| f.contains(p))
+            })
+        })
+        .map(|(_, n)| n)
+        .sum();
+    hit as f64 / total as f64
+}
+
+/// Share of samples whose leaf frame is a kernel frame.
+pub fn kernel_leaf_share(stacks: &FoldedStacks) -> Option<f64> {
+    let total = stacks.total();
+    if total == 0 {
+        return None;
+    }
+    let k: u64 = stacks
+        .stacks
+        .iter()
+        .filter(|(s, _)| s.rsplit(';').next().is_some_and(is_kernel_frame))
+        .map(|(_, n)| n)
+        .sum();
+    Some(k as f64 / total as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folded(text: &str) -> FoldedStacks {
+        FoldedStacks::parse(text, "t").0
+    }
+
+    #[test]
+    fn categories_prefer_specific_over_generic() {
+        assert_eq!(
+            categorize(&["_PyEval_EvalFrameDefault", "PyUnicode_FromFormatV", "memcpy"]),
+            "libpython string formatting"
+        );
+        assert_eq!(
+            categorize(&["main", "read", "ksys_read_[k]", "filemap_read_[k]", "rep_movs_alternative_[k]"]),
+            "page-cache copies (kernel)"
+        );
+        assert_eq!(categorize(&["main", "memcpy"]), "memcpy (user)");
+        assert_eq!(categorize(&["main", "schedule_[k]"]), OTHER_KERNEL);
+        assert_eq!(categorize(&["main", "work"]), OTHER_USER);
+        // A user frame named like a kernel category does not match it.
+        assert_eq!(categorize(&["my_filemap_read"]), OTHER_USER);
+    }
+
+    #[test]
+    fn function_and_library_names() {
+        assert_eq!(function_name("PyUnicode_FromFormatV [libpython3.12.so.1.0]"), "PyUnicode_FromFormatV");
+        assert_eq!(function_name("vfs_read_[k]"), "vfs_read");
+        assert_eq!(library_of("foo (/usr/lib/libarrow.so.1600)").as_deref(), Some("libarrow.so.1600"));
+        assert_eq!(library_of("libz.so.1+0x1234").as_deref(), Some("libz.so.1"));
+        assert_eq!(library_of("vfs_read_[k]").as_deref(), Some("kernel"));
+        assert_eq!(library_of("_PyEval_EvalFrameDefault").as_deref(), Some("libpython"));
+        assert_eq!(library_of("my_function"), None);
+    }
+
+    #[test]
+    fn hot_frames_counts_self_inclusive_and_categories() {
+        let f = folded(
+            "w;main;PyUnicode_FromFormatV;memcpy 45\n\
+             w;main;parquet::decode 20\n\
+             w;main;read;filemap_read_[k] 35\n\
+             other;idle 100\n",
+        );
+        let h = hot_frames(&f, &|c| c == "w", 10);
+        assert_eq!(h.total, 100);
+        assert_eq!(h.categories[0].name, "libpython string formatting");
+        assert!((h.categories[0].share - 0.45).abs() < 1e-9);
+        assert_eq!(h.categories[1].name, "page-cache copies (kernel)");
+        assert_eq!(h.self_functions[0].name, "memcpy");
+        assert_eq!(h.inclusive_functions[0].name, "main");
+        assert_eq!(h.inclusive_functions[0].count, 100);
+        assert!((share_matching(&f, &["filemap_read"], true) - 0.175).abs() < 1e-9);
+        assert!((kernel_leaf_share(&f).unwrap() - 0.175).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,292 @@
+//! The analysis of a recorded session: pure functions, no I/O.
+//!
+//! ```text
+//! session::load::Session
+//!        │ features::Features::extract      (figures: shares, bytes, AU)
+//!        │ frames::hot_frames               (hottest categories, functions, libraries)
+//!        ▼
+//! verdict::decide ──► Verdict (verdict.json) ──► output::report, bundle
+//! ```
+//!
+//! Thresholds are named fields of [`Thresholds`] (documented in
+//! `profiler/THRESHOLDS.md`); change them there, not in the rules.
+pub mod features;
+pub mod frames;
+pub mod thresholds;
+pub mod verdict;
+
+use serde::Serialize;
+
+pub use features::Features;
+pub use frames::HotFrames;
+pub use thresholds::Thresholds;
+pub use verdict::{Verdict, VerdictId};
+
+use crate::session::load::Session;
+
+/// Rows kept per "hottest" list.
+pub const HOT_LIMIT: usize = 15;
+
+/// Everything the outputs need: the verdict and what it was computed from.
+#[derive(Clone, Debug, Serialize)]
+pub struct Analysis {
+    pub verdict: Verdict,
+    pub features: Features,
+    /// On-CPU hot frames of the reader threads.
+    pub hot_oncpu_readers: HotFrames,
+    /// On-CPU hot frames of every traced thread.
+    pub hot_oncpu: HotFrames,
+    /// Off-CPU hot frames (microseconds) of every traced thread.
+    pub hot_offcpu: HotFrames,
+}
+
+/// Analyses a loaded session.
+pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
+    let features = Features::extract(session, thresholds);
+    let readers = features.reader_comms.clone();
+    let is_reader = |comm: &str| readers.iter().any(|r| r == comm);
+    let hot_oncpu_readers = frames::hot_frames(&session.oncpu, &is_reader, HOT_LIMIT);
+    let hot_oncpu = frames::hot_frames(&session.oncpu, &|_| true, HOT_LIMIT);
+    let hot_offcpu = frames::hot_frames(&session.offcpu, &|_| true, HOT_LIMIT);
+    let verdict = verdict::decide(&features, &hot_oncpu_readers, thresholds);
+    Analysis {
+        verdict,
+        features,
+        hot_oncpu_readers,
+        hot_oncpu,
+        hot_offcpu,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! One synthetic feature set per verdict id: the rules, not the
+    //! extraction, are under test here (fixtures in tests/ cover extraction).
+    use super::{features::*, frames::FrameShare, *};
+
+    fn idle_device() -> Option<DeviceFeature> {
+        Some(DeviceFeature {
+            name: "vda".into(),
+            read_bytes: 8 << 20,
+            read_mib_per_s: 0.8,
+            read_requests: 100,
+            utilization: 0.001,
+            latency_p50_us: Some(256.0),
+            latency_p99_us: Some(1024.0),
+        })
+    }
+
+    fn base() -> Features {
+        Features {
+            duration_s: 10.0,
+            num_cpus: 8,
+            threads_total: 4,
+            processes_total: 1,
+            reader_threads: 2,
+            reader_comms: vec!["reader".into()],
+            reader_thread_s: 20.0,
+            reader_user_share: Some(0.5),
+            top_device: idle_device(),
+            ..Features::default()
+        }
+    }
+
+    fn decide(f: &Features) -> Verdict {
+        verdict::decide(f, &HotFrames::default(), &Thresholds::default())
+    }
+
+    #[test]
+    fn cpu_bound_reader_names_hot_categories() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.97;
+        f.reader_user_share = Some(0.95);
+        f.read_syscall_bytes = 10 << 20;
+        f.page_cache_hit_ratio = Some(1.0);
+        f.reader_read_syscall_share = 0.02;
+        let hot = HotFrames {
+            total: 100,
+            categories: vec![
+                FrameShare { name: "libpython string formatting".into(), count: 45, share: 0.45 },
+                FrameShare { name: "Parquet decode".into(), count: 20, share: 0.2 },
+            ],
+            ..HotFrames::default()
+        };
+        let v = verdict::decide(&f, &hot, &Thresholds::default());
+        assert_eq!(v.verdict, VerdictId::CpuBoundReader);
+        assert_eq!(
+            v.headline,
+            "CPU-bound in the reader (libpython string formatting 45%, Parquet decode 20%); \
+             storage idle: 0.8 MiB/s from vda, 0.1% busy"
+        );
+        assert_eq!(v.confidence_label, "high");
+        // Reads came from the page cache: a secondary, fired finding.
+        assert_eq!(v.runners_up[0].verdict, VerdictId::PageCacheServed);
+        assert!(v.runners_up[0].fired);
+    }
+
+    #[test]
+    fn page_cache_served_when_time_goes_into_kernel_copies() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.95;
+        f.reader_user_share = Some(0.2);
+        f.read_syscall_bytes = 2 << 30;
+        f.read_syscall_mib_per_s = 200.0;
+        f.page_cache_hit_ratio = Some(0.999);
+        f.reader_read_syscall_share = 0.8;
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::PageCacheServed);
+        assert!(v.headline.starts_with("Served from the page cache"), "{}", v.headline);
+    }
+
+    #[test]
+    fn storage_bound_names_the_throttle_when_the_device_is_not_busy() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.05;
+        f.reader_blocked_io_share = 0.9;
+        f.reader_read_syscall_share = 0.93;
+        f.page_cache_hit_ratio = Some(0.0);
+        f.read_syscall_bytes = 64 << 20;
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::StorageBound);
+        assert!(v.headline.contains("throttle"), "{}", v.headline);
+        f.top_device.as_mut().unwrap().utilization = 0.97;
+        let v = decide(&f);
+        assert!(v.headline.contains("the device is the limit"), "{}", v.headline);
+    }
+
+    #[test]
+    fn compute_bound_wins_when_au_is_high() {
+        let mut f = base();
+        // Readers are also CPU-heavy, but the consumer is kept busy.
+        f.reader_on_cpu_share = 0.6;
+        f.reader_user_share = Some(0.9);
+        f.reader_sleeping_share = 0.4;
+        f.bench = Some(BenchFeature { au_percentage: Some(95.0), ..BenchFeature::default() });
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::ComputeBound);
+        assert!(v.headline.contains("AU 95.0%"), "{}", v.headline);
+        // Low AU: not compute-bound.
+        f.bench = Some(BenchFeature { au_percentage: Some(37.2), ..BenchFeature::default() });
+        assert_eq!(decide(&f).verdict, VerdictId::CpuBoundReader);
+    }
+
+    #[test]
+    fn compute_bound_from_consumer_sleep_without_bench() {
+        let mut f = base();
+        f.reader_sleeping_share = 0.9;
+        f.reader_futex_share = 0.85;
+        f.consumer = Some(ConsumerFeature { comm: "consumer".into(), tids: vec![7], sleep_share: 0.96 });
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::ComputeBound);
+        // The futex waits are the loaders waiting for the consumer: runner-up.
+        assert!(v.runners_up.iter().any(|r| r.verdict == VerdictId::LockContention && r.fired));
+    }
+
+    #[test]
+    fn cpu_starved_beats_cpu_bound_when_runnable_dominates() {
+        let mut f = base();
+        f.num_cpus = 2;
+        f.busy_threads = 6;
+        f.reader_on_cpu_share = 0.33;
+        f.reader_runnable_share = 0.66;
+        f.reader_user_share = Some(0.99);
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::CpuStarved);
+        assert!(v.headline.contains("6 busy thread(s) on 2 CPU(s)"), "{}", v.headline);
+    }
+
+    #[test]
+    fn lock_contention() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.1;
+        f.reader_sleeping_share = 0.85;
+        f.reader_futex_share = 0.8;
+        assert_eq!(decide(&f).verdict, VerdictId::LockContention);
+    }
+
+    #[test]
+    fn memory_pressure_and_oom() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.3;
+        f.reader_blocked_io_share = 0.2;
+        f.reader_reclaim_share = 0.5;
+        assert_eq!(decide(&f).verdict, VerdictId::MemoryPressure);
+        let mut f = base();
+        f.oom_killed = true;
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::MemoryPressure);
+        assert!(v.headline.contains("OOM"));
+    }
+
+    #[test]
+    fn network_bound() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.1;
+        f.reader_sleeping_share = 0.85;
+        f.reader_socket_recv_share = 0.8;
+        assert_eq!(decide(&f).verdict, VerdictId::NetworkBound);
+    }
+
+    #[test]
+    fn nothing_fired_is_inconclusive_with_low_confidence() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.1;
+        f.reader_sleeping_share = 0.9;
+        let v = decide(&f);
+        assert!(v.inconclusive);
+        assert_eq!(v.confidence_label, "low");
+        assert!(v.headline.starts_with("No rule fired"), "{}", v.headline);
+    }
+
+    #[test]
+    fn dlio_derived_vs_measured_mismatch_is_called_out() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.97;
+        f.reader_user_share = Some(0.95);
+        f.bench = Some(BenchFeature {
+            au_percentage: Some(37.2),
+            derived_io_mib_per_s: Some(0.83),
+            measured_read_mib_per_s: Some(27.3),
+            measured_over_derived: Some(27.3 / 0.83),
+            ..BenchFeature::default()
+        });
+        let v = decide(&f);
+        assert!(v.notes.iter().any(|n| n.contains("#330") && n.contains("27.30 MiB/s")), "{:?}", v.notes);
+    }
+
+    #[test]
+    fn partial_sessions_lower_confidence_and_say_so() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.97;
+        f.reader_user_share = Some(0.95);
+        let full = decide(&f);
+        f.missing_files = vec!["offcpu.folded".into()];
+        let partial = decide(&f);
+        assert!(partial.confidence < full.confidence);
+        assert!(partial.notes.iter().any(|n| n.contains("missing offcpu.folded")));
+    }
+
+    #[test]
+    fn verdict_ids_serialize_as_issue_ids() {
+        let ids: Vec<String> = VerdictId::ALL
+            .iter()
+            .map(|v| serde_json::to_value(v).unwrap().as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "cpu-bound-reader",
+                "storage-bound",
+                "page-cache-served",
+                "compute-bound",
+                "cpu-starved",
+                "lock-contention",
+                "memory-pressure",
+                "network-bound"
+            ]
+        );
+        for v in VerdictId::ALL {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
+    }
+}

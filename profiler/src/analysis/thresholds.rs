@@ -1,0 +1,112 @@
+//! The named thresholds of the verdict rules, with their reasons. Exposed for
+//! tuning; documented for users in `profiler/THRESHOLDS.md` (keep in sync).
+use serde::{Deserialize, Serialize};
+
+/// Every number the verdict rules compare against. Shares are fractions
+/// (0..1) of reader thread time unless said otherwise. `Default` holds the
+/// documented values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct Thresholds {
+    // ---- selecting threads ----
+    /// A thread is a reader when it returned at least this share of all
+    /// read-syscall bytes. Default 0.05: drops interpreter start-up reads
+    /// (module imports) next to data reads, keeps every DataLoader worker.
+    pub reader_read_fraction: f64,
+    /// Below this many read-syscall bytes in total, readers are picked by
+    /// activity instead. Default 1 MiB.
+    pub reader_min_read_bytes: u64,
+    /// A thread is busy when on CPU or runnable at least this share of its
+    /// life. Default 0.5 (USE method: a saturated CPU wants more than it gets).
+    pub busy_thread_share: f64,
+    /// A non-reader thread is the consumer (simulated accelerator) when it
+    /// sleeps in nanosleep at least this share of its life. Default 0.5.
+    pub consumer_sleep_share: f64,
+
+    // ---- cpu-bound-reader ----
+    /// Readers on CPU at least this share of their time. Default 0.5: more
+    /// time computing than waiting for anything.
+    pub cpu_bound_on_cpu_share: f64,
+    /// ... and at least this share of their samples in user space. Default 0.5.
+    pub cpu_bound_user_share: f64,
+
+    // ---- storage ----
+    /// Device utilization below which storage counts as idle / little used.
+    /// Default 0.2 (iostat %util; 60% is "poor", ~100% saturated).
+    pub storage_idle_utilization: f64,
+    /// Device utilization from which the device itself is the limit.
+    /// Default 0.6 (Netflix "60 s" checklist: %util > 60% is typically poor).
+    pub storage_busy_utilization: f64,
+    /// Readers in uninterruptible (D) sleep at least this share of their
+    /// time. Default 0.3 (Darshan io_ratio buckets: > 0.2–0.4 is I/O heavy).
+    pub storage_bound_blocked_share: f64,
+
+    // ---- page-cache-served ----
+    /// Share of read-syscall bytes served without touching storage.
+    /// Default 0.9.
+    pub page_cache_hit_ratio: f64,
+    /// Below this many read-syscall bytes, no page-cache finding. Default 1 MiB.
+    pub page_cache_min_read_bytes: u64,
+
+    // ---- compute-bound ----
+    /// AU (%) from which the consumer, not the loaders, is the limit.
+    /// Default 90.0: DLIO's `metric.au` default, MLPerf Storage's minimum
+    /// for unet3d/resnet50 and the flux_b200 configs.
+    pub compute_bound_au_percentage: f64,
+
+    // ---- cpu-starved ----
+    /// Readers runnable (waiting for a CPU) at least this share of their
+    /// time. Default 0.2 (USE: run-queue length above the CPU count).
+    pub cpu_starved_runnable_share: f64,
+
+    // ---- lock-contention ----
+    /// Readers asleep in futex at least this share of their time. Default 0.3.
+    pub lock_futex_share: f64,
+
+    // ---- memory-pressure ----
+    /// Reclaim / swap-in / OOM stacks at least this share of reader time.
+    /// Default 0.2.
+    pub memory_reclaim_share: f64,
+
+    // ---- network-bound ----
+    /// Readers waiting in socket receives at least this share of their time.
+    /// Default 0.3.
+    pub network_socket_share: f64,
+
+    // ---- evidence and confidence ----
+    /// Derived (DLIO) vs measured (bench) I/O differing by more than this
+    /// factor is called out (storage #330). Default 2.0.
+    pub io_mismatch_factor: f64,
+    /// Score margin over the runner-up that earns full confidence. Default 0.3.
+    pub confident_margin: f64,
+    /// Less reader thread time than this (s) lowers the confidence.
+    /// Default 1.0 s (about 100 samples at 99 Hz).
+    pub min_reader_thread_s: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            reader_read_fraction: 0.05,
+            reader_min_read_bytes: 1 << 20,
+            busy_thread_share: 0.5,
+            consumer_sleep_share: 0.5,
+            cpu_bound_on_cpu_share: 0.5,
+            cpu_bound_user_share: 0.5,
+            storage_idle_utilization: 0.2,
+            storage_busy_utilization: 0.6,
+            storage_bound_blocked_share: 0.3,
+            page_cache_hit_ratio: 0.9,
+            page_cache_min_read_bytes: 1 << 20,
+            compute_bound_au_percentage: 90.0,
+            cpu_starved_runnable_share: 0.2,
+            lock_futex_share: 0.3,
+            memory_reclaim_share: 0.2,
+            network_socket_share: 0.3,
+            io_mismatch_factor: 2.0,
+            confident_margin: 0.3,
+            min_reader_thread_s: 1.0,
+        }
+    }
+}

@@ -1,0 +1,620 @@
+//! Verdict rules: one pure function per verdict id scores the features; the
+//! primary verdict is what limits the pipeline, the others are runners-up.
+//!
+//! ```text
+//! Features + HotFrames ──► rule per id ──► Finding { fired, score, evidence }
+//!                      ──► primary = compute-bound when it fires (the
+//!                          pipeline keeps up), else the highest-scoring fired
+//!                          finding ──► Verdict { headline, confidence, ... }
+//! ```
+//!
+//! A score is the share of reader time the finding explains (0..1), so
+//! findings compare on one scale: user-space CPU (`cpu-bound-reader`) beats
+//! kernel copies from the page cache (`page-cache-served`) exactly when more
+//! reader time goes into it.
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Thresholds,
+    features::Features,
+    frames::{FrameShare, HotFrames},
+};
+
+/// Version of the verdict.json layout.
+pub const VERDICT_FORMAT_VERSION: u32 = 1;
+
+/// The verdict ids (issue 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictId {
+    /// Readers on CPU in user space most of the time; storage little used.
+    CpuBoundReader,
+    /// Readers blocked in uninterruptible block-I/O waits; device or throttle is the limit.
+    StorageBound,
+    /// Reads served from memory; storage hardly touched; time in kernel copies.
+    PageCacheServed,
+    /// The consumer (simulated accelerator) is the limit; loaders wait for it.
+    ComputeBound,
+    /// Threads runnable but waiting for a CPU.
+    CpuStarved,
+    /// Workers sleeping on futexes/locks rather than I/O.
+    LockContention,
+    /// Major faults, reclaim or an OOM kill dominate.
+    MemoryPressure,
+    /// Workers waiting on socket receives (object storage).
+    NetworkBound,
+}
+
+impl VerdictId {
+    pub const ALL: [VerdictId; 8] = [
+        Self::CpuBoundReader,
+        Self::StorageBound,
+        Self::PageCacheServed,
+        Self::ComputeBound,
+        Self::CpuStarved,
+        Self::LockContention,
+        Self::MemoryPressure,
+        Self::NetworkBound,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CpuBoundReader => "cpu-bound-reader",
+            Self::StorageBound => "storage-bound",
+            Self::PageCacheServed => "page-cache-served",
+            Self::ComputeBound => "compute-bound",
+            Self::CpuStarved => "cpu-starved",
+            Self::LockContention => "lock-contention",
+            Self::MemoryPressure => "memory-pressure",
+            Self::NetworkBound => "network-bound",
+        }
+    }
+}
+
+impl fmt::Display for VerdictId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One figure a verdict rests on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Stable key, e.g. `reader_on_cpu_share`.
+    pub key: String,
+    pub value: f64,
+    /// "fraction", "MiB/s", "%", "threads", "us", ...
+    pub unit: String,
+    /// The figure in words.
+    pub text: String,
+}
+
+fn ev(key: &str, value: f64, unit: &str, text: String) -> Evidence {
+    Evidence {
+        key: key.to_string(),
+        value: round4(value),
+        unit: unit.to_string(),
+        text,
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The outcome of one rule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub verdict: VerdictId,
+    /// All of the rule's conditions hold.
+    pub fired: bool,
+    /// Share of reader time (or AU) this finding explains (0..1).
+    pub score: f64,
+    /// One sentence: what was seen.
+    pub summary: String,
+    pub evidence: Vec<Evidence>,
+}
+
+/// A finding that did not win.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunnerUp {
+    pub verdict: VerdictId,
+    pub fired: bool,
+    pub score: f64,
+    pub summary: String,
+}
+
+/// `verdict.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub format_version: u32,
+    pub verdict: VerdictId,
+    pub headline: String,
+    /// 0..1; see [`confidence`].
+    pub confidence: f64,
+    /// "high" (≥ 0.7), "medium" (≥ 0.4) or "low".
+    pub confidence_label: String,
+    /// No rule fired: the verdict is only the closest match.
+    pub inconclusive: bool,
+    pub evidence: Vec<Evidence>,
+    /// Other findings, fired first, by score.
+    pub runners_up: Vec<RunnerUp>,
+    /// Secondary findings and caveats (page cache, #330 mismatch, partial session).
+    pub notes: Vec<String>,
+}
+
+fn storage_phrase(f: &Features) -> String {
+    match &f.top_device {
+        Some(d) => format!(
+            "{:.1} MiB/s from {}, {} busy",
+            d.read_mib_per_s,
+            d.name,
+            pct(d.utilization)
+        ),
+        None => "no block-device activity recorded".to_string(),
+    }
+}
+
+fn top_util(f: &Features) -> f64 {
+    f.top_device.as_ref().map_or(0.0, |d| d.utilization)
+}
+
+fn device_evidence(f: &Features) -> Vec<Evidence> {
+    let mut out = Vec::new();
+    if let Some(d) = &f.top_device {
+        out.push(ev(
+            "device_read_mib_per_s",
+            d.read_mib_per_s,
+            "MiB/s",
+            format!("{} read {:.2} MiB/s", d.name, d.read_mib_per_s),
+        ));
+        out.push(ev(
+            "device_utilization",
+            d.utilization,
+            "fraction",
+            format!("{} busy {} of the recording", d.name, pct(d.utilization)),
+        ));
+        if let Some(p50) = d.latency_p50_us {
+            out.push(ev(
+                "device_latency_p50_us",
+                p50,
+                "us",
+                format!("{} median request latency ≤ {p50:.0} µs", d.name),
+            ));
+        }
+    }
+    out
+}
+
+/// Friendly "name NN%" list of the hottest categories for headlines.
+pub fn hot_phrase(hot: &HotFrames, max: usize) -> String {
+    let named: Vec<&FrameShare> = hot
+        .categories
+        .iter()
+        .filter(|c| c.share >= 0.05 && !c.name.starts_with("other"))
+        .take(max)
+        .collect();
+    let rows: Vec<&FrameShare> = if named.is_empty() {
+        hot.self_functions.iter().take(max).collect()
+    } else {
+        named
+    };
+    rows.iter()
+        .map(|c| format!("{} {:.0}%", c.name, c.share * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Finding {
+    let user = f.reader_user_share.unwrap_or(0.0);
+    let util = top_util(f);
+    let fired = f.reader_on_cpu_share >= t.cpu_bound_on_cpu_share
+        && user >= t.cpu_bound_user_share
+        && util < t.storage_busy_utilization;
+    let hot_text = hot_phrase(hot, 2);
+    let storage = if util < t.storage_idle_utilization {
+        format!("storage idle: {}", storage_phrase(f))
+    } else {
+        format!("storage: {}", storage_phrase(f))
+    };
+    let headline_hot = if hot_text.is_empty() { String::new() } else { format!(" ({hot_text})") };
+    let mut evidence = vec![
+        ev(
+            "reader_on_cpu_share",
+            f.reader_on_cpu_share,
+            "fraction",
+            format!(
+                "{} reader thread(s) on CPU {} of their time",
+                f.reader_threads,
+                pct(f.reader_on_cpu_share)
+            ),
+        ),
+        ev(
+            "reader_user_share",
+            user,
+            "fraction",
+            format!("{} of reader CPU samples in user space", pct(user)),
+        ),
+    ];
+    for c in hot.categories.iter().take(3) {
+        evidence.push(ev(
+            &format!("hot:{}", c.name),
+            c.share,
+            "fraction",
+            format!("{} of reader CPU samples in {}", pct(c.share), c.name),
+        ));
+    }
+    evidence.extend(device_evidence(f));
+    Finding {
+        verdict: VerdictId::CpuBoundReader,
+        fired,
+        score: f.reader_on_cpu_share * user,
+        summary: format!("CPU-bound in the reader{headline_hot}; {storage}"),
+        evidence,
+    }
+}
+
+fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
+    let util = top_util(f);
+    let fired = f.reader_blocked_io_share >= t.storage_bound_blocked_share;
+    let limit = if util >= t.storage_busy_utilization {
+        format!("the device is the limit: {}", storage_phrase(f))
+    } else {
+        format!(
+            "the device is not saturated ({}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)",
+            storage_phrase(f)
+        )
+    };
+    let mut evidence = vec![ev(
+        "reader_blocked_io_share",
+        f.reader_blocked_io_share,
+        "fraction",
+        format!(
+            "readers in uninterruptible (D) sleep {} of their time",
+            pct(f.reader_blocked_io_share)
+        ),
+    )];
+    evidence.push(ev(
+        "reader_read_syscall_share",
+        f.reader_read_syscall_share,
+        "fraction",
+        format!("readers inside read syscalls {} of their time", pct(f.reader_read_syscall_share)),
+    ));
+    evidence.extend(device_evidence(f));
+    Finding {
+        verdict: VerdictId::StorageBound,
+        fired,
+        score: f.reader_blocked_io_share,
+        summary: format!(
+            "Storage-bound: readers wait on block I/O {} of their time; {limit}",
+            pct(f.reader_blocked_io_share)
+        ),
+        evidence,
+    }
+}
+
+fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
+    let hit = f.page_cache_hit_ratio.unwrap_or(0.0);
+    let util = top_util(f);
+    let fired = f.read_syscall_bytes >= t.page_cache_min_read_bytes
+        && hit >= t.page_cache_hit_ratio
+        && util < t.storage_idle_utilization;
+    let kernel_cpu = f.reader_on_cpu_share * (1.0 - f.reader_user_share.unwrap_or(1.0));
+    let score = if fired { f.reader_read_syscall_share.max(kernel_cpu) } else { 0.0 };
+    let evidence = [
+        ev(
+            "page_cache_hit_ratio",
+            hit,
+            "fraction",
+            format!(
+                "{} of {:.1} MiB read through syscalls came from memory ({:.1} MiB from storage)",
+                pct(hit),
+                f.read_syscall_bytes as f64 / (1 << 20) as f64,
+                f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / (1 << 20) as f64
+            ),
+        ),
+        ev(
+            "reader_read_syscall_share",
+            f.reader_read_syscall_share,
+            "fraction",
+            format!("readers inside read syscalls {} of their time", pct(f.reader_read_syscall_share)),
+        ),
+        ev(
+            "reader_kernel_cpu_share",
+            kernel_cpu,
+            "fraction",
+            format!("readers on CPU in the kernel {} of their time", pct(kernel_cpu)),
+        ),
+    ]
+    .into_iter()
+    .chain(device_evidence(f))
+    .collect();
+    Finding {
+        verdict: VerdictId::PageCacheServed,
+        fired,
+        score,
+        summary: format!(
+            "Served from the page cache: {} of {:.1} MiB read came from memory, {:.1} MiB/s through read syscalls; storage idle: {}",
+            pct(hit),
+            f.read_syscall_bytes as f64 / (1 << 20) as f64,
+            f.read_syscall_mib_per_s,
+            storage_phrase(f)
+        ),
+        evidence,
+    }
+}
+
+fn rule_compute_bound(f: &Features, t: &Thresholds) -> Finding {
+    let au_bench = f.bench.as_ref().and_then(|b| b.au_percentage);
+    let consumer_share = f.consumer.as_ref().map(|c| c.sleep_share);
+    // The bench's own AU when present; else the consumer's nanosleep share,
+    // which is the same ratio measured from the kernel side.
+    let au = au_bench.or(consumer_share.map(|s| s * 100.0));
+    let threshold = f
+        .bench
+        .as_ref()
+        .and_then(|b| b.au_expected_percentage)
+        .unwrap_or(t.compute_bound_au_percentage);
+    let fired = au.is_some_and(|a| a >= threshold);
+    let mut evidence = Vec::new();
+    if let Some(a) = au_bench {
+        evidence.push(ev(
+            "bench_au_percentage",
+            a,
+            "%",
+            format!("bench AU {a:.2}% (expected ≥ {threshold:.0}%)"),
+        ));
+    }
+    if let Some(c) = &f.consumer {
+        evidence.push(ev(
+            "consumer_sleep_share",
+            c.sleep_share,
+            "fraction",
+            format!("consumer thread {} asleep in simulated computation {} of its time", c.comm, pct(c.sleep_share)),
+        ));
+    }
+    evidence.push(ev(
+        "reader_sleeping_share",
+        f.reader_sleeping_share,
+        "fraction",
+        format!("readers sleeping (waiting for work or queue space) {} of their time", pct(f.reader_sleeping_share)),
+    ));
+    let au_text = match au_bench {
+        Some(a) => format!("AU {a:.1}%"),
+        None => match consumer_share {
+            Some(s) => format!("consumer asleep {}", pct(s)),
+            None => "no consumer thread found".to_string(),
+        },
+    };
+    Finding {
+        verdict: VerdictId::ComputeBound,
+        fired,
+        score: au.map_or(0.0, |a| (a / 100.0).clamp(0.0, 1.0)),
+        summary: format!(
+            "Compute-bound: the consumer (simulated accelerator) is the limit ({au_text}); loaders wait for it; nothing to fix in storage"
+        ),
+        evidence,
+    }
+}
+
+fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
+    let fired = f.reader_runnable_share >= t.cpu_starved_runnable_share;
+    Finding {
+        verdict: VerdictId::CpuStarved,
+        fired,
+        score: f.reader_runnable_share,
+        summary: format!(
+            "CPU-starved: threads runnable but waiting for a CPU {} of their time; {} busy thread(s) on {} CPU(s)",
+            pct(f.reader_runnable_share),
+            f.busy_threads,
+            f.num_cpus
+        ),
+        evidence: vec![
+            ev(
+                "reader_runnable_share",
+                f.reader_runnable_share,
+                "fraction",
+                format!("runnable, waiting for a CPU {} of their time", pct(f.reader_runnable_share)),
+            ),
+            ev("busy_threads", f64::from(f.busy_threads), "threads", format!("{} busy thread(s)", f.busy_threads)),
+            ev("num_cpus", f64::from(f.num_cpus), "cpus", format!("{} CPU(s) online", f.num_cpus)),
+            ev("cpus_used", f.cpus_used, "cpus", format!("traced threads kept {:.2} CPU(s) busy", f.cpus_used)),
+        ],
+    }
+}
+
+fn rule_lock_contention(f: &Features, t: &Thresholds) -> Finding {
+    Finding {
+        verdict: VerdictId::LockContention,
+        fired: f.reader_futex_share >= t.lock_futex_share,
+        score: f.reader_futex_share,
+        summary: format!(
+            "Lock contention: workers sleep on futexes {} of their time rather than doing I/O",
+            pct(f.reader_futex_share)
+        ),
+        evidence: vec![ev(
+            "reader_futex_share",
+            f.reader_futex_share,
+            "fraction",
+            format!("workers in futex waits {} of their time", pct(f.reader_futex_share)),
+        )],
+    }
+}
+
+fn rule_memory_pressure(f: &Features, t: &Thresholds) -> Finding {
+    let fired = f.oom_killed || f.reader_reclaim_share >= t.memory_reclaim_share;
+    let mut evidence = vec![ev(
+        "reader_reclaim_share",
+        f.reader_reclaim_share,
+        "fraction",
+        format!("reclaim, swap-in or OOM handling {} of reader time", pct(f.reader_reclaim_share)),
+    )];
+    if f.oom_killed {
+        evidence.push(ev("oom_killed", 1.0, "bool", "the OOM killer ended a traced process".to_string()));
+    }
+    Finding {
+        verdict: VerdictId::MemoryPressure,
+        fired,
+        score: if f.oom_killed { 1.0 } else { f.reader_reclaim_share },
+        summary: if f.oom_killed {
+            "Memory pressure: the OOM killer ended a traced process".to_string()
+        } else {
+            format!(
+                "Memory pressure: reclaim and major faults take {} of reader time",
+                pct(f.reader_reclaim_share)
+            )
+        },
+        evidence,
+    }
+}
+
+fn rule_network_bound(f: &Features, t: &Thresholds) -> Finding {
+    Finding {
+        verdict: VerdictId::NetworkBound,
+        fired: f.reader_socket_recv_share >= t.network_socket_share,
+        score: f.reader_socket_recv_share,
+        summary: format!(
+            "Network-bound: workers wait on socket receives {} of their time (object storage)",
+            pct(f.reader_socket_recv_share)
+        ),
+        evidence: vec![ev(
+            "reader_socket_recv_share",
+            f.reader_socket_recv_share,
+            "fraction",
+            format!("workers in socket receives {} of their time", pct(f.reader_socket_recv_share)),
+        )],
+    }
+}
+
+/// Every rule's finding, in [`VerdictId::ALL`] order.
+pub fn findings(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Vec<Finding> {
+    vec![
+        rule_cpu_bound_reader(f, hot_oncpu, t),
+        rule_storage_bound(f, t),
+        rule_page_cache_served(f, t),
+        rule_compute_bound(f, t),
+        rule_cpu_starved(f, t),
+        rule_lock_contention(f, t),
+        rule_memory_pressure(f, t),
+        rule_network_bound(f, t),
+    ]
+}
+
+/// Confidence in the primary finding (0..1): its score, scaled down when the
+/// margin over the runner-up is below `confident_margin` (×0.6 at no margin),
+/// when no rule fired (×0.5), the session is partial (×0.8), events were lost
+/// (×0.9) or readers ran less than `min_reader_thread_s` (×0.7).
+pub fn confidence(primary: &Finding, runner_up_score: f64, f: &Features, t: &Thresholds) -> f64 {
+    let margin = (primary.score - runner_up_score).max(0.0);
+    let mut c = primary.score.clamp(0.0, 1.0) * (0.6 + 0.4 * (margin / t.confident_margin).min(1.0));
+    if !primary.fired {
+        c *= 0.5;
+    }
+    if !f.missing_files.is_empty() {
+        c *= 0.8;
+    }
+    if f.lost_events > 0 {
+        c *= 0.9;
+    }
+    if f.reader_thread_s < t.min_reader_thread_s {
+        c *= 0.7;
+    }
+    round4(c)
+}
+
+fn label(c: f64) -> &'static str {
+    if c >= 0.7 {
+        "high"
+    } else if c >= 0.4 {
+        "medium"
+    } else {
+        "low"
+    }
+}
+
+fn bench_notes(f: &Features, t: &Thresholds) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Some(b) = &f.bench else { return notes };
+    if let (Some(derived), Some(measured), Some(r)) =
+        (b.derived_io_mib_per_s, b.measured_read_mib_per_s, b.measured_over_derived)
+        && (r > t.io_mismatch_factor || r < 1.0 / t.io_mismatch_factor)
+    {
+        notes.push(format!(
+            "DLIO's I/O throughput is derived (samples/s × record size): {derived:.2} MiB/s, while the reader really read {measured:.2} MiB/s ({r:.1}× the derived figure): the storage #330 mismatch. Compare storage with the measured figure."
+        ));
+    }
+    if let Some(a) = b.read_amplification
+        && a > t.io_mismatch_factor
+    {
+        notes.push(format!("The reader read {a:.1}× the bytes of the samples it returned (read amplification)."));
+    }
+    notes
+}
+
+/// Decides the verdict from the features and the readers' hottest on-CPU frames.
+pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Verdict {
+    let mut all = findings(f, hot_oncpu, t);
+    // Fired first, then by score; ties by id order so output is deterministic.
+    all.sort_by(|a, b| {
+        b.fired
+            .cmp(&a.fired)
+            .then_with(|| b.score.total_cmp(&a.score))
+            .then_with(|| a.verdict.cmp(&b.verdict))
+    });
+    // Compute-bound wins whenever it fires: the pipeline keeps the consumer
+    // busy, so whatever else is slow does not limit it.
+    if let Some(i) = all.iter().position(|x| x.verdict == VerdictId::ComputeBound && x.fired) {
+        let cb = all.remove(i);
+        all.insert(0, cb);
+    }
+    let primary = all.remove(0);
+    let runner_score = all.first().map_or(0.0, |r| r.score);
+    let confidence = confidence(&primary, runner_score, f, t);
+    let inconclusive = !primary.fired;
+
+    let mut notes = Vec::new();
+    for r in all.iter().filter(|r| r.fired) {
+        notes.push(format!("Also: {}", r.summary));
+    }
+    notes.extend(bench_notes(f, t));
+    if !f.missing_files.is_empty() {
+        notes.push(format!(
+            "Partial session (recording stopped early?): missing {}; figures from those files are absent.",
+            f.missing_files.join(", ")
+        ));
+    }
+    if f.lost_events > 0 {
+        notes.push(format!("{} events or samples were lost while recording; figures are lower bounds.", f.lost_events));
+    }
+
+    let headline = if inconclusive {
+        format!("No rule fired; closest match: {}", primary.summary)
+    } else {
+        primary.summary.clone()
+    };
+    Verdict {
+        format_version: VERDICT_FORMAT_VERSION,
+        verdict: primary.verdict,
+        headline,
+        confidence,
+        confidence_label: label(confidence).to_string(),
+        inconclusive,
+        evidence: primary.evidence,
+        runners_up: all
+            .into_iter()
+            .map(|r| RunnerUp {
+                verdict: r.verdict,
+                fired: r.fired,
+                score: round4(r.score),
+                summary: r.summary,
+            })
+            .collect(),
+        notes,
+    }
+}

@@ -1,0 +1,418 @@
+//! Loading a session directory back into memory for the analysis.
+//!
+//! ```text
+//! DIR/*.json, *.folded ──► load() ──► Session { info, threads, io, timeseries,
+//!                                               oncpu, offcpu, bench, missing, warnings }
+//! ```
+//!
+//! A recording killed mid-way leaves some files behind: every file except
+//! `session.json`'s presence of *something* is optional here, and what is
+//! absent is listed in [`Session::missing`] so reports can say so. Errors are
+//! kept for what makes a session unreadable: a missing directory, no session
+//! file at all, malformed JSON, or a session written by a newer storprof.
+use std::{
+    fs, io,
+    path::{Path, PathBuf},
+};
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{
+    IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, files,
+};
+
+/// Why a session directory could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("session directory {0} does not exist")]
+    MissingDir(PathBuf),
+    #[error("{0} is not a directory")]
+    NotADir(PathBuf),
+    #[error(
+        "{dir} holds no storprof session (none of session.json, threads.json, io.json, \
+         oncpu.folded, offcpu.folded)"
+    )]
+    NotASession { dir: PathBuf },
+    #[error(
+        "{path}: session format version {found} is newer than this storprof understands \
+         ({supported}); upgrade storprof to read it"
+    )]
+    NewerFormat {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path} is not valid JSON for this file: {source}")]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Folded stacks of one file: `(stack, count)` in file order; frames are
+/// separated by `;`, the first frame is the thread's comm.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoldedStacks {
+    pub stacks: Vec<(String, u64)>,
+}
+
+impl FoldedStacks {
+    /// Sum of all counts.
+    pub fn total(&self) -> u64 {
+        self.stacks.iter().map(|(_, n)| n).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total() == 0
+    }
+
+    /// Lines in folded format (`stack count`), for inferno.
+    pub fn lines(&self) -> Vec<String> {
+        self.stacks.iter().map(|(s, n)| format!("{s} {n}")).collect()
+    }
+
+    /// Parses folded text. Malformed lines are skipped and reported in the
+    /// returned list of warnings (line numbers are 1-based).
+    pub fn parse(text: &str, name: &str) -> (Self, Vec<String>) {
+        let mut stacks = Vec::new();
+        let mut bad = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim_end();
+            if line.is_empty() {
+                continue;
+            }
+            let parsed = line
+                .rsplit_once(' ')
+                .and_then(|(stack, count)| Some((stack.trim_end(), count.parse::<u64>().ok()?)));
+            match parsed {
+                Some((stack, count)) if !stack.is_empty() => {
+                    stacks.push((stack.to_string(), count));
+                }
+                _ => bad.push(i + 1),
+            }
+        }
+        let mut warnings = Vec::new();
+        if !bad.is_empty() {
+            let shown: Vec<String> = bad.iter().take(5).map(ToString::to_string).collect();
+            warnings.push(format!(
+                "{name}: skipped {} malformed line(s) (line {}{})",
+                bad.len(),
+                shown.join(", "),
+                if bad.len() > 5 { ", ..." } else { "" }
+            ));
+        }
+        (Self { stacks }, warnings)
+    }
+}
+
+/// The `measured` object storprof bench adds to its summary.json: what the
+/// reader really read, next to DLIO's derived I/O figure.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BenchMeasured {
+    #[serde(default)]
+    pub read_bytes: Option<u64>,
+    #[serde(default, rename = "read_MiB_per_second")]
+    pub read_mib_per_second: Option<f64>,
+    #[serde(default)]
+    pub requests: Option<u64>,
+    #[serde(default)]
+    pub read_amplification: Option<f64>,
+    #[serde(default)]
+    pub record_size_bytes_real: Option<u64>,
+}
+
+/// The parts of `bench-summary.json` (DLIO summary.json keys plus
+/// `measured`) that the analysis uses; the whole file is kept in `raw`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BenchSummary {
+    /// `metric.train_au_mean_percentage` (0..100).
+    pub au_mean_percentage: Option<f64>,
+    /// `metric.train_au_meet_expectation` ("success" / "fail").
+    pub au_meet_expectation: Option<String>,
+    /// `metric.train_throughput_mean_samples_per_second`.
+    pub throughput_samples_per_second: Option<f64>,
+    /// `metric.train_io_mean_MB_per_second`: DLIO's *derived* I/O (MiB/s).
+    pub derived_io_mib_per_second: Option<f64>,
+    /// Simulated computation time per step (s), when the summary carries it
+    /// (`computation_time`, top level, in `metric` or in `config.reader`/`train`).
+    pub computation_time_s: Option<f64>,
+    /// Expected AU (`au` in the config, 0..1), when present.
+    pub au_expected: Option<f64>,
+    pub measured: Option<BenchMeasured>,
+    /// The whole file.
+    pub raw: serde_json::Value,
+}
+
+impl BenchSummary {
+    /// Extracts the fields from a parsed summary.json; missing keys are `None`.
+    pub fn from_value(raw: serde_json::Value) -> Self {
+        let metric = raw.get("metric");
+        let num = |v: Option<&serde_json::Value>| v.and_then(serde_json::Value::as_f64);
+        let metric_num = |key: &str| num(metric.and_then(|m| m.get(key)));
+        let computation_time_s = [
+            raw.get("computation_time"),
+            metric.and_then(|m| m.get("computation_time")),
+            raw.pointer("/config/train/computation_time"),
+            raw.pointer("/workload/train/computation_time"),
+            raw.pointer("/train/computation_time"),
+        ]
+        .into_iter()
+        .find_map(|v| {
+            // DLIO accepts a float or {mean, stdev}.
+            v.and_then(|v| v.as_f64().or_else(|| v.get("mean").and_then(|m| m.as_f64())))
+        });
+        let au_expected = [
+            raw.get("au"),
+            raw.pointer("/config/metric/au"),
+            raw.pointer("/workload/metric/au"),
+        ]
+        .into_iter()
+        .find_map(num);
+        let measured = raw
+            .get("measured")
+            .and_then(|m| serde_json::from_value::<BenchMeasured>(m.clone()).ok());
+        Self {
+            au_mean_percentage: metric_num("train_au_mean_percentage"),
+            au_meet_expectation: metric
+                .and_then(|m| m.get("train_au_meet_expectation"))
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            throughput_samples_per_second: metric_num("train_throughput_mean_samples_per_second"),
+            derived_io_mib_per_second: metric_num("train_io_mean_MB_per_second"),
+            computation_time_s,
+            au_expected,
+            measured,
+            raw,
+        }
+    }
+}
+
+/// A session directory loaded into memory. Absent files leave defaults and
+/// are named in `missing`.
+#[derive(Clone, Debug, Default)]
+pub struct Session {
+    pub dir: PathBuf,
+    pub info: SessionInfo,
+    pub threads: Vec<ThreadStats>,
+    pub io: IoStats,
+    pub timeseries: Option<TimeSeries>,
+    pub oncpu: FoldedStacks,
+    pub offcpu: FoldedStacks,
+    pub bench: Option<BenchSummary>,
+    /// Required files that were absent (a recording killed mid-way).
+    pub missing: Vec<&'static str>,
+    /// Non-fatal problems: empty folded files, skipped lines, derived values.
+    pub warnings: Vec<String>,
+}
+
+impl Session {
+    /// True when every required file was present.
+    pub fn is_complete(&self) -> bool {
+        self.missing.is_empty()
+    }
+
+    /// Recording duration in seconds: from session.json, else from the
+    /// time series length, else 0.
+    pub fn duration_s(&self) -> f64 {
+        if self.info.duration_s > 0.0 {
+            return self.info.duration_s;
+        }
+        if self.info.end_unix_ns > self.info.start_unix_ns {
+            return (self.info.end_unix_ns - self.info.start_unix_ns) as f64 / 1e9;
+        }
+        if let Some(ts) = &self.timeseries {
+            let buckets = ts
+                .threads
+                .iter()
+                .map(|t| t.on_cpu_ns.len())
+                .chain(ts.devices.iter().map(|d| d.read_bytes.len()))
+                .max()
+                .unwrap_or(0);
+            return buckets as f64 * ts.bucket_ns as f64 / 1e9;
+        }
+        0.0
+    }
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, LoadError> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, LoadError> {
+    serde_json::from_str(text).map_err(|source| LoadError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Loads the session in `dir`.
+///
+/// Errors: the directory is missing, holds none of the session files, a JSON
+/// file is malformed, or `format_version` is newer than
+/// [`SESSION_FORMAT_VERSION`]. Absent files make a partial session instead.
+pub fn load(dir: &Path) -> Result<Session, LoadError> {
+    if !dir.exists() {
+        return Err(LoadError::MissingDir(dir.to_path_buf()));
+    }
+    if !dir.is_dir() {
+        return Err(LoadError::NotADir(dir.to_path_buf()));
+    }
+    let mut session = Session {
+        dir: dir.to_path_buf(),
+        ..Session::default()
+    };
+    let mut found_any = false;
+
+    let path = dir.join(files::SESSION);
+    if let Some(text) = read_optional(&path)? {
+        found_any = true;
+        // Check the version before the full parse, so a newer layout gives
+        // the version error rather than a confusing field error.
+        let value: serde_json::Value = parse_json(&path, &text)?;
+        let found = value
+            .get("format_version")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        if found > u64::from(SESSION_FORMAT_VERSION) {
+            return Err(LoadError::NewerFormat {
+                path,
+                found: u32::try_from(found).unwrap_or(u32::MAX),
+                supported: SESSION_FORMAT_VERSION,
+            });
+        }
+        session.info = parse_json(&path, &text)?;
+    } else {
+        session.missing.push(files::SESSION);
+    }
+
+    let path = dir.join(files::THREADS);
+    match read_optional(&path)? {
+        Some(text) => {
+            found_any = true;
+            session.threads = parse_json(&path, &text)?;
+        }
+        None => session.missing.push(files::THREADS),
+    }
+
+    let path = dir.join(files::IO);
+    match read_optional(&path)? {
+        Some(text) => {
+            found_any = true;
+            session.io = parse_json(&path, &text)?;
+        }
+        None => session.missing.push(files::IO),
+    }
+
+    let path = dir.join(files::TIMESERIES);
+    match read_optional(&path)? {
+        Some(text) => {
+            found_any = true;
+            session.timeseries = Some(parse_json(&path, &text)?);
+        }
+        None => session.missing.push(files::TIMESERIES),
+    }
+
+    for (name, slot) in [
+        (files::ONCPU_FOLDED, &mut session.oncpu),
+        (files::OFFCPU_FOLDED, &mut session.offcpu),
+    ] {
+        let path = dir.join(name);
+        match read_optional(&path)? {
+            Some(text) => {
+                found_any = true;
+                let (stacks, warnings) = FoldedStacks::parse(&text, name);
+                session.warnings.extend(warnings);
+                if stacks.is_empty() {
+                    session
+                        .warnings
+                        .push(format!("{name} is empty: no stacks were recorded"));
+                }
+                *slot = stacks;
+            }
+            None => session.missing.push(name),
+        }
+    }
+
+    let path = dir.join(files::BENCH_SUMMARY);
+    if let Some(text) = read_optional(&path)? {
+        // Optional file: a broken copy should not hide the rest of the analysis.
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(value) => session.bench = Some(BenchSummary::from_value(value)),
+            Err(e) => session
+                .warnings
+                .push(format!("{} ignored: not valid JSON ({e})", files::BENCH_SUMMARY)),
+        }
+    }
+
+    if !found_any {
+        return Err(LoadError::NotASession {
+            dir: dir.to_path_buf(),
+        });
+    }
+    if session.info.duration_s <= 0.0 {
+        let derived = session.duration_s();
+        if derived > 0.0 {
+            session.warnings.push(format!(
+                "recording duration unknown from session.json; {derived:.1} s derived from the time series"
+            ));
+        }
+    }
+    Ok(session)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folded_parse_skips_malformed_lines() {
+        let (f, w) = FoldedStacks::parse("a;b 3\n\nbad line\na;c x\na;b;c 2\n", "t.folded");
+        assert_eq!(
+            f.stacks,
+            vec![("a;b".to_string(), 3), ("a;b;c".to_string(), 2)]
+        );
+        assert_eq!(f.total(), 5);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("2 malformed"), "{w:?}");
+        assert!(w[0].contains("line 3, 4"), "{w:?}");
+    }
+
+    #[test]
+    fn frames_with_spaces_keep_their_names() {
+        let (f, w) = FoldedStacks::parse("python;Foo::bar(int, long) 7\n", "t");
+        assert!(w.is_empty());
+        assert_eq!(f.stacks[0], ("python;Foo::bar(int, long)".to_string(), 7));
+    }
+
+    #[test]
+    fn bench_summary_fields() {
+        let v = serde_json::json!({
+            "metric": {"train_au_mean_percentage": 37.2, "train_io_mean_MB_per_second": 0.83,
+                        "train_au_meet_expectation": "fail",
+                        "train_throughput_mean_samples_per_second": 13.2},
+            "computation_time": {"mean": 1.35},
+            "measured": {"read_bytes": 1000, "read_MiB_per_second": 27.3, "read_amplification": 33.0}
+        });
+        let b = BenchSummary::from_value(v);
+        assert_eq!(b.au_mean_percentage, Some(37.2));
+        assert_eq!(b.computation_time_s, Some(1.35));
+        assert_eq!(b.au_meet_expectation.as_deref(), Some("fail"));
+        let m = b.measured.unwrap();
+        assert_eq!(m.read_mib_per_second, Some(27.3));
+        assert_eq!(m.read_bytes, Some(1000));
+    }
+}
