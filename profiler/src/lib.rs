@@ -21,6 +21,9 @@
 pub mod session;
 pub mod cli;
 pub mod record;
+pub mod probes;
+pub mod symbolize;
+pub mod doctor;
 pub mod analysis;
 pub mod output;
 pub mod commands;

@@ -18,6 +18,10 @@ enum Command {
     Datagen(storprof_bench::cli::DatagenArgs),
     /// Emulate DLIO training over a dataset and report DLIO's metrics.
     Bench(storprof_bench::cli::BenchArgs),
+    /// Record a session: run a command (or attach to pids) under the eBPF probes.
+    Record(storprof::record::args::RecordArgs),
+    /// Check that this machine can run the probes (root, BTF, tracefs, tracepoints, perf_event).
+    Doctor(storprof::record::args::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -26,6 +30,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Datagen(args) => storprof_bench::cli::run_datagen(&args).map(|()| exit::OK),
         Command::Bench(args) => storprof_bench::cli::run_bench(&args).map(|()| exit::OK),
+        Command::Record(args) => storprof::record::args::run_record(&args),
+        Command::Doctor(args) => storprof::record::args::run_doctor(&args),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
