@@ -71,6 +71,7 @@ impl FluxSchema {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -36,7 +36,7 @@ pub fn npz_dims(record_length: f64, stdev: f64, rng_seed: u64) -> (usize, usize)
         return (d, d);
     }
     let sigma = stdev / 2.0 / mean;
-    let mut s = rng_seed ^ 0x5EED_0F_D110;
+    let mut s = rng_seed ^ 0x5EED_0FD1_1000;
     let mut uniform = || ((wyrand(&mut s) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
     // Box-Muller: two independent standard normals.
     let (u1, u2) = (uniform(), uniform());
@@ -477,6 +477,7 @@ fn dict_str(text: &str, key: &str) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

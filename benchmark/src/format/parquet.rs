@@ -55,13 +55,14 @@ pub fn arrow_schema(schema: &FluxSchema) -> Schema {
     )
 }
 
-/// `FixedSizeList<item: float32>[n]`, or `float32` for n == 1 (as DLIO writes).
+/// `FixedSizeList<element: float32>[n]` (what pyarrow and arrow-rs read back
+/// from a 3-level LIST), or `float32` for n == 1 (as DLIO writes).
 pub fn arrow_type(n: usize) -> DataType {
     if n == 1 {
         DataType::Float32
     } else {
         DataType::FixedSizeList(
-            Arc::new(Field::new("item", DataType::Float32, true)),
+            Arc::new(Field::new("element", DataType::Float32, true)),
             i32::try_from(n).unwrap_or(i32::MAX),
         )
     }
@@ -761,8 +762,8 @@ pub fn decode_fixed_list_chunk(
         for_each_level_run(rep, rep_bw, nv as usize, |v, cnt| {
             let cnt = cnt as u64;
             let ok = match v {
-                0 => at % nn == 0 && (cnt == 1 || nn == 1),
-                1 => at % nn != 0 && (at % nn) + cnt <= nn,
+                0 => at.is_multiple_of(nn) && (cnt == 1 || nn == 1),
+                1 => !at.is_multiple_of(nn) && (at % nn) + cnt <= nn,
                 _ => false,
             };
             at += cnt;
