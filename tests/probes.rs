@@ -1,0 +1,236 @@
+//! Root integration tests of the probe data plane: `storprof record` on
+//! static C helpers (tests/helpers/*.c, built with `gcc -static`) must give
+//! exact figures. Skipped, with the reason printed, when not root.
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use storprof::session::model::{IoStats, SessionInfo, ThreadStats};
+
+const STORPROF: &str = env!("CARGO_BIN_EXE_storprof");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
+            return;
+        }
+    };
+}
+
+/// Builds a helper from tests/helpers/NAME.c with `gcc -static` (frame pointers on).
+fn helper(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/helpers/{name}.c"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("helper-{name}"));
+    let status = Command::new("gcc")
+        .args(["-static", "-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("run gcc (apt-get install gcc libc6-dev)");
+    assert!(status.success(), "gcc -static failed for {}", src.display());
+    out
+}
+
+fn record(dir: &Path, command: &[&str]) -> Output {
+    let out = Command::new(STORPROF)
+        .arg("record")
+        .arg("--output")
+        .arg(dir)
+        .arg("--")
+        .args(command)
+        .output()
+        .expect("run storprof record");
+    assert!(
+        out.status.success(),
+        "storprof record failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> T {
+    let text = std::fs::read_to_string(dir.join(name)).expect("session file");
+    serde_json::from_str(&text).expect("valid session JSON")
+}
+
+/// Leaf user frame → summed samples.
+fn leaves(folded: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for line in folded.lines() {
+        let Some((stack, count)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let leaf = stack
+            .split(';')
+            .filter(|f| !f.ends_with("_[k]"))
+            .next_back()
+            .unwrap_or("")
+            .to_string();
+        *out.entry(leaf).or_insert(0) += count.parse::<u64>().unwrap_or(0);
+    }
+    out
+}
+
+#[test]
+fn pread_calls_are_counted_exactly() {
+    require_root!();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("data");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let (n, b) = (5000u64, 4096u64);
+    let session = tmp.path().join("session");
+    let helper = helper("pread_n");
+    record(
+        &session,
+        &[
+            helper.to_str().unwrap(),
+            file.to_str().unwrap(),
+            &n.to_string(),
+            &b.to_string(),
+        ],
+    );
+    let threads: Vec<ThreadStats> = read_json(&session, "threads.json");
+    assert_eq!(threads.len(), 1, "one thread expected: {threads:?}");
+    let t = &threads[0];
+    let pread = t.syscalls.iter().find(|s| s.name == "pread64").expect("pread64 counted");
+    assert_eq!(pread.count, n);
+    assert_eq!(pread.bytes, n * b);
+    assert_eq!(pread.errors, 0);
+    assert_eq!(t.read_bytes, n * b, "no other read-family bytes in a static helper");
+    assert_eq!(pread.latency_log2_ns.iter().sum::<u64>(), n);
+    assert!(pread.total_ns > 0);
+    let info: SessionInfo = read_json(&session, "session.json");
+    assert_eq!(info.tracked_pids, vec![t.pid]);
+    assert_eq!(info.exit_code, Some(0));
+    assert!(info.lost_events.values().all(|&v| v == 0), "{:?}", info.lost_events);
+    assert!(info.probes.iter().all(|p| p.attached), "{:?}", info.probes);
+}
+
+#[test]
+fn cpu_burner_tops_oncpu_profile() {
+    require_root!();
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("session");
+    let helper = helper("burn");
+    record(&session, &[helper.to_str().unwrap(), "1.5"]);
+    let folded = std::fs::read_to_string(session.join("oncpu.folded")).unwrap();
+    let leaves = leaves(&folded);
+    let (top, count) = leaves.iter().max_by_key(|(_, c)| **c).expect("samples");
+    assert_eq!(top, "storprof_test_burn_cpu", "folded:\n{folded}");
+    assert!(*count >= 20, "too few samples ({count}) in:\n{folded}");
+    assert!(folded.lines().any(|l| l.contains(";main;storprof_test_burn_cpu")), "{folded}");
+    let threads: Vec<ThreadStats> = read_json(&session, "threads.json");
+    assert!(threads[0].on_cpu_ns > 200_000_000, "{threads:?}");
+}
+
+/// Whole-disk "MAJ:MIN" of the filesystem holding `path` (partitions map to their disk).
+fn disk_of(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).unwrap().dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    if sys.join("partition").exists() {
+        let parent = std::fs::read_to_string(sys.join("../dev")).unwrap();
+        return parent.trim().to_string();
+    }
+    format!("{major}:{minor}")
+}
+
+#[test]
+fn direct_read_reaches_the_device() {
+    require_root!();
+    // Not tmpfs: a directory on a block device (the test target dir is).
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = tmp.path().join("direct");
+    let mib = 16u64;
+    std::fs::write(&file, vec![1u8; (mib << 20) as usize]).unwrap();
+    let disk = disk_of(&file);
+    let session = tmp.path().join("session");
+    record(
+        &session,
+        &[
+            "dd",
+            &format!("if={}", file.display()),
+            "of=/dev/null",
+            "bs=1M",
+            "iflag=direct",
+        ],
+    );
+    let io: IoStats = read_json(&session, "io.json");
+    let dev = io
+        .devices
+        .iter()
+        .find(|d| d.dev == disk)
+        .unwrap_or_else(|| panic!("device {disk} missing from {:?}", io.devices));
+    assert!(dev.read_bytes >= mib << 20, "{dev:?}");
+    assert!(dev.traced_read_bytes >= mib << 20, "{dev:?}");
+    assert!(dev.read_requests > 0 && dev.busy_ns > 0, "{dev:?}");
+    assert!(!dev.latency_log2_ns.is_empty());
+}
+
+#[test]
+fn forked_workers_are_tracked_and_symbolized() {
+    require_root!();
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("session");
+    let helper = helper("burn");
+    let out = record(&session, &[helper.to_str().unwrap(), "0.5", "3"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let workers: Vec<u32> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("worker ")?.trim().parse().ok())
+        .collect();
+    assert_eq!(workers.len(), 3, "helper output: {stdout}");
+    let info: SessionInfo = read_json(&session, "session.json");
+    for w in &workers {
+        assert!(info.tracked_pids.contains(w), "worker {w} not in {:?}", info.tracked_pids);
+    }
+    let folded = std::fs::read_to_string(session.join("oncpu.folded")).unwrap();
+    for i in 0..3 {
+        let prefix = format!("worker-{i};");
+        assert!(
+            folded
+                .lines()
+                .any(|l| l.starts_with(&prefix) && l.contains("storprof_test_burn_cpu")),
+            "worker-{i} not symbolized in:\n{folded}"
+        );
+    }
+}
+
+#[test]
+fn unknown_command_fails_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(STORPROF)
+        .args(["record", "--output"])
+        .arg(tmp.path().join("s"))
+        .args(["--", "/nonexistent/storprof-no-such-command"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if is_root() {
+        assert!(stderr.contains("command not found"), "{stderr}");
+    } else {
+        assert!(stderr.contains("needs root"), "{stderr}");
+    }
+}
+
+#[test]
+fn doctor_passes_on_this_machine() {
+    require_root!();
+    let out = Command::new(STORPROF).arg("doctor").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for check in ["root", "BTF", "tracefs", "sched:sched_switch", "perf_event", "attach syscalls"] {
+        assert!(stdout.contains(check), "no {check} line in:\n{stdout}");
+    }
+}
