@@ -101,17 +101,29 @@ fn pread_calls_are_counted_exactly() {
     let threads: Vec<ThreadStats> = read_json(&session, "threads.json");
     assert_eq!(threads.len(), 1, "one thread expected: {threads:?}");
     let t = &threads[0];
-    let pread = t.syscalls.iter().find(|s| s.name == "pread64").expect("pread64 counted");
+    let pread = t
+        .syscalls
+        .iter()
+        .find(|s| s.name == "pread64")
+        .expect("pread64 counted");
     assert_eq!(pread.count, n);
     assert_eq!(pread.bytes, n * b);
     assert_eq!(pread.errors, 0);
-    assert_eq!(t.read_bytes, n * b, "no other read-family bytes in a static helper");
+    assert_eq!(
+        t.read_bytes,
+        n * b,
+        "no other read-family bytes in a static helper"
+    );
     assert_eq!(pread.latency_log2_ns.iter().sum::<u64>(), n);
     assert!(pread.total_ns > 0);
     let info: SessionInfo = read_json(&session, "session.json");
     assert_eq!(info.tracked_pids, vec![t.pid]);
     assert_eq!(info.exit_code, Some(0));
-    assert!(info.lost_events.values().all(|&v| v == 0), "{:?}", info.lost_events);
+    assert!(
+        info.lost_events.values().all(|&v| v == 0),
+        "{:?}",
+        info.lost_events
+    );
     assert!(info.probes.iter().all(|p| p.attached), "{:?}", info.probes);
 }
 
@@ -127,7 +139,12 @@ fn cpu_burner_tops_oncpu_profile() {
     let (top, count) = leaves.iter().max_by_key(|(_, c)| **c).expect("samples");
     assert_eq!(top, "storprof_test_burn_cpu", "folded:\n{folded}");
     assert!(*count >= 20, "too few samples ({count}) in:\n{folded}");
-    assert!(folded.lines().any(|l| l.contains(";main;storprof_test_burn_cpu")), "{folded}");
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.contains(";main;storprof_test_burn_cpu")),
+        "{folded}"
+    );
     let threads: Vec<ThreadStats> = read_json(&session, "threads.json");
     assert!(threads[0].on_cpu_ns > 200_000_000, "{threads:?}");
 }
@@ -192,7 +209,11 @@ fn forked_workers_are_tracked_and_symbolized() {
     assert_eq!(workers.len(), 3, "helper output: {stdout}");
     let info: SessionInfo = read_json(&session, "session.json");
     for w in &workers {
-        assert!(info.tracked_pids.contains(w), "worker {w} not in {:?}", info.tracked_pids);
+        assert!(
+            info.tracked_pids.contains(w),
+            "worker {w} not in {:?}",
+            info.tracked_pids
+        );
     }
     let folded = std::fs::read_to_string(session.join("oncpu.folded")).unwrap();
     for i in 0..3 {
@@ -230,7 +251,14 @@ fn doctor_passes_on_this_machine() {
     let out = Command::new(STORPROF).arg("doctor").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    for check in ["root", "BTF", "tracefs", "sched:sched_switch", "perf_event", "attach syscalls"] {
+    for check in [
+        "root",
+        "BTF",
+        "tracefs",
+        "sched:sched_switch",
+        "perf_event",
+        "attach syscalls",
+    ] {
         assert!(stdout.contains(check), "no {check} line in:\n{stdout}");
     }
 }

@@ -117,9 +117,15 @@ pub fn run(mut report: impl FnMut(&Check)) -> Vec<Check> {
         return checks;
     }
     match ProbeSet::load(&ProbeOptions::default()) {
-        Err(err) => push(check("load probe object", Err(err.to_string())), &mut checks),
+        Err(err) => push(
+            check("load probe object", Err(err.to_string())),
+            &mut checks,
+        ),
         Ok(mut set) => {
-            push(check("load probe object", Ok("maps created".into())), &mut checks);
+            push(
+                check("load probe object", Ok("maps created".into())),
+                &mut checks,
+            );
             set.attach_all();
             for status in &set.status {
                 let result = if status.attached {
@@ -127,7 +133,10 @@ pub fn run(mut report: impl FnMut(&Check)) -> Vec<Check> {
                 } else {
                     Err(status.note.clone())
                 };
-                push(check(format!("attach {}", status.name), result), &mut checks);
+                push(
+                    check(format!("attach {}", status.name), result),
+                    &mut checks,
+                );
             }
         }
     }

@@ -253,7 +253,11 @@ pub const fn log2_bucket(value: u64) -> usize {
         return 0;
     }
     let b = 63 - value.leading_zeros() as usize;
-    if b >= LOG2_BUCKETS { LOG2_BUCKETS - 1 } else { b }
+    if b >= LOG2_BUCKETS {
+        LOG2_BUCKETS - 1
+    } else {
+        b
+    }
 }
 
 /// x86_64 syscall numbers of the read family (bytes returned count as read).
@@ -311,7 +315,10 @@ mod tests {
     fn prev_state_mapping() {
         assert_eq!(offcpu_state::from_prev_state(0x100), offcpu_state::RUNNABLE);
         assert_eq!(offcpu_state::from_prev_state(1), offcpu_state::SLEEPING);
-        assert_eq!(offcpu_state::from_prev_state(2), offcpu_state::UNINTERRUPTIBLE);
+        assert_eq!(
+            offcpu_state::from_prev_state(2),
+            offcpu_state::UNINTERRUPTIBLE
+        );
         assert_eq!(offcpu_state::from_prev_state(0x80), offcpu_state::OTHER);
     }
 }

@@ -30,9 +30,9 @@ use aya_ebpf::{
     },
 };
 use storprof_common::{
-    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig,
-    ProcEvent, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, is_read_family,
-    is_write_family, log2_bucket, lost, offcpu_state, proc_event,
+    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig, ProcEvent,
+    StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, is_read_family, is_write_family,
+    log2_bucket, lost, offcpu_state, proc_event,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -147,7 +147,7 @@ fn add_to<K>(map: &HashMap<K, u64>, key: &K, value: u64, lost_index: u32) {
         // SAFETY: a map value slot; keys include the tid, and a thread runs
         // on one CPU at a time, so there is no concurrent writer.
         unsafe { *slot += value };
-    } else if map.insert(key, &value, BPF_NOEXIST as u64).is_err() {
+    } else if map.insert(key, value, BPF_NOEXIST as u64).is_err() {
         count_lost(lost_index);
     }
 }
@@ -163,7 +163,7 @@ fn thread_acc(tgid: u32, tid: u32) -> Option<*mut ThreadAcc> {
         comm: bpf_get_current_comm().unwrap_or_default(),
         ..ThreadAcc::default()
     };
-    if THREADS.insert(tid, &fresh, BPF_NOEXIST as u64).is_err() {
+    if THREADS.insert(tid, fresh, BPF_NOEXIST as u64).is_err() {
         count_lost(lost::THREADS_MAP_FULL);
     }
     THREADS.get_ptr_mut(tid)
@@ -336,12 +336,7 @@ pub fn sys_enter(ctx: RawTracePointContext) -> u32 {
     let nr: u64 = ctx.arg(1);
     if let Some(slot) = SYSCALL_START.get_ptr_mut(pid_tgid as u32) {
         // SAFETY: per-tid slot; only this thread writes it.
-        unsafe {
-            *slot = SyscallStart {
-                ts: now_ns(),
-                nr,
-            }
-        };
+        unsafe { *slot = SyscallStart { ts: now_ns(), nr } };
     }
     0
 }
@@ -385,17 +380,17 @@ pub fn sys_exit(ctx: RawTracePointContext) -> u32 {
         nr: nr as u32,
         _pad: 0,
     };
-    let acc = match SYSCALLS.get_ptr_mut(&key) {
+    let acc = match SYSCALLS.get_ptr_mut(key) {
         Some(acc) => acc,
         None => {
             if SYSCALLS
-                .insert(&key, &SYSCALL_ZERO, BPF_NOEXIST as u64)
+                .insert(key, SYSCALL_ZERO, BPF_NOEXIST as u64)
                 .is_err()
             {
                 count_lost(lost::SYSCALLS_MAP_FULL);
                 return 0;
             }
-            match SYSCALLS.get_ptr_mut(&key) {
+            match SYSCALLS.get_ptr_mut(key) {
                 Some(acc) => acc,
                 None => return 0,
             }
@@ -431,7 +426,7 @@ pub fn block_rq_issue(ctx: TracePointContext) -> u32 {
         tgid: (bpf_get_current_pid_tgid() >> 32) as u32,
         rwbs: field(&ctx, 34),
     };
-    if BLOCK_INFLIGHT.insert(&key, &inflight, 0).is_err() {
+    if BLOCK_INFLIGHT.insert(key, inflight, 0).is_err() {
         count_lost(lost::BLOCK_INFLIGHT_FULL);
     }
     0
@@ -446,10 +441,10 @@ pub fn block_rq_complete(ctx: TracePointContext) -> u32 {
         sector: field(&ctx, 16),
     };
     // SAFETY: the value is copied out before the entry is removed.
-    let Some(inflight) = (unsafe { BLOCK_INFLIGHT.get(&key) }).copied() else {
+    let Some(inflight) = (unsafe { BLOCK_INFLIGHT.get(key) }).copied() else {
         return 0;
     };
-    let _ = BLOCK_INFLIGHT.remove(&key);
+    let _ = BLOCK_INFLIGHT.remove(key);
     let event = BlockEvent {
         dev: key.dev,
         bytes: inflight.bytes,

@@ -27,7 +27,8 @@ use storprof_common::{
 use crate::session::model::ProbeStatus;
 
 /// The probe object built by build.rs from `ebpf/probes`.
-static PROBE_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/storprof-probes"));
+static PROBE_OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/storprof-probes"));
 
 /// Probe family names as they appear in `session.json` `probes`.
 pub mod family {
@@ -70,14 +71,46 @@ pub enum Attach {
 /// Every program of the object.
 pub const PROGRAMS: &[(&str, &str, Attach)] = &[
     ("cpu_sample", family::CPU_SAMPLES, Attach::PerfCpuClock),
-    ("sched_switch", family::SCHED, Attach::TracePoint("sched", "sched_switch")),
-    ("sched_process_fork", family::PROCESS, Attach::TracePoint("sched", "sched_process_fork")),
-    ("sched_process_exec", family::PROCESS, Attach::TracePoint("sched", "sched_process_exec")),
-    ("sched_process_exit", family::PROCESS, Attach::TracePoint("sched", "sched_process_exit")),
-    ("sys_enter", family::SYSCALLS, Attach::RawTracePoint("sys_enter")),
-    ("sys_exit", family::SYSCALLS, Attach::RawTracePoint("sys_exit")),
-    ("block_rq_issue", family::BLOCK, Attach::TracePoint("block", "block_rq_issue")),
-    ("block_rq_complete", family::BLOCK, Attach::TracePoint("block", "block_rq_complete")),
+    (
+        "sched_switch",
+        family::SCHED,
+        Attach::TracePoint("sched", "sched_switch"),
+    ),
+    (
+        "sched_process_fork",
+        family::PROCESS,
+        Attach::TracePoint("sched", "sched_process_fork"),
+    ),
+    (
+        "sched_process_exec",
+        family::PROCESS,
+        Attach::TracePoint("sched", "sched_process_exec"),
+    ),
+    (
+        "sched_process_exit",
+        family::PROCESS,
+        Attach::TracePoint("sched", "sched_process_exit"),
+    ),
+    (
+        "sys_enter",
+        family::SYSCALLS,
+        Attach::RawTracePoint("sys_enter"),
+    ),
+    (
+        "sys_exit",
+        family::SYSCALLS,
+        Attach::RawTracePoint("sys_exit"),
+    ),
+    (
+        "block_rq_issue",
+        family::BLOCK,
+        Attach::TracePoint("block", "block_rq_issue"),
+    ),
+    (
+        "block_rq_complete",
+        family::BLOCK,
+        Attach::TracePoint("block", "block_rq_complete"),
+    ),
     (
         "filemap_add_to_page_cache",
         family::PAGE_CACHE,
@@ -200,19 +233,20 @@ impl ProbeSet {
 
     fn write_config(&mut self, config: ProbeConfig) -> Result<(), ProbeError> {
         let mut array: Array<&mut MapData, ProbeConfig> = self.array_mut("CONFIG")?;
-        array
-            .set(0, config, 0)
-            .map_err(|source| ProbeError::Map {
-                name: "CONFIG",
-                source,
-            })
+        array.set(0, config, 0).map_err(|source| ProbeError::Map {
+            name: "CONFIG",
+            source,
+        })
     }
 
     fn array_mut<V: aya::Pod>(
         &mut self,
         name: &'static str,
     ) -> Result<Array<&mut MapData, V>, ProbeError> {
-        let map = self.ebpf.map_mut(name).ok_or(ProbeError::MissingMap(name))?;
+        let map = self
+            .ebpf
+            .map_mut(name)
+            .ok_or(ProbeError::MissingMap(name))?;
         Array::try_from(map).map_err(|source| ProbeError::Map { name, source })
     }
 
@@ -248,12 +282,10 @@ impl ProbeSet {
             return Ok(());
         }
         let mut traced: Array<&mut MapData, u32> = self.array_mut("TRACED")?;
-        traced
-            .set(tgid, 1u32, 0)
-            .map_err(|source| ProbeError::Map {
-                name: "TRACED",
-                source,
-            })
+        traced.set(tgid, 1u32, 0).map_err(|source| ProbeError::Map {
+            name: "TRACED",
+            source,
+        })
     }
 
     /// Loads and attaches every probe family; a family that fails is
@@ -303,7 +335,9 @@ impl ProbeSet {
     ) -> Result<String, String> {
         if let Attach::TracePoint(cat, event) = attach {
             if !tracefs::tracepoint_exists(cat, event) {
-                return Err(format!("tracepoint {cat}:{event} not found; probe disabled"));
+                return Err(format!(
+                    "tracepoint {cat}:{event} not found; probe disabled"
+                ));
             }
             let prefix = format!("{cat}:{event}.");
             if let Some(bad) = missing_fields.iter().find(|m| m.starts_with(&prefix)) {
@@ -331,7 +365,10 @@ impl ProbeSet {
                     )
                     .map_err(|e| fail(&format!("perf_event on cpu {cpu}"), &e))?;
                 }
-                Ok(format!("perf_event cpu-clock {freq} Hz on {} cpus", cpus.len()))
+                Ok(format!(
+                    "perf_event cpu-clock {freq} Hz on {} cpus",
+                    cpus.len()
+                ))
             }
             Attach::TracePoint(cat, event) => {
                 let prog: &mut TracePoint = program.try_into().map_err(|e| fail("type", &e))?;
@@ -385,7 +422,11 @@ impl ProbeSet {
     /// on-CPU slots to read (threads that may be running right now).
     pub fn snapshot(&self, tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError> {
         let threads_map: HashMap<_, u32, ThreadAcc> = self.hash("THREADS")?;
-        let threads = threads_map.iter().filter_map(Result::ok).map(|(_, v)| v).collect();
+        let threads = threads_map
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(_, v)| v)
+            .collect();
         let sys_map: HashMap<_, SyscallKey, SyscallAcc> = self.hash("SYSCALLS")?;
         let syscalls = sys_map.iter().filter_map(Result::ok).collect();
         let samples_map: HashMap<_, StackKey, u64> = self.hash("SAMPLES")?;

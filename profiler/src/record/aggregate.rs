@@ -15,28 +15,106 @@ use crate::session::model::{
 /// Name of an x86_64 syscall number ("sys_<nr>" when not in the table).
 pub fn syscall_name(nr: u32) -> String {
     const NAMES: &[(u32, &str)] = &[
-        (0, "read"), (1, "write"), (2, "open"), (3, "close"), (4, "stat"), (5, "fstat"),
-        (6, "lstat"), (7, "poll"), (8, "lseek"), (9, "mmap"), (10, "mprotect"), (11, "munmap"),
-        (12, "brk"), (13, "rt_sigaction"), (14, "rt_sigprocmask"), (15, "rt_sigreturn"),
-        (16, "ioctl"), (17, "pread64"), (18, "pwrite64"), (19, "readv"), (20, "writev"),
-        (21, "access"), (22, "pipe"), (23, "select"), (24, "sched_yield"), (25, "mremap"),
-        (26, "msync"), (28, "madvise"), (32, "dup"), (33, "dup2"), (35, "nanosleep"),
-        (39, "getpid"), (40, "sendfile"), (41, "socket"), (42, "connect"), (43, "accept"),
-        (44, "sendto"), (45, "recvfrom"), (46, "sendmsg"), (47, "recvmsg"), (56, "clone"),
-        (57, "fork"), (58, "vfork"), (59, "execve"), (60, "exit"), (61, "wait4"), (62, "kill"),
-        (63, "uname"), (72, "fcntl"), (74, "fsync"), (75, "fdatasync"), (77, "ftruncate"),
-        (78, "getdents"), (79, "getcwd"), (80, "chdir"), (82, "rename"), (83, "mkdir"),
-        (87, "unlink"), (89, "readlink"), (96, "gettimeofday"), (102, "getuid"),
-        (104, "getgid"), (110, "getppid"), (157, "prctl"), (158, "arch_prctl"), (186, "gettid"),
-        (202, "futex"), (217, "getdents64"), (218, "set_tid_address"), (221, "fadvise64"),
-        (228, "clock_gettime"), (230, "clock_nanosleep"), (231, "exit_group"),
-        (232, "epoll_wait"), (233, "epoll_ctl"), (257, "openat"), (262, "newfstatat"),
-        (270, "pselect6"), (271, "ppoll"), (273, "set_robust_list"), (281, "epoll_pwait"),
-        (284, "eventfd"), (290, "eventfd2"), (291, "epoll_create1"), (293, "pipe2"),
-        (295, "preadv"), (296, "pwritev"), (302, "prlimit64"), (318, "getrandom"),
-        (319, "memfd_create"), (326, "copy_file_range"), (327, "preadv2"), (328, "pwritev2"),
-        (332, "statx"), (334, "rseq"), (425, "io_uring_setup"), (426, "io_uring_enter"),
-        (435, "clone3"), (437, "openat2"), (439, "faccessat2"),
+        (0, "read"),
+        (1, "write"),
+        (2, "open"),
+        (3, "close"),
+        (4, "stat"),
+        (5, "fstat"),
+        (6, "lstat"),
+        (7, "poll"),
+        (8, "lseek"),
+        (9, "mmap"),
+        (10, "mprotect"),
+        (11, "munmap"),
+        (12, "brk"),
+        (13, "rt_sigaction"),
+        (14, "rt_sigprocmask"),
+        (15, "rt_sigreturn"),
+        (16, "ioctl"),
+        (17, "pread64"),
+        (18, "pwrite64"),
+        (19, "readv"),
+        (20, "writev"),
+        (21, "access"),
+        (22, "pipe"),
+        (23, "select"),
+        (24, "sched_yield"),
+        (25, "mremap"),
+        (26, "msync"),
+        (28, "madvise"),
+        (32, "dup"),
+        (33, "dup2"),
+        (35, "nanosleep"),
+        (39, "getpid"),
+        (40, "sendfile"),
+        (41, "socket"),
+        (42, "connect"),
+        (43, "accept"),
+        (44, "sendto"),
+        (45, "recvfrom"),
+        (46, "sendmsg"),
+        (47, "recvmsg"),
+        (56, "clone"),
+        (57, "fork"),
+        (58, "vfork"),
+        (59, "execve"),
+        (60, "exit"),
+        (61, "wait4"),
+        (62, "kill"),
+        (63, "uname"),
+        (72, "fcntl"),
+        (74, "fsync"),
+        (75, "fdatasync"),
+        (77, "ftruncate"),
+        (78, "getdents"),
+        (79, "getcwd"),
+        (80, "chdir"),
+        (82, "rename"),
+        (83, "mkdir"),
+        (87, "unlink"),
+        (89, "readlink"),
+        (96, "gettimeofday"),
+        (102, "getuid"),
+        (104, "getgid"),
+        (110, "getppid"),
+        (157, "prctl"),
+        (158, "arch_prctl"),
+        (186, "gettid"),
+        (202, "futex"),
+        (217, "getdents64"),
+        (218, "set_tid_address"),
+        (221, "fadvise64"),
+        (228, "clock_gettime"),
+        (230, "clock_nanosleep"),
+        (231, "exit_group"),
+        (232, "epoll_wait"),
+        (233, "epoll_ctl"),
+        (257, "openat"),
+        (262, "newfstatat"),
+        (270, "pselect6"),
+        (271, "ppoll"),
+        (273, "set_robust_list"),
+        (281, "epoll_pwait"),
+        (284, "eventfd"),
+        (290, "eventfd2"),
+        (291, "epoll_create1"),
+        (293, "pipe2"),
+        (295, "preadv"),
+        (296, "pwritev"),
+        (302, "prlimit64"),
+        (318, "getrandom"),
+        (319, "memfd_create"),
+        (326, "copy_file_range"),
+        (327, "preadv2"),
+        (328, "pwritev2"),
+        (332, "statx"),
+        (334, "rseq"),
+        (425, "io_uring_setup"),
+        (426, "io_uring_enter"),
+        (435, "clone3"),
+        (437, "openat2"),
+        (439, "faccessat2"),
     ];
     match NAMES.binary_search_by_key(&nr, |&(n, _)| n) {
         Ok(i) => NAMES[i].1.to_string(),
@@ -122,7 +200,8 @@ pub fn thread_stats(
         if s.comm.is_empty() {
             s.comm = comm_of(s.pid, s.tid);
         }
-        s.syscalls.sort_by(|a, b| b.count.cmp(&a.count).then(a.nr.cmp(&b.nr)));
+        s.syscalls
+            .sort_by(|a, b| b.count.cmp(&a.count).then(a.nr.cmp(&b.nr)));
     }
     out.into_values().collect()
 }
@@ -422,7 +501,11 @@ mod tests {
     #[test]
     fn threads_join_maps() {
         let threads = [thread(10, 11, "reader", 1000)];
-        let syscalls = [sys(10, 11, 17, 100, 409600), sys(10, 11, 1, 2, 10), sys(10, 12, 0, 1, 7)];
+        let syscalls = [
+            sys(10, 11, 17, 100, 409600),
+            sys(10, 11, 1, 2, 10),
+            sys(10, 12, 0, 1, 7),
+        ];
         let samples = [(
             StackKey {
                 tgid: 10,
@@ -498,7 +581,10 @@ mod tests {
 
     #[test]
     fn device_series_splits_busy_time() {
-        let events = [block(1, 100, 900, 1200, "R", 1), block(1, 50, 2100, 2200, "W", 1)];
+        let events = [
+            block(1, 100, 900, 1200, "R", 1),
+            block(1, 50, 2100, 2200, "W", 1),
+        ];
         let series = device_series(&events, 0, 1000, 3, &|_| "x".into());
         assert_eq!(series[0].read_bytes, vec![0, 100, 0]);
         assert_eq!(series[0].write_bytes, vec![0, 0, 50]);
@@ -527,18 +613,13 @@ mod tests {
             kernel_stack: -1,
         };
         let entries = [(k(1, 1), 2500), (k(2, 1), 600), (k(1, 2), 999)];
-        let folded = fold(
-            &entries,
-            1000,
-            &|_| "my comm".to_string(),
-            &mut |key| {
-                if key.user_stack == 1 {
-                    vec!["main".into(), "leaf".into()]
-                } else {
-                    vec![]
-                }
-            },
-        );
+        let folded = fold(&entries, 1000, &|_| "my comm".to_string(), &mut |key| {
+            if key.user_stack == 1 {
+                vec!["main".into(), "leaf".into()]
+            } else {
+                vec![]
+            }
+        });
         assert_eq!(folded, "my_comm;main;leaf 3\n");
     }
 

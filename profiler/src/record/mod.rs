@@ -134,7 +134,8 @@ fn descendants(pid: u32) -> Vec<u32> {
             continue;
         };
         for task in tasks.flatten() {
-            let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
             for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
                 if !out.contains(&c) {
                     out.push(c);
@@ -212,7 +213,8 @@ impl Recorder {
         let mut blocks = Vec::new();
         self.probes.drain_block_events(|e| blocks.push(e));
         self.block_events.extend(blocks);
-        self.fresh.retain(|_, t| t.elapsed() < Duration::from_secs(2));
+        self.fresh
+            .retain(|_, t| t.elapsed() < Duration::from_secs(2));
         let fresh: Vec<u32> = self.fresh.keys().copied().collect();
         for tgid in fresh {
             self.symbolizer.snapshot_process(tgid);
@@ -251,7 +253,12 @@ impl Recorder {
             &snapshot.syscalls,
             &running,
         ));
-        let live: Vec<u32> = self.tracked.iter().copied().filter(|p| launch::alive(*p)).collect();
+        let live: Vec<u32> = self
+            .tracked
+            .iter()
+            .copied()
+            .filter(|p| launch::alive(*p))
+            .collect();
         for tgid in live {
             self.symbolizer.snapshot_process(tgid);
         }
@@ -278,7 +285,8 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     }
     let program = match options.command.first() {
         Some(name) => Some(
-            launch::resolve_command(name).ok_or_else(|| RecordError::UnknownCommand(name.clone()))?,
+            launch::resolve_command(name)
+                .ok_or_else(|| RecordError::UnknownCommand(name.clone()))?,
         ),
         None => None,
     };
@@ -340,12 +348,13 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             launch::sudo_credentials()
         };
         let env = [(SESSION_DIR_ENV, dir_abs.as_os_str())];
-        let pending = launch::fork_command(path, &options.command, &env, credentials).map_err(
-            |source| RecordError::Spawn {
-                command: options.command.join(" "),
-                source,
-            },
-        )?;
+        let pending =
+            launch::fork_command(path, &options.command, &env, credentials).map_err(|source| {
+                RecordError::Spawn {
+                    command: options.command.join(" "),
+                    source,
+                }
+            })?;
         if let Err(err) = recorder.probes.set_root_tgid(pending.pid as u32) {
             pending.abort();
             return Err(err.into());
@@ -496,7 +505,10 @@ fn run_loop(
 }
 
 fn recorder_proc_fd(recorder: &Recorder) -> Option<i32> {
-    recorder.probes.proc_events_fd().map(|fd| fd.as_fd().as_raw_fd())
+    recorder
+        .probes
+        .proc_events_fd()
+        .map(|fd| fd.as_fd().as_raw_fd())
 }
 
 fn write_json<T: serde::Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), RecordError> {
@@ -526,9 +538,15 @@ fn write_session(
     let duration_ns = end_mono.saturating_sub(recorder.start_mono);
 
     // Every process seen: from the maps too (short-lived ones included).
-    recorder.tracked.extend(snapshot.threads.iter().map(|t| t.tgid));
-    recorder.tracked.extend(snapshot.syscalls.iter().map(|(k, _)| k.tgid));
-    recorder.tracked.extend(snapshot.samples.iter().map(|(k, _)| k.tgid));
+    recorder
+        .tracked
+        .extend(snapshot.threads.iter().map(|t| t.tgid));
+    recorder
+        .tracked
+        .extend(snapshot.syscalls.iter().map(|(k, _)| k.tgid));
+    recorder
+        .tracked
+        .extend(snapshot.samples.iter().map(|(k, _)| k.tgid));
 
     let comms: BTreeMap<u32, String> = snapshot
         .threads
@@ -550,8 +568,12 @@ fn write_session(
         &comm_of,
     );
 
-    let devices =
-        aggregate::device_stats(&recorder.block_events, &recorder.tracked, duration_ns, &device_name);
+    let devices = aggregate::device_stats(
+        &recorder.block_events,
+        &recorder.tracked,
+        duration_ns,
+        &device_name,
+    );
     let page_size = {
         // SAFETY: sysconf has no preconditions.
         let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -617,7 +639,12 @@ fn write_session(
     );
     features.insert(
         "syscall_latency".to_string(),
-        if options.syscall_latency { "on" } else { "off (exit-only hook)" }.to_string(),
+        if options.syscall_latency {
+            "on"
+        } else {
+            "off (exit-only hook)"
+        }
+        .to_string(),
     );
     let mut notes = Vec::new();
     for status in &probes.status {
@@ -629,7 +656,9 @@ fn write_session(
         format_version: SESSION_FORMAT_VERSION,
         storprof_version: env!("CARGO_PKG_VERSION").to_string(),
         command: options.command.clone(),
-        cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|p| p.display().to_string()),
         attached_pids: options.pids.clone(),
         tracked_pids,
         hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")

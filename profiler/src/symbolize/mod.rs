@@ -30,7 +30,8 @@ pub fn parse_maps(text: &str) -> Vec<MapEntry> {
     let mut out = Vec::new();
     for line in text.lines() {
         let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms), Some(offset)) = (fields.next(), fields.next(), fields.next())
+        let (Some(range), Some(perms), Some(offset)) =
+            (fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
@@ -182,7 +183,10 @@ impl Symbolizer {
                 let key = (path.clone(), file_offset);
                 if !self.user_cache.contains_key(&key) {
                     let src = Source::Elf(Elf::new(&path));
-                    let name = match self.blaze.symbolize_single(&src, Input::FileOffset(file_offset)) {
+                    let name = match self
+                        .blaze
+                        .symbolize_single(&src, Input::FileOffset(file_offset))
+                    {
                         Ok(Symbolized::Sym(sym)) => Some(clean_frame(&sym.name)),
                         _ => None,
                     };

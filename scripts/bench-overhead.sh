@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Probe overhead, side by side in one run (not a timed test):
+#   - a static pread storm (tests/helpers/pread_n.c: N preads of 512 B of one
+#     page-cached file, 1M+ syscalls/s) plain, under `storprof record`
+#     (enter+exit hooks, and --no-syscall-latency: exit hook only), and under
+#     bpftrace counting syscalls per tid (syscount-style, the peer);
+#   - a CPU-bound run (a fixed amount of arithmetic, static) plain and under
+#     `storprof record`.
+# Each case runs REPS times; the table shows the median time and the ratio to
+# plain: for the storm, the helper's own loop time (so the one-off cost of
+# loading/attaching/writing the session is left out; it is shown separately);
+# for the CPU-bound run, wall time of the whole `storprof record` invocation. Run as root: sudo scripts/bench-overhead.sh [N] [REPS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-3000000}
+REPS=${2:-5}
+export PATH="$HOME/.cargo/bin:$PATH"
+if [ "$(id -u)" != 0 ]; then echo "bench-overhead.sh: needs root (sudo)" >&2; exit 2; fi
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+cargo build --release -p storprof -q
+STORPROF=$CARGO_TARGET_DIR/release/storprof
+WORK=$(mktemp -d /tmp/storprof-bench.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+gcc -static -O2 -fno-omit-frame-pointer -o "$WORK/pread_n" tests/helpers/pread_n.c
+# CPU-bound work of fixed size (not fixed time): a loop of arithmetic.
+cat > "$WORK/spin.c" <<'C'
+#include <stdlib.h>
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long spin(unsigned long n) {
+    unsigned long x = 1;
+    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    return x;
+}
+int main(int argc, char **argv) { sink = spin(strtoul(argv[1], 0, 10)); return 0; }
+C
+gcc -static -O2 -fno-omit-frame-pointer -o "$WORK/spin" "$WORK/spin.c"
+SPIN=${SPIN:-2000000000}
+head -c 4096 /dev/urandom > "$WORK/data"
+cat "$WORK/data" > /dev/null
+mount | grep -q tracefs || mount -t tracefs nodev /sys/kernel/tracing
+
+secs() { # run a command, print its wall time in seconds (storm: the helper's own loop time)
+    local t0 t1 loop
+    t0=$(date +%s.%N); "$@" > /dev/null 2> "$WORK/err" || true; t1=$(date +%s.%N)
+    loop=$(awk '/^loop_ns/ {print $2}' "$WORK/err" | tail -1)
+    if [ -n "$loop" ]; then echo "$loop / 1000000000" | bc -l; else echo "$t1 - $t0" | bc -l; fi
+}
+export STORPROF_BENCH_TIMING=1
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+STORM=("$WORK/pread_n" "$WORK/data" "$N" 512)
+BPFTRACE_PROG='tracepoint:raw_syscalls:sys_enter /pid == cpid/ { @[tid, args->id] = count(); }'
+declare -A RESULT
+run_case() { # name, command...
+    local name=$1; shift
+    local times=()
+    for _ in $(seq "$REPS"); do times+=("$(secs "$@")"); done
+    RESULT[$name]=$(printf '%s\n' "${times[@]}" | median)
+}
+run_case storm_plain "${STORM[@]}"
+run_case storm_record "$STORPROF" record -o "$WORK/s1" -- "${STORM[@]}"
+run_case storm_record_exit_only "$STORPROF" record --no-syscall-latency -o "$WORK/s2" -- "${STORM[@]}"
+run_case storm_bpftrace bpftrace -q -e "$BPFTRACE_PROG" -c "${STORM[*]}"
+run_case cpu_plain "$WORK/spin" "$SPIN"
+run_case cpu_record "$STORPROF" record -o "$WORK/s3" -- "$WORK/spin" "$SPIN"
+
+# Startup/teardown of record itself (load, attach, write), for reference.
+run_case record_true "$STORPROF" record -o "$WORK/s4" -- /bin/true
+
+printf '\n%-34s %10s %8s %12s\n' case "median s" ratio "ns/syscall"
+row() { # name base
+    local v=${RESULT[$1]} b=${RESULT[$2]}
+    local per=""
+    case $1 in storm*) per=$(echo "$v * 1000000000 / $N" | bc -l | xargs printf '%.0f');; esac
+    printf '%-34s %10.3f %8.2f %12s\n' "$1" "$v" "$(echo "$v / $b" | bc -l)" "$per"
+}
+row storm_plain storm_plain
+row storm_record storm_plain
+row storm_record_exit_only storm_plain
+row storm_bpftrace storm_plain
+row cpu_plain cpu_plain
+row cpu_record cpu_plain
+printf '%-34s %10.3f\n' "record -- /bin/true (fixed cost)" "${RESULT[record_true]}"
+echo
+echo "storm: $N pread64 calls of 512 B (static helper); reps=$REPS; kernel $(uname -r); $(nproc) cpus"
