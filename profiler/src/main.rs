@@ -22,6 +22,14 @@ enum Command {
     Record(storprof::record::args::RecordArgs),
     /// Check that this machine can run the probes (root, BTF, tracefs, tracepoints, perf_event).
     Doctor(storprof::record::args::DoctorArgs),
+    /// Analyse a session: verdict.json, report.md, flamegraphs, timeline; prints the verdict.
+    Report(storprof::commands::report::ReportArgs),
+    /// Record, report and bundle in one run; prints the verdict at the end.
+    Diagnose(storprof::commands::diagnose::DiagnoseArgs),
+    /// Write an on-CPU or off-CPU flamegraph, or a differential one (--diff).
+    Flamegraph(storprof::commands::flamegraph::FlamegraphArgs),
+    /// Pack the evidence bundle (tar.gz, secrets redacted).
+    Bundle(storprof::commands::bundle::BundleArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +40,10 @@ fn main() -> ExitCode {
         Command::Bench(args) => storprof_bench::cli::run_bench(&args).map(|()| exit::OK),
         Command::Record(args) => storprof::record::args::run_record(&args),
         Command::Doctor(args) => storprof::record::args::run_doctor(&args),
+        Command::Report(args) => storprof::commands::report::run(&args),
+        Command::Diagnose(args) => storprof::commands::diagnose::run(&args),
+        Command::Flamegraph(args) => storprof::commands::flamegraph::run(&args),
+        Command::Bundle(args) => storprof::commands::bundle::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

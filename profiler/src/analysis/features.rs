@@ -37,7 +37,12 @@ const SOCKET_RECV_NAMES: &[&str] = &["recvfrom", "recvmsg", "recvmmsg"];
 const NANOSLEEP_NAMES: &[&str] = &["nanosleep", "clock_nanosleep"];
 
 /// Kernel frames of off-CPU stacks that mean "waiting on a socket".
-pub const SOCKET_FRAMES: &[&str] = &["tcp_recvmsg", "sk_wait_data", "inet_recvmsg", "sock_recvmsg"];
+pub const SOCKET_FRAMES: &[&str] = &[
+    "tcp_recvmsg",
+    "sk_wait_data",
+    "inet_recvmsg",
+    "sock_recvmsg",
+];
 /// Kernel frames that mean "waiting on a futex".
 pub const FUTEX_FRAMES: &[&str] = &["futex_wait", "futex_q_lock", "do_futex"];
 /// Kernel frames that mean reclaim, swap-in or OOM handling.
@@ -74,7 +79,11 @@ fn thread_ns(t: &ThreadStats) -> u64 {
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
-    if b > 0.0 { (a / b).clamp(0.0, 1.0) } else { 0.0 }
+    if b > 0.0 {
+        (a / b).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
 }
 
 /// How the reader threads were chosen.
@@ -175,6 +184,26 @@ pub struct Features {
     pub missing_files: Vec<String>,
 }
 
+/// The value of option `name` in an argv (`--name VALUE` or `--name=VALUE`).
+pub fn arg_value<'a>(argv: &'a [String], name: &str) -> Option<&'a str> {
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if a == name {
+            return it.next().map(String::as_str);
+        }
+        if let Some(v) = a.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// True when the recorded command is `storprof bench` (any path to storprof).
+pub fn is_storprof_bench(argv: &[String]) -> bool {
+    argv.windows(2)
+        .any(|w| w[0].rsplit('/').next() == Some("storprof") && w[1] == "bench")
+}
+
 /// Upper bound (µs) of the log2 bucket holding quantile `q` of a histogram.
 pub fn log2_quantile_us(hist: &[u64], q: f64) -> Option<f64> {
     let total: u64 = hist.iter().sum();
@@ -214,7 +243,9 @@ fn device_feature(d: &DeviceStats, duration_s: f64) -> DeviceFeature {
 }
 
 fn is_virtual_device(name: &str) -> bool {
-    ["loop", "ram", "zram", "nbd"].iter().any(|p| name.starts_with(p))
+    ["loop", "ram", "zram", "nbd"]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
 fn select_readers<'a>(
@@ -224,7 +255,10 @@ fn select_readers<'a>(
     let total_read: u64 = threads.iter().map(|t| t.read_bytes).sum();
     if total_read >= t.reader_min_read_bytes {
         let floor = (total_read as f64 * t.reader_read_fraction) as u64;
-        let readers: Vec<_> = threads.iter().filter(|t| t.read_bytes >= floor.max(1)).collect();
+        let readers: Vec<_> = threads
+            .iter()
+            .filter(|t| t.read_bytes >= floor.max(1))
+            .collect();
         if !readers.is_empty() {
             return (ReaderSelection::ReadBytes, readers);
         }
@@ -233,11 +267,14 @@ fn select_readers<'a>(
         .iter()
         .filter(|th| {
             let life = thread_ns(th) as f64;
-            let busy = (th.on_cpu_ns + th.off_cpu_ns.runnable + th.off_cpu_ns.uninterruptible) as f64;
+            let busy =
+                (th.on_cpu_ns + th.off_cpu_ns.runnable + th.off_cpu_ns.uninterruptible) as f64;
             let waiting = (syscall_ns(th, FUTEX_NAMES, nr::FUTEX)
-                + syscall_ns(th, SOCKET_RECV_NAMES, nr::SOCKET_RECV)) as f64;
+                + syscall_ns(th, SOCKET_RECV_NAMES, nr::SOCKET_RECV))
+                as f64;
             life > 0.0
-                && (ratio(busy, life) >= t.busy_thread_share || ratio(waiting, life) >= t.busy_thread_share)
+                && (ratio(busy, life) >= t.busy_thread_share
+                    || ratio(waiting, life) >= t.busy_thread_share)
         })
         .collect();
     if !active.is_empty() {
@@ -256,7 +293,8 @@ impl Features {
         let reader_tids: BTreeSet<(u32, u32)> = readers.iter().map(|r| (r.pid, r.tid)).collect();
         let reader_comms: BTreeSet<String> = readers.iter().map(|r| r.comm.clone()).collect();
 
-        let sum = |f: &dyn Fn(&ThreadStats) -> u64| readers.iter().map(|r| f(r)).sum::<u64>() as f64;
+        let sum =
+            |f: &dyn Fn(&ThreadStats) -> u64| readers.iter().map(|r| f(r)).sum::<u64>() as f64;
         let life = sum(&thread_ns);
         let on = sum(&|r| r.on_cpu_ns);
         let samples_user = sum(&|r| r.samples_user);
@@ -281,18 +319,27 @@ impl Features {
         };
 
         let offcpu_ns = |patterns: &[&str]| {
-            frames::share_matching(&reader_offcpu, patterns, true) * reader_offcpu.total() as f64 * 1e3
+            frames::share_matching(&reader_offcpu, patterns, true)
+                * reader_offcpu.total() as f64
+                * 1e3
         };
         let freq = session.info.freq_hz.max(1) as f64;
         let oncpu_ns = |patterns: &[&str]| {
-            frames::share_matching(&reader_oncpu, patterns, true) * reader_oncpu.total() as f64 / freq * 1e9
+            frames::share_matching(&reader_oncpu, patterns, true) * reader_oncpu.total() as f64
+                / freq
+                * 1e9
         };
 
         let futex_ns = sum(&|r| syscall_ns(r, FUTEX_NAMES, nr::FUTEX)).max(offcpu_ns(FUTEX_FRAMES));
-        let socket_ns = sum(&|r| syscall_ns(r, SOCKET_RECV_NAMES, nr::SOCKET_RECV)).max(offcpu_ns(SOCKET_FRAMES));
+        let socket_ns = sum(&|r| syscall_ns(r, SOCKET_RECV_NAMES, nr::SOCKET_RECV))
+            .max(offcpu_ns(SOCKET_FRAMES));
         let reclaim_ns = offcpu_ns(RECLAIM_FRAMES) + oncpu_ns(RECLAIM_FRAMES);
         let oom_killed = session.info.exit_signal == Some(9)
-            && session.info.notes.iter().any(|n| n.to_ascii_lowercase().contains("oom"))
+            && session
+                .info
+                .notes
+                .iter()
+                .any(|n| n.to_ascii_lowercase().contains("oom"))
             || frames::share_matching(&session.offcpu, &["oom_kill_process"], true) > 0.0
             || frames::share_matching(&session.oncpu, &["oom_kill_process"], true) > 0.0;
 
@@ -320,13 +367,25 @@ impl Features {
             1.0 - ratio(from_storage, read_syscall_bytes as f64)
         });
 
-        let devices: Vec<DeviceFeature> =
-            session.io.devices.iter().map(|d| device_feature(d, duration_s)).collect();
+        let devices: Vec<DeviceFeature> = session
+            .io
+            .devices
+            .iter()
+            .map(|d| device_feature(d, duration_s))
+            .collect();
         let top_device = devices
             .iter()
             .max_by(|a, b| {
-                (a.read_bytes, !is_virtual_device(&a.name), a.utilization.to_bits())
-                    .cmp(&(b.read_bytes, !is_virtual_device(&b.name), b.utilization.to_bits()))
+                (
+                    a.read_bytes,
+                    !is_virtual_device(&a.name),
+                    a.utilization.to_bits(),
+                )
+                    .cmp(&(
+                        b.read_bytes,
+                        !is_virtual_device(&b.name),
+                        b.utilization.to_bits(),
+                    ))
                     .then_with(|| b.name.cmp(&a.name))
             })
             .cloned();
@@ -336,7 +395,10 @@ impl Features {
             .iter()
             .filter(|th| !reader_tids.contains(&(th.pid, th.tid)))
             .filter_map(|th| {
-                let share = ratio(syscall_ns(th, NANOSLEEP_NAMES, nr::NANOSLEEP) as f64, thread_ns(th) as f64);
+                let share = ratio(
+                    syscall_ns(th, NANOSLEEP_NAMES, nr::NANOSLEEP) as f64,
+                    thread_ns(th) as f64,
+                );
                 (share >= t.consumer_sleep_share).then_some((th, share))
             })
             .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.tid.cmp(&a.0.tid)))
@@ -351,7 +413,10 @@ impl Features {
             BenchFeature {
                 au_percentage: b.au_mean_percentage,
                 au_expected_percentage: b.au_expected.map(|a| if a <= 1.0 { a * 100.0 } else { a }),
-                computation_time_s: b.computation_time_s,
+                computation_time_s: b.computation_time_s.or_else(|| {
+                    arg_value(&session.info.command, "--computation-time")
+                        .and_then(|v| v.parse().ok())
+                }),
                 throughput_samples_per_second: b.throughput_samples_per_second,
                 derived_io_mib_per_s: b.derived_io_mib_per_second,
                 measured_read_mib_per_s: measured,
@@ -378,7 +443,10 @@ impl Features {
             reader_sleeping_share: ratio(sum(&|r| r.off_cpu_ns.sleeping), life),
             reader_blocked_io_share: ratio(sum(&|r| r.off_cpu_ns.uninterruptible), life),
             reader_user_share,
-            reader_read_syscall_share: ratio(sum(&|r| syscall_ns(r, READ_NAMES, nr::READ_FAMILY)), life),
+            reader_read_syscall_share: ratio(
+                sum(&|r| syscall_ns(r, READ_NAMES, nr::READ_FAMILY)),
+                life,
+            ),
             reader_futex_share: ratio(futex_ns, life),
             reader_socket_recv_share: ratio(socket_ns, life),
             reader_reclaim_share: ratio(reclaim_ns, life),
@@ -409,6 +477,7 @@ impl Features {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -425,8 +494,16 @@ mod tests {
 
     #[test]
     fn syscalls_match_by_name_or_number() {
-        let named = SyscallStats { nr: 999, name: "pread64".into(), ..Default::default() };
-        let unnamed = SyscallStats { nr: 202, name: "sys_202".into(), ..Default::default() };
+        let named = SyscallStats {
+            nr: 999,
+            name: "pread64".into(),
+            ..Default::default()
+        };
+        let unnamed = SyscallStats {
+            nr: 202,
+            name: "sys_202".into(),
+            ..Default::default()
+        };
         assert!(is_syscall(&named, READ_NAMES, nr::READ_FAMILY));
         assert!(is_syscall(&unnamed, FUTEX_NAMES, nr::FUTEX));
         assert!(!is_syscall(&unnamed, READ_NAMES, nr::READ_FAMILY));

@@ -82,7 +82,11 @@ const SPECIFIC: &[Category] = &[
     },
     Category {
         name: "Rust string formatting (core::fmt)",
-        patterns: &["core::fmt::", "alloc::fmt::format", "<alloc::string::String as core::fmt"],
+        patterns: &[
+            "core::fmt::",
+            "alloc::fmt::format",
+            "<alloc::string::String as core::fmt",
+        ],
         kernel_only: false,
     },
     Category {
@@ -139,7 +143,13 @@ const SPECIFIC: &[Category] = &[
     },
     Category {
         name: "socket receive (kernel)",
-        patterns: &["tcp_recvmsg", "sk_wait_data", "inet_recvmsg", "sock_recvmsg", "unix_stream_read"],
+        patterns: &[
+            "tcp_recvmsg",
+            "sk_wait_data",
+            "inet_recvmsg",
+            "sock_recvmsg",
+            "unix_stream_read",
+        ],
         kernel_only: true,
     },
     Category {
@@ -168,12 +178,24 @@ const GENERIC: &[Category] = &[
     },
     Category {
         name: "memory allocation (user)",
-        patterns: &["malloc", "free", "realloc", "_int_malloc", "__rust_alloc", "__rust_dealloc"],
+        patterns: &[
+            "malloc",
+            "free",
+            "realloc",
+            "_int_malloc",
+            "__rust_alloc",
+            "__rust_dealloc",
+        ],
         kernel_only: false,
     },
     Category {
         name: "Python interpreter",
-        patterns: &["_PyEval_EvalFrame", "PyObject_Call", "_PyObject_", "PyEval_"],
+        patterns: &[
+            "_PyEval_EvalFrame",
+            "PyObject_Call",
+            "_PyObject_",
+            "PyEval_",
+        ],
         kernel_only: false,
     },
 ];
@@ -229,7 +251,7 @@ pub fn library_of(frame: &str) -> Option<String> {
     }
     // Module in brackets/parentheses or `lib.so+0x..`.
     let token = frame
-        .split(|c: char| c == ' ' || c == '[' || c == ']' || c == '(' || c == ')' || c == '+')
+        .split([' ', '[', ']', '(', ')', '+'])
         .find(|t| t.contains(".so") || t.ends_with(".exe"));
     if let Some(t) = token {
         let base = t.rsplit('/').next().unwrap_or(t);
@@ -291,7 +313,9 @@ pub fn hot_frames(
         }
         let frames: Vec<&str> = parts.collect();
         total += count;
-        *categories.entry(categorize(&frames).to_string()).or_insert(0) += count;
+        *categories
+            .entry(categorize(&frames).to_string())
+            .or_insert(0) += count;
         let leaf = frames.last().copied().unwrap_or(comm);
         *selfs.entry(leaf.to_string()).or_insert(0) += count;
         let lib = library_of(leaf).unwrap_or_else(|| "unknown".to_string());
@@ -346,6 +370,7 @@ pub fn kernel_leaf_share(stacks: &FoldedStacks) -> Option<f64> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -356,11 +381,21 @@ mod tests {
     #[test]
     fn categories_prefer_specific_over_generic() {
         assert_eq!(
-            categorize(&["_PyEval_EvalFrameDefault", "PyUnicode_FromFormatV", "memcpy"]),
+            categorize(&[
+                "_PyEval_EvalFrameDefault",
+                "PyUnicode_FromFormatV",
+                "memcpy"
+            ]),
             "libpython string formatting"
         );
         assert_eq!(
-            categorize(&["main", "read", "ksys_read_[k]", "filemap_read_[k]", "rep_movs_alternative_[k]"]),
+            categorize(&[
+                "main",
+                "read",
+                "ksys_read_[k]",
+                "filemap_read_[k]",
+                "rep_movs_alternative_[k]"
+            ]),
             "page-cache copies (kernel)"
         );
         assert_eq!(categorize(&["main", "memcpy"]), "memcpy (user)");
@@ -372,12 +407,21 @@ mod tests {
 
     #[test]
     fn function_and_library_names() {
-        assert_eq!(function_name("PyUnicode_FromFormatV [libpython3.12.so.1.0]"), "PyUnicode_FromFormatV");
+        assert_eq!(
+            function_name("PyUnicode_FromFormatV [libpython3.12.so.1.0]"),
+            "PyUnicode_FromFormatV"
+        );
         assert_eq!(function_name("vfs_read_[k]"), "vfs_read");
-        assert_eq!(library_of("foo (/usr/lib/libarrow.so.1600)").as_deref(), Some("libarrow.so.1600"));
+        assert_eq!(
+            library_of("foo (/usr/lib/libarrow.so.1600)").as_deref(),
+            Some("libarrow.so.1600")
+        );
         assert_eq!(library_of("libz.so.1+0x1234").as_deref(), Some("libz.so.1"));
         assert_eq!(library_of("vfs_read_[k]").as_deref(), Some("kernel"));
-        assert_eq!(library_of("_PyEval_EvalFrameDefault").as_deref(), Some("libpython"));
+        assert_eq!(
+            library_of("_PyEval_EvalFrameDefault").as_deref(),
+            Some("libpython")
+        );
         assert_eq!(library_of("my_function"), None);
     }
 

@@ -59,6 +59,7 @@ pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     //! One synthetic feature set per verdict id: the rules, not the
     //! extraction, are under test here (fixtures in tests/ cover extraction).
@@ -106,8 +107,16 @@ mod tests {
         let hot = HotFrames {
             total: 100,
             categories: vec![
-                FrameShare { name: "libpython string formatting".into(), count: 45, share: 0.45 },
-                FrameShare { name: "Parquet decode".into(), count: 20, share: 0.2 },
+                FrameShare {
+                    name: "libpython string formatting".into(),
+                    count: 45,
+                    share: 0.45,
+                },
+                FrameShare {
+                    name: "Parquet decode".into(),
+                    count: 20,
+                    share: 0.2,
+                },
             ],
             ..HotFrames::default()
         };
@@ -135,7 +144,11 @@ mod tests {
         f.reader_read_syscall_share = 0.8;
         let v = decide(&f);
         assert_eq!(v.verdict, VerdictId::PageCacheServed);
-        assert!(v.headline.starts_with("Served from the page cache"), "{}", v.headline);
+        assert!(
+            v.headline.starts_with("Served from the page cache"),
+            "{}",
+            v.headline
+        );
     }
 
     #[test]
@@ -151,7 +164,11 @@ mod tests {
         assert!(v.headline.contains("throttle"), "{}", v.headline);
         f.top_device.as_mut().unwrap().utilization = 0.97;
         let v = decide(&f);
-        assert!(v.headline.contains("the device is the limit"), "{}", v.headline);
+        assert!(
+            v.headline.contains("the device is the limit"),
+            "{}",
+            v.headline
+        );
     }
 
     #[test]
@@ -161,12 +178,18 @@ mod tests {
         f.reader_on_cpu_share = 0.6;
         f.reader_user_share = Some(0.9);
         f.reader_sleeping_share = 0.4;
-        f.bench = Some(BenchFeature { au_percentage: Some(95.0), ..BenchFeature::default() });
+        f.bench = Some(BenchFeature {
+            au_percentage: Some(95.0),
+            ..BenchFeature::default()
+        });
         let v = decide(&f);
         assert_eq!(v.verdict, VerdictId::ComputeBound);
         assert!(v.headline.contains("AU 95.0%"), "{}", v.headline);
         // Low AU: not compute-bound.
-        f.bench = Some(BenchFeature { au_percentage: Some(37.2), ..BenchFeature::default() });
+        f.bench = Some(BenchFeature {
+            au_percentage: Some(37.2),
+            ..BenchFeature::default()
+        });
         assert_eq!(decide(&f).verdict, VerdictId::CpuBoundReader);
     }
 
@@ -175,11 +198,19 @@ mod tests {
         let mut f = base();
         f.reader_sleeping_share = 0.9;
         f.reader_futex_share = 0.85;
-        f.consumer = Some(ConsumerFeature { comm: "consumer".into(), tids: vec![7], sleep_share: 0.96 });
+        f.consumer = Some(ConsumerFeature {
+            comm: "consumer".into(),
+            tids: vec![7],
+            sleep_share: 0.96,
+        });
         let v = decide(&f);
         assert_eq!(v.verdict, VerdictId::ComputeBound);
         // The futex waits are the loaders waiting for the consumer: runner-up.
-        assert!(v.runners_up.iter().any(|r| r.verdict == VerdictId::LockContention && r.fired));
+        assert!(
+            v.runners_up
+                .iter()
+                .any(|r| r.verdict == VerdictId::LockContention && r.fired)
+        );
     }
 
     #[test]
@@ -192,7 +223,11 @@ mod tests {
         f.reader_user_share = Some(0.99);
         let v = decide(&f);
         assert_eq!(v.verdict, VerdictId::CpuStarved);
-        assert!(v.headline.contains("6 busy thread(s) on 2 CPU(s)"), "{}", v.headline);
+        assert!(
+            v.headline.contains("6 busy thread(s) on 2 CPU(s)"),
+            "{}",
+            v.headline
+        );
     }
 
     #[test]
@@ -251,7 +286,13 @@ mod tests {
             ..BenchFeature::default()
         });
         let v = decide(&f);
-        assert!(v.notes.iter().any(|n| n.contains("#330") && n.contains("27.30 MiB/s")), "{:?}", v.notes);
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("#330") && n.contains("27.30 MiB/s")),
+            "{:?}",
+            v.notes
+        );
     }
 
     #[test]
@@ -263,14 +304,25 @@ mod tests {
         f.missing_files = vec!["offcpu.folded".into()];
         let partial = decide(&f);
         assert!(partial.confidence < full.confidence);
-        assert!(partial.notes.iter().any(|n| n.contains("missing offcpu.folded")));
+        assert!(
+            partial
+                .notes
+                .iter()
+                .any(|n| n.contains("missing offcpu.folded"))
+        );
     }
 
     #[test]
     fn verdict_ids_serialize_as_issue_ids() {
         let ids: Vec<String> = VerdictId::ALL
             .iter()
-            .map(|v| serde_json::to_value(v).unwrap().as_str().unwrap().to_string())
+            .map(|v| {
+                serde_json::to_value(v)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         assert_eq!(
             ids,

@@ -223,7 +223,11 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
     } else {
         format!("storage: {}", storage_phrase(f))
     };
-    let headline_hot = if hot_text.is_empty() { String::new() } else { format!(" ({hot_text})") };
+    let headline_hot = if hot_text.is_empty() {
+        String::new()
+    } else {
+        format!(" ({hot_text})")
+    };
     let mut evidence = vec![
         ev(
             "reader_on_cpu_share",
@@ -284,7 +288,10 @@ fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
         "reader_read_syscall_share",
         f.reader_read_syscall_share,
         "fraction",
-        format!("readers inside read syscalls {} of their time", pct(f.reader_read_syscall_share)),
+        format!(
+            "readers inside read syscalls {} of their time",
+            pct(f.reader_read_syscall_share)
+        ),
     ));
     evidence.extend(device_evidence(f));
     Finding {
@@ -306,7 +313,11 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
         && hit >= t.page_cache_hit_ratio
         && util < t.storage_idle_utilization;
     let kernel_cpu = f.reader_on_cpu_share * (1.0 - f.reader_user_share.unwrap_or(1.0));
-    let score = if fired { f.reader_read_syscall_share.max(kernel_cpu) } else { 0.0 };
+    let score = if fired {
+        f.reader_read_syscall_share.max(kernel_cpu)
+    } else {
+        0.0
+    };
     let evidence = [
         ev(
             "page_cache_hit_ratio",
@@ -323,13 +334,19 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
             "reader_read_syscall_share",
             f.reader_read_syscall_share,
             "fraction",
-            format!("readers inside read syscalls {} of their time", pct(f.reader_read_syscall_share)),
+            format!(
+                "readers inside read syscalls {} of their time",
+                pct(f.reader_read_syscall_share)
+            ),
         ),
         ev(
             "reader_kernel_cpu_share",
             kernel_cpu,
             "fraction",
-            format!("readers on CPU in the kernel {} of their time", pct(kernel_cpu)),
+            format!(
+                "readers on CPU in the kernel {} of their time",
+                pct(kernel_cpu)
+            ),
         ),
     ]
     .into_iter()
@@ -376,14 +393,21 @@ fn rule_compute_bound(f: &Features, t: &Thresholds) -> Finding {
             "consumer_sleep_share",
             c.sleep_share,
             "fraction",
-            format!("consumer thread {} asleep in simulated computation {} of its time", c.comm, pct(c.sleep_share)),
+            format!(
+                "consumer thread {} asleep in simulated computation {} of its time",
+                c.comm,
+                pct(c.sleep_share)
+            ),
         ));
     }
     evidence.push(ev(
         "reader_sleeping_share",
         f.reader_sleeping_share,
         "fraction",
-        format!("readers sleeping (waiting for work or queue space) {} of their time", pct(f.reader_sleeping_share)),
+        format!(
+            "readers sleeping (waiting for work or queue space) {} of their time",
+            pct(f.reader_sleeping_share)
+        ),
     ));
     let au_text = match au_bench {
         Some(a) => format!("AU {a:.1}%"),
@@ -420,11 +444,29 @@ fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
                 "reader_runnable_share",
                 f.reader_runnable_share,
                 "fraction",
-                format!("runnable, waiting for a CPU {} of their time", pct(f.reader_runnable_share)),
+                format!(
+                    "runnable, waiting for a CPU {} of their time",
+                    pct(f.reader_runnable_share)
+                ),
             ),
-            ev("busy_threads", f64::from(f.busy_threads), "threads", format!("{} busy thread(s)", f.busy_threads)),
-            ev("num_cpus", f64::from(f.num_cpus), "cpus", format!("{} CPU(s) online", f.num_cpus)),
-            ev("cpus_used", f.cpus_used, "cpus", format!("traced threads kept {:.2} CPU(s) busy", f.cpus_used)),
+            ev(
+                "busy_threads",
+                f64::from(f.busy_threads),
+                "threads",
+                format!("{} busy thread(s)", f.busy_threads),
+            ),
+            ev(
+                "num_cpus",
+                f64::from(f.num_cpus),
+                "cpus",
+                format!("{} CPU(s) online", f.num_cpus),
+            ),
+            ev(
+                "cpus_used",
+                f.cpus_used,
+                "cpus",
+                format!("traced threads kept {:.2} CPU(s) busy", f.cpus_used),
+            ),
         ],
     }
 }
@@ -442,7 +484,10 @@ fn rule_lock_contention(f: &Features, t: &Thresholds) -> Finding {
             "reader_futex_share",
             f.reader_futex_share,
             "fraction",
-            format!("workers in futex waits {} of their time", pct(f.reader_futex_share)),
+            format!(
+                "workers in futex waits {} of their time",
+                pct(f.reader_futex_share)
+            ),
         )],
     }
 }
@@ -453,15 +498,27 @@ fn rule_memory_pressure(f: &Features, t: &Thresholds) -> Finding {
         "reader_reclaim_share",
         f.reader_reclaim_share,
         "fraction",
-        format!("reclaim, swap-in or OOM handling {} of reader time", pct(f.reader_reclaim_share)),
+        format!(
+            "reclaim, swap-in or OOM handling {} of reader time",
+            pct(f.reader_reclaim_share)
+        ),
     )];
     if f.oom_killed {
-        evidence.push(ev("oom_killed", 1.0, "bool", "the OOM killer ended a traced process".to_string()));
+        evidence.push(ev(
+            "oom_killed",
+            1.0,
+            "bool",
+            "the OOM killer ended a traced process".to_string(),
+        ));
     }
     Finding {
         verdict: VerdictId::MemoryPressure,
         fired,
-        score: if f.oom_killed { 1.0 } else { f.reader_reclaim_share },
+        score: if f.oom_killed {
+            1.0
+        } else {
+            f.reader_reclaim_share
+        },
         summary: if f.oom_killed {
             "Memory pressure: the OOM killer ended a traced process".to_string()
         } else {
@@ -487,7 +544,10 @@ fn rule_network_bound(f: &Features, t: &Thresholds) -> Finding {
             "reader_socket_recv_share",
             f.reader_socket_recv_share,
             "fraction",
-            format!("workers in socket receives {} of their time", pct(f.reader_socket_recv_share)),
+            format!(
+                "workers in socket receives {} of their time",
+                pct(f.reader_socket_recv_share)
+            ),
         )],
     }
 }
@@ -512,7 +572,8 @@ pub fn findings(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Vec<Find
 /// (×0.9) or readers ran less than `min_reader_thread_s` (×0.7).
 pub fn confidence(primary: &Finding, runner_up_score: f64, f: &Features, t: &Thresholds) -> f64 {
     let margin = (primary.score - runner_up_score).max(0.0);
-    let mut c = primary.score.clamp(0.0, 1.0) * (0.6 + 0.4 * (margin / t.confident_margin).min(1.0));
+    let mut c =
+        primary.score.clamp(0.0, 1.0) * (0.6 + 0.4 * (margin / t.confident_margin).min(1.0));
     if !primary.fired {
         c *= 0.5;
     }
@@ -541,9 +602,11 @@ fn label(c: f64) -> &'static str {
 fn bench_notes(f: &Features, t: &Thresholds) -> Vec<String> {
     let mut notes = Vec::new();
     let Some(b) = &f.bench else { return notes };
-    if let (Some(derived), Some(measured), Some(r)) =
-        (b.derived_io_mib_per_s, b.measured_read_mib_per_s, b.measured_over_derived)
-        && (r > t.io_mismatch_factor || r < 1.0 / t.io_mismatch_factor)
+    if let (Some(derived), Some(measured), Some(r)) = (
+        b.derived_io_mib_per_s,
+        b.measured_read_mib_per_s,
+        b.measured_over_derived,
+    ) && (r > t.io_mismatch_factor || r < 1.0 / t.io_mismatch_factor)
     {
         notes.push(format!(
             "DLIO's I/O throughput is derived (samples/s × record size): {derived:.2} MiB/s, while the reader really read {measured:.2} MiB/s ({r:.1}× the derived figure): the storage #330 mismatch. Compare storage with the measured figure."
@@ -552,7 +615,9 @@ fn bench_notes(f: &Features, t: &Thresholds) -> Vec<String> {
     if let Some(a) = b.read_amplification
         && a > t.io_mismatch_factor
     {
-        notes.push(format!("The reader read {a:.1}× the bytes of the samples it returned (read amplification)."));
+        notes.push(format!(
+            "The reader read {a:.1}× the bytes of the samples it returned (read amplification)."
+        ));
     }
     notes
 }
@@ -569,7 +634,10 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Verdict {
     });
     // Compute-bound wins whenever it fires: the pipeline keeps the consumer
     // busy, so whatever else is slow does not limit it.
-    if let Some(i) = all.iter().position(|x| x.verdict == VerdictId::ComputeBound && x.fired) {
+    if let Some(i) = all
+        .iter()
+        .position(|x| x.verdict == VerdictId::ComputeBound && x.fired)
+    {
         let cb = all.remove(i);
         all.insert(0, cb);
     }
@@ -590,7 +658,10 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Verdict {
         ));
     }
     if f.lost_events > 0 {
-        notes.push(format!("{} events or samples were lost while recording; figures are lower bounds.", f.lost_events));
+        notes.push(format!(
+            "{} events or samples were lost while recording; figures are lower bounds.",
+            f.lost_events
+        ));
     }
 
     let headline = if inconclusive {

@@ -3,9 +3,199 @@
 //! evidence bundle (tar.gz, secrets redacted).
 //!
 //! ```text
-//! Session + Analysis ──► flamegraph::write_*   ─► flamegraph-{oncpu,offcpu}.svg
-//!                    ──► timeline::render      ─► timeline.svg
-//!                    ──► report::render        ─► report.md, verdict.json
-//! system::collect ─────► system.json ──► bundle::write ─► storprof-….tar.gz
+//! Session + Analysis ──► flamegraph::write   ─► flamegraph-{oncpu,offcpu}.svg
+//!                    ──► timeline::render    ─► timeline.svg
+//!                    ──► report::render_*    ─► report.md, verdict.json
+//! system::collect ─────► system.json ──► bundle::write ─► DIR.tar.gz
 //! ```
+//! [`write_report`] runs the whole `storprof report` step on a directory.
+pub mod bundle;
 pub mod flamegraph;
+pub mod report;
+pub mod system;
+pub mod timeline;
+
+use std::{
+    fs, io,
+    path::{Path, PathBuf},
+};
+
+use crate::{
+    analysis::{self, Analysis, Thresholds},
+    session::load::{self, LoadError, Session},
+};
+
+/// Files `storprof report` writes into the session directory.
+pub mod files {
+    pub const VERDICT: &str = "verdict.json";
+    pub const REPORT: &str = "report.md";
+    pub const FLAMEGRAPH_ONCPU: &str = "flamegraph-oncpu.svg";
+    pub const FLAMEGRAPH_OFFCPU: &str = "flamegraph-offcpu.svg";
+    pub const TIMELINE: &str = "timeline.svg";
+    pub const SYSTEM: &str = "system.json";
+}
+
+/// Errors of the output step.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Bundle(#[from] bundle::BundleError),
+}
+
+/// Options of `storprof report`. Defaults: default thresholds, every output,
+/// non-deterministic (normal) SVGs.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ReportOptions {
+    pub thresholds: Thresholds,
+    /// Stable SVG colours, pretty XML, no JavaScript (golden tests).
+    pub deterministic: bool,
+    pub flamegraphs: bool,
+    pub timeline: bool,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        Self {
+            thresholds: Thresholds::default(),
+            deterministic: false,
+            flamegraphs: true,
+            timeline: true,
+        }
+    }
+}
+
+/// What `write_report` produced.
+#[derive(Debug)]
+pub struct ReportOutcome {
+    pub session: Session,
+    pub analysis: Analysis,
+    pub written: Vec<PathBuf>,
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    fs::write(path, bytes).map_err(|source| OutputError::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    give_to_invoking_user(path);
+    Ok(())
+}
+
+/// Loads the session in `dir`, analyses it and writes verdict.json,
+/// report.md, the flamegraphs and the timeline into it.
+pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<ReportOutcome, OutputError> {
+    let session = load::load(dir)?;
+    let analysis = analysis::analyze(&session, &options.thresholds);
+    let mut written = Vec::new();
+    let mut put = |name: &str, bytes: Vec<u8>| -> Result<(), OutputError> {
+        let path = dir.join(name);
+        write_file(&path, &bytes)?;
+        written.push(path);
+        Ok(())
+    };
+    let json = report::verdict_json(&analysis).map_err(|e| OutputError::Write {
+        path: dir.join(files::VERDICT),
+        source: io::Error::other(e),
+    })?;
+    put(files::VERDICT, json.into_bytes())?;
+    put(
+        files::REPORT,
+        report::render_markdown(&session, &analysis).into_bytes(),
+    )?;
+    if options.flamegraphs {
+        for (kind, name, stacks) in [
+            (
+                flamegraph::Kind::OnCpu,
+                files::FLAMEGRAPH_ONCPU,
+                &session.oncpu,
+            ),
+            (
+                flamegraph::Kind::OffCpu,
+                files::FLAMEGRAPH_OFFCPU,
+                &session.offcpu,
+            ),
+        ] {
+            let mut o = flamegraph::FlamegraphOptions::new(kind);
+            o.deterministic = options.deterministic;
+            o.subtitle = Some(analysis.verdict.headline.clone());
+            let mut svg = Vec::new();
+            flamegraph::write(stacks, &o, &mut svg).map_err(|source| OutputError::Write {
+                path: dir.join(name),
+                source,
+            })?;
+            put(name, svg)?;
+        }
+    }
+    if options.timeline {
+        let ts = session.timeseries.clone().unwrap_or_default();
+        put(files::TIMELINE, timeline::render(&ts).into_bytes())?;
+    }
+    Ok(ReportOutcome {
+        session,
+        analysis,
+        written,
+    })
+}
+
+/// When storprof runs through sudo, hands `path` to the invoking user
+/// (SUDO_UID/SUDO_GID) so they can read, move and delete the outputs.
+/// Best effort: failures are logged, not returned.
+pub fn give_to_invoking_user(path: &Path) {
+    let parse = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if let (true, Some(uid), Some(gid)) = (root, parse("SUDO_UID"), parse("SUDO_GID"))
+        && let Err(e) = std::os::unix::fs::chown(path, Some(uid), Some(gid))
+    {
+        log::warn!("cannot chown {} to {uid}:{gid}: {e}", path.display());
+    }
+}
+
+/// Options of `storprof bundle`. Defaults: `<DIR>.tar.gz`, default thresholds
+/// for the report written first when the directory has none.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct BundleSessionOptions {
+    pub output: Option<PathBuf>,
+    pub report: ReportOptions,
+}
+
+/// Writes the evidence bundle of the session in `dir`: runs the report first
+/// when verdict.json or report.md is missing, collects system.json, and adds
+/// the bench's results directory when the command was `storprof bench`.
+pub fn bundle_session(
+    dir: &Path,
+    options: &BundleSessionOptions,
+) -> Result<(PathBuf, Vec<String>), OutputError> {
+    let session = if !dir.join(files::VERDICT).exists() || !dir.join(files::REPORT).exists() {
+        write_report(dir, &options.report)?.session
+    } else {
+        load::load(dir)?
+    };
+    let command = &session.info.command;
+    let cwd = session.info.cwd.as_deref();
+    let system = system::collect(command, cwd);
+    let bench_results_dir = analysis::features::is_storprof_bench(command)
+        .then(|| analysis::features::arg_value(command, "--results-dir"))
+        .flatten()
+        .map(|p| match cwd {
+            Some(c) if !Path::new(p).is_absolute() => Path::new(c).join(p),
+            _ => PathBuf::from(p),
+        });
+    let mut b = bundle::BundleOptions::new(dir);
+    b.output = options.output.clone();
+    b.system_json = serde_json::to_value(&system).ok();
+    b.bench_results_dir = bench_results_dir;
+    let (path, names) = bundle::write(&b)?;
+    give_to_invoking_user(&path);
+    Ok((path, names))
+}

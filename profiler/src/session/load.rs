@@ -17,9 +17,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{
-    IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, files,
-};
+use super::model::{IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, files};
 
 /// Why a session directory could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +73,10 @@ impl FoldedStacks {
 
     /// Lines in folded format (`stack count`), for inferno.
     pub fn lines(&self) -> Vec<String> {
-        self.stacks.iter().map(|(s, n)| format!("{s} {n}")).collect()
+        self.stacks
+            .iter()
+            .map(|(s, n)| format!("{s} {n}"))
+            .collect()
     }
 
     /// Parses folded text. Malformed lines are skipped and reported in the
@@ -166,7 +167,10 @@ impl BenchSummary {
         .into_iter()
         .find_map(|v| {
             // DLIO accepts a float or {mean, stdev}.
-            v.and_then(|v| v.as_f64().or_else(|| v.get("mean").and_then(|m| m.as_f64())))
+            v.and_then(|v| {
+                v.as_f64()
+                    .or_else(|| v.get("mean").and_then(|m| m.as_f64()))
+            })
         });
         let au_expected = [
             raw.get("au"),
@@ -352,9 +356,10 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
         // Optional file: a broken copy should not hide the rest of the analysis.
         match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(value) => session.bench = Some(BenchSummary::from_value(value)),
-            Err(e) => session
-                .warnings
-                .push(format!("{} ignored: not valid JSON ({e})", files::BENCH_SUMMARY)),
+            Err(e) => session.warnings.push(format!(
+                "{} ignored: not valid JSON ({e})",
+                files::BENCH_SUMMARY
+            )),
         }
     }
 
@@ -375,6 +380,7 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

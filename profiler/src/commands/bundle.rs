@@ -1,0 +1,43 @@
+//! `storprof bundle DIR [-o FILE.tar.gz]`: the evidence bundle.
+use std::path::PathBuf;
+
+use crate::{
+    cli::exit,
+    output::{self, BundleSessionOptions, OutputError},
+    session::load::LoadError,
+};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct BundleArgs {
+    /// Session directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Output file (default: DIR.tar.gz).
+    #[arg(short, long, value_name = "FILE.tar.gz")]
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `storprof bundle`.
+pub fn run(args: &BundleArgs) -> anyhow::Result<i32> {
+    let options = BundleSessionOptions {
+        output: args.output.clone(),
+        ..BundleSessionOptions::default()
+    };
+    match output::bundle_session(&args.dir, &options) {
+        Ok((path, names)) => {
+            println!(
+                "bundle: {} ({} files, secrets redacted)",
+                path.display(),
+                names.len()
+            );
+            Ok(exit::OK)
+        }
+        Err(OutputError::Load(
+            e @ (LoadError::MissingDir(_) | LoadError::NotADir(_) | LoadError::NotASession { .. }),
+        )) => {
+            eprintln!("storprof: error: {e}");
+            Ok(exit::USAGE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,108 @@
+//! `storprof flamegraph DIR [--kind oncpu|offcpu] [--diff OTHER_DIR] [-o FILE]`.
+use std::{fs::File, io::BufWriter, path::PathBuf};
+
+use anyhow::Context;
+
+use crate::{
+    cli::exit,
+    output::{
+        flamegraph::{self, FlamegraphOptions, Kind},
+        give_to_invoking_user,
+    },
+    session::{load, model::files},
+};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KindArg {
+    #[default]
+    Oncpu,
+    Offcpu,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct FlamegraphArgs {
+    /// Session directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// On-CPU samples or off-CPU blocked time (µs).
+    #[arg(long, value_enum, default_value_t = KindArg::Oncpu)]
+    pub kind: KindArg,
+    /// Differential against another session: frames sized by DIR, red where
+    /// DIR spends more than OTHER_DIR, blue where less (counts normalized).
+    #[arg(long, value_name = "OTHER_DIR")]
+    pub diff: Option<PathBuf>,
+    /// Output SVG (default: DIR/flamegraph-KIND.svg, or DIR/flamegraph-KIND-diff.svg).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Stable colours and pretty XML (for diffs and tests).
+    #[arg(long)]
+    pub deterministic: bool,
+}
+
+/// Runs `storprof flamegraph`.
+pub fn run(args: &FlamegraphArgs) -> anyhow::Result<i32> {
+    let kind = match args.kind {
+        KindArg::Oncpu => Kind::OnCpu,
+        KindArg::Offcpu => Kind::OffCpu,
+    };
+    let folded_name = match kind {
+        Kind::OnCpu => files::ONCPU_FOLDED,
+        Kind::OffCpu => files::OFFCPU_FOLDED,
+    };
+    let this = match load::load(&args.dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("storprof: error: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    if this.missing.contains(&folded_name) {
+        eprintln!(
+            "storprof: warning: {} has no {folded_name}; the flamegraph is empty",
+            args.dir.display()
+        );
+    }
+    let mut options = FlamegraphOptions::new(kind);
+    options.deterministic = args.deterministic;
+    let stacks = match kind {
+        Kind::OnCpu => &this.oncpu,
+        Kind::OffCpu => &this.offcpu,
+    };
+    let default_name = match &args.diff {
+        None => format!("flamegraph-{}.svg", kind.file_stem()),
+        Some(_) => format!("flamegraph-{}-diff.svg", kind.file_stem()),
+    };
+    let out = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.dir.join(default_name));
+    let file = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let w = BufWriter::new(file);
+    match &args.diff {
+        None => flamegraph::write(stacks, &options, w),
+        Some(other_dir) => {
+            let other = match load::load(other_dir) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("storprof: error: {e}");
+                    return Ok(exit::USAGE);
+                }
+            };
+            let other_stacks = match kind {
+                Kind::OnCpu => &other.oncpu,
+                Kind::OffCpu => &other.offcpu,
+            };
+            options.title = Some(format!(
+                "{} vs {}: red = more in {}, blue = less",
+                args.dir.display(),
+                other_dir.display(),
+                args.dir.display()
+            ));
+            flamegraph::write_diff(other_stacks, stacks, &options, w)
+        }
+    }
+    .with_context(|| format!("cannot write {}", out.display()))?;
+    give_to_invoking_user(&out);
+    eprintln!("storprof: flamegraph written to {}", out.display());
+    Ok(exit::OK)
+}

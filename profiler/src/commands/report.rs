@@ -1,0 +1,50 @@
+//! `storprof report DIR`: analyse a session, write verdict.json, report.md,
+//! flamegraphs and timeline into it, print the verdict.
+use std::path::PathBuf;
+
+use super::{ThresholdArgs, load_thresholds};
+use crate::{
+    cli::exit,
+    output::{self, ReportOptions, report::render_terminal},
+    session::load::LoadError,
+};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Session directory written by `storprof record`.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+}
+
+/// Runs `storprof report`.
+pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
+    let options = ReportOptions {
+        thresholds: load_thresholds(args.thresholds.thresholds.as_deref())?,
+        ..ReportOptions::default()
+    };
+    match output::write_report(&args.dir, &options) {
+        Ok(outcome) => {
+            print!("{}", render_terminal(&outcome.analysis));
+            if !outcome.session.is_complete() {
+                eprintln!(
+                    "storprof: partial session: missing {}",
+                    outcome.session.missing.join(", ")
+                );
+            }
+            eprintln!(
+                "storprof: report written to {}",
+                args.dir.join(output::files::REPORT).display()
+            );
+            Ok(exit::OK)
+        }
+        Err(output::OutputError::Load(
+            e @ (LoadError::MissingDir(_) | LoadError::NotADir(_) | LoadError::NotASession { .. }),
+        )) => {
+            eprintln!("storprof: error: {e}");
+            Ok(exit::USAGE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,426 @@
+//! `report.md` (GitHub-flavoured markdown a user pastes into an issue) and
+//! `verdict.json`, rendered from a session and its analysis. Pure: strings
+//! out; the command writes them.
+//!
+//! ```text
+//! Session + Analysis ──► render_markdown ──► report.md
+//!                    ──► verdict_json     ──► verdict.json
+//! ```
+//! The recorded command is redacted (see [`super::bundle::redact_args`]):
+//! reports travel with bundles.
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use serde::Serialize;
+
+use super::bundle::redact_args;
+use crate::{
+    analysis::{Analysis, Features, HotFrames, Verdict, frames::FrameShare},
+    session::{load::Session, model::ThreadStats},
+};
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// `verdict.json`: the verdict plus the features it was computed from.
+#[derive(Serialize)]
+struct VerdictFile<'a> {
+    #[serde(flatten)]
+    verdict: &'a Verdict,
+    hot_oncpu_readers: &'a [FrameShare],
+    hot_offcpu: &'a [FrameShare],
+    features: &'a Features,
+}
+
+/// Pretty JSON of `verdict.json`.
+pub fn verdict_json(analysis: &Analysis) -> serde_json::Result<String> {
+    let file = VerdictFile {
+        verdict: &analysis.verdict,
+        hot_oncpu_readers: &analysis.hot_oncpu_readers.categories,
+        hot_offcpu: &analysis.hot_offcpu.categories,
+        features: &analysis.features,
+    };
+    serde_json::to_string_pretty(&file).map(|mut s| {
+        s.push('\n');
+        s
+    })
+}
+
+/// A markdown table cell: pipes escaped, newlines flattened.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// A frame name as inline code (no HTML interpretation of `<T>`).
+fn code(s: &str) -> String {
+    format!("`{}`", s.replace('`', "'").replace('|', "\\|"))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+fn thread_total(t: &ThreadStats) -> u64 {
+    t.on_cpu_ns + t.off_cpu_ns.total()
+}
+
+fn frames_table(out: &mut String, rows: &[FrameShare], unit: &str, limit: usize) {
+    if rows.is_empty() {
+        out.push_str("_No stacks recorded._\n\n");
+        return;
+    }
+    let _ = writeln!(out, "| share | {unit} | frame |\n|---:|---:|---|");
+    for r in rows.iter().take(limit) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            pct(r.share),
+            r.count,
+            code(&r.name)
+        );
+    }
+    out.push('\n');
+}
+
+fn hot_section(out: &mut String, title: &str, hot: &HotFrames, unit: &str) {
+    let _ = writeln!(out, "## {title}\n");
+    if hot.total == 0 {
+        out.push_str("_No stacks recorded._\n\n");
+        return;
+    }
+    let _ = writeln!(out, "Total: {} {unit}.\n", hot.total);
+    out.push_str("**By category**\n\n");
+    frames_table(out, &hot.categories, unit, 8);
+    out.push_str("**Hottest functions (self)**\n\n");
+    frames_table(out, &hot.self_functions, unit, 10);
+    out.push_str("**Hottest libraries (self)**\n\n");
+    frames_table(out, &hot.libraries, unit, 6);
+}
+
+/// Renders report.md.
+pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
+    let v = &analysis.verdict;
+    let f = &analysis.features;
+    let mut out = String::new();
+    let _ = writeln!(out, "# storprof report: `{}`\n", v.verdict);
+    let _ = writeln!(out, "> **{}**\n", v.headline);
+    let _ = writeln!(
+        out,
+        "Verdict **`{}`**, confidence {} ({:.2}){}.\n",
+        v.verdict,
+        v.confidence_label,
+        v.confidence,
+        if v.inconclusive {
+            ", inconclusive: no rule's conditions all held"
+        } else {
+            ""
+        }
+    );
+    if !session.is_complete() {
+        let _ = writeln!(
+            out,
+            "> [!WARNING]\n> Partial session: {} missing (the recording stopped before writing them). \
+             Figures that need them are absent or zero.\n",
+            session.missing.join(", ")
+        );
+    }
+
+    out.push_str("## Evidence\n\n| figure | value |\n|---|---:|\n");
+    for e in &v.evidence {
+        let value = match e.unit.as_str() {
+            "fraction" => pct(e.value),
+            "%" => format!("{:.2}%", e.value),
+            unit => format!("{} {unit}", e.value),
+        };
+        let _ = writeln!(out, "| {} | {} |", cell(&e.text), value);
+    }
+    out.push('\n');
+
+    if !v.notes.is_empty() {
+        out.push_str("## Findings and caveats\n\n");
+        for n in &v.notes {
+            let _ = writeln!(out, "- {}", n.replace('\n', " "));
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "## Runners-up\n\n| verdict | conditions hold | score | finding |\n|---|---|---:|---|\n",
+    );
+    for r in &v.runners_up {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {:.2} | {} |",
+            r.verdict,
+            if r.fired { "yes" } else { "no" },
+            r.score,
+            cell(&r.summary)
+        );
+    }
+    out.push('\n');
+
+    if let Some(b) = &f.bench {
+        out.push_str("## Benchmark (storprof bench)\n\n| metric | value |\n|---|---:|\n");
+        let opt = |x: Option<f64>, fmt: &dyn Fn(f64) -> String| x.map_or("n/a".to_string(), fmt);
+        let rows = [
+            ("AU (%)", opt(b.au_percentage, &|x| format!("{x:.4}"))),
+            (
+                "expected AU (%)",
+                opt(b.au_expected_percentage, &|x| format!("{x:.0}")),
+            ),
+            (
+                "computation time per step (s)",
+                opt(b.computation_time_s, &|x| format!("{x:.4}")),
+            ),
+            (
+                "throughput (samples/s)",
+                opt(b.throughput_samples_per_second, &|x| format!("{x:.4}")),
+            ),
+            (
+                "I/O, DLIO derived (MiB/s)",
+                opt(b.derived_io_mib_per_s, &|x| format!("{x:.4}")),
+            ),
+            (
+                "I/O, measured by the bench (MiB/s)",
+                opt(b.measured_read_mib_per_s, &|x| format!("{x:.4}")),
+            ),
+            (
+                "measured / derived",
+                opt(b.measured_over_derived, &|x| format!("{x:.2}×")),
+            ),
+            (
+                "read amplification",
+                opt(b.read_amplification, &|x| format!("{x:.2}×")),
+            ),
+        ];
+        for (k, val) in rows {
+            let _ = writeln!(out, "| {k} | {val} |");
+        }
+        let _ = writeln!(
+            out,
+            "| read syscalls, measured by storprof (MiB/s) | {:.4} |\n",
+            f.read_syscall_mib_per_s
+        );
+    }
+
+    // Per process.
+    let duration_ns = (f.duration_s * 1e9).max(1.0);
+    let mut procs: BTreeMap<u32, Vec<&ThreadStats>> = BTreeMap::new();
+    for t in &session.threads {
+        procs.entry(t.pid).or_default().push(t);
+    }
+    out.push_str("## Processes\n\n");
+    if procs.is_empty() {
+        out.push_str("_No thread statistics (threads.json missing or empty)._\n\n");
+    } else {
+        out.push_str(
+            "| pid | comm | threads | CPU (% of one CPU) | runnable | sleeping | D (I/O) | read syscalls (MiB) | read MiB/s | page-cache misses (MiB) |\n\
+             |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        let page = session.io.page_cache.page_size.max(1);
+        for (pid, ts) in &procs {
+            let comm = ts
+                .iter()
+                .find(|t| t.tid == *pid)
+                .or(ts.first())
+                .map_or("?", |t| t.comm.as_str());
+            let life: u64 = ts.iter().map(|t| thread_total(t)).sum();
+            let on: u64 = ts.iter().map(|t| t.on_cpu_ns).sum();
+            let runnable: u64 = ts.iter().map(|t| t.off_cpu_ns.runnable).sum();
+            let sleeping: u64 = ts.iter().map(|t| t.off_cpu_ns.sleeping).sum();
+            let d: u64 = ts.iter().map(|t| t.off_cpu_ns.uninterruptible).sum();
+            let read: u64 = ts.iter().map(|t| t.read_bytes).sum();
+            let misses: u64 = ts.iter().map(|t| t.page_cache_misses).sum();
+            let _ = writeln!(
+                out,
+                "| {pid} | {} | {} | {:.1}% | {} | {} | {} | {:.1} | {:.2} | {:.1} |",
+                code(comm),
+                ts.len(),
+                on as f64 / duration_ns * 100.0,
+                pct(share(runnable, life)),
+                pct(share(sleeping, life)),
+                pct(share(d, life)),
+                read as f64 / MIB,
+                read as f64 / MIB / f.duration_s.max(1e-9),
+                (misses * page) as f64 / MIB,
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nThread-state shares are of each process's thread time; readers (by {}) : {} thread(s), {}.\n",
+            f.reader_selection
+                .map_or("n/a".to_string(), |s| serde_json::to_value(s)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()),
+            f.reader_threads,
+            f.reader_comms
+                .iter()
+                .map(|c| code(c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+
+    out.push_str("## Devices\n\n");
+    if f.devices.is_empty() {
+        out.push_str("_No block-device activity recorded (io.json missing or no devices)._\n\n");
+    } else {
+        out.push_str(
+            "| device | read (MiB) | read MiB/s | read requests | write (MiB) | busy | p50 latency | p99 latency |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for (d, raw) in f.devices.iter().zip(&session.io.devices) {
+            let lat = |x: Option<f64>| x.map_or("n/a".to_string(), |us| format!("≤ {us:.0} µs"));
+            let _ = writeln!(
+                out,
+                "| {} | {:.1} | {:.2} | {} | {:.1} | {} | {} | {} |",
+                code(&d.name),
+                d.read_bytes as f64 / MIB,
+                d.read_mib_per_s,
+                d.read_requests,
+                raw.write_bytes as f64 / MIB,
+                pct(d.utilization),
+                lat(d.latency_p50_us),
+                lat(d.latency_p99_us)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nRead syscalls returned {:.1} MiB ({:.2} MiB/s); storage supplied {:.1} MiB; page-cache hit ratio {}.\n",
+            f.read_syscall_bytes as f64 / MIB,
+            f.read_syscall_mib_per_s,
+            f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / MIB,
+            f.page_cache_hit_ratio.map_or("n/a".to_string(), pct)
+        );
+    }
+
+    hot_section(
+        &mut out,
+        "Top on-CPU frames (reader threads)",
+        &analysis.hot_oncpu_readers,
+        "samples",
+    );
+    hot_section(
+        &mut out,
+        "Top off-CPU frames (all threads, blocked time)",
+        &analysis.hot_offcpu,
+        "us",
+    );
+
+    let i = &session.info;
+    out.push_str("## System\n\n| fact | value |\n|---|---|\n");
+    let probes: Vec<String> = i
+        .probes
+        .iter()
+        .map(|p| {
+            format!(
+                "{}{}",
+                p.name,
+                if p.attached { "" } else { " (not attached)" }
+            )
+        })
+        .collect();
+    let lost: u64 = i.lost_events.values().sum();
+    let rows = [
+        ("host", i.hostname.clone()),
+        ("kernel", i.kernel.clone()),
+        ("CPUs", i.num_cpus.to_string()),
+        (
+            "recording",
+            format!(
+                "{:.1} s, ended: {}",
+                f.duration_s,
+                if i.end_reason.is_empty() {
+                    "unknown"
+                } else {
+                    &i.end_reason
+                }
+            ),
+        ),
+        ("sampling", format!("{} Hz", i.freq_hz)),
+        ("storprof", i.storprof_version.clone()),
+        (
+            "probes",
+            if probes.is_empty() {
+                "unknown".to_string()
+            } else {
+                probes.join(", ")
+            },
+        ),
+        ("lost events", lost.to_string()),
+        (
+            "exit",
+            match (i.exit_code, i.exit_signal) {
+                (Some(c), _) => format!("code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "n/a".to_string(),
+            },
+        ),
+    ];
+    for (k, val) in rows {
+        let _ = writeln!(out, "| {k} | {} |", cell(&val));
+    }
+    out.push('\n');
+    for n in i.notes.iter().chain(&session.warnings) {
+        let _ = writeln!(out, "- {}", n.replace('\n', " "));
+    }
+    if !i.notes.is_empty() || !session.warnings.is_empty() {
+        out.push('\n');
+    }
+
+    out.push_str("## Command\n\n```sh\n");
+    if i.command.is_empty() {
+        let pids: Vec<String> = i.attached_pids.iter().map(ToString::to_string).collect();
+        let _ = writeln!(out, "# attached to pid(s) {}", pids.join(" "));
+    } else {
+        let _ = writeln!(out, "{}", shell_join(&redact_args(&i.command)));
+    }
+    out.push_str("```\n\n");
+    out.push_str(
+        "Flamegraphs: [on-CPU](flamegraph-oncpu.svg), [off-CPU](flamegraph-offcpu.svg); \
+         timeline: [timeline.svg](timeline.svg); figures: `verdict.json`.\n",
+    );
+    out
+}
+
+/// Joins argv for display, single-quoting words with shell metacharacters.
+pub fn shell_join(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The verdict as printed on a terminal: headline, evidence, other findings.
+pub fn render_terminal(analysis: &Analysis) -> String {
+    let v = &analysis.verdict;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "verdict: {} (confidence {} {:.2})",
+        v.verdict, v.confidence_label, v.confidence
+    );
+    let _ = writeln!(out, "  {}", v.headline);
+    for e in &v.evidence {
+        let _ = writeln!(out, "  - {}", e.text);
+    }
+    for n in &v.notes {
+        let _ = writeln!(out, "  * {n}");
+    }
+    out
+}
