@@ -52,19 +52,25 @@ struct Category {
     kernel_only: bool,
 }
 
-/// Categories that name a cause; the leaf-most matching frame decides.
-/// Order only matters between categories matching the same frame.
-const SPECIFIC: &[Category] = &[
+/// storprof bench reader functions known to be slow by design: named
+/// wherever they appear on the stack (their callees, e.g. `core::fmt`, are
+/// how they spend it).
+const NAMED: &[Category] = &[
     Category {
-        name: "global index map formatting (dlio-legacy reader: format_global_index_map)",
+        name: "format_global_index_map (dlio-legacy reader)",
         patterns: &["format_global_index_map"],
         kernel_only: false,
     },
     Category {
-        name: "whole row-group decode (dlio-legacy reader: decode_whole_row_group)",
+        name: "decode_whole_row_group (dlio-legacy reader)",
         patterns: &["decode_whole_row_group"],
         kernel_only: false,
     },
+];
+
+/// Categories that name a cause; the leaf-most matching frame decides.
+/// Order only matters between categories matching the same frame.
+const SPECIFIC: &[Category] = &[
     Category {
         name: "libpython string formatting",
         patterns: &[
@@ -214,9 +220,13 @@ fn matches(category: &Category, frame: &str) -> bool {
 }
 
 /// The friendly category of one stack (frames root → leaf, comm excluded):
-/// the leaf-most frame matching a specific category decides; else the
-/// leaf-most generic match; else "other kernel"/"other user code" by the leaf.
+/// a named bench reader function anywhere on the stack; else the leaf-most
+/// frame matching a specific category; else the leaf-most generic match;
+/// else "other kernel"/"other user code" by the leaf.
 pub fn categorize(frames: &[&str]) -> &'static str {
+    if let Some(c) = NAMED.iter().find(|c| frames.iter().any(|f| matches(c, f))) {
+        return c.name;
+    }
     for list in [SPECIFIC, GENERIC] {
         for frame in frames.iter().rev() {
             if let Some(c) = list.iter().find(|c| matches(c, frame)) {
@@ -399,6 +409,14 @@ mod tests {
             "page-cache copies (kernel)"
         );
         assert_eq!(categorize(&["main", "memcpy"]), "memcpy (user)");
+        assert_eq!(
+            categorize(&[
+                "run",
+                "storprof_bench::reader::legacy::format_global_index_map",
+                "core::fmt::write"
+            ]),
+            NAMED[0].name
+        );
         assert_eq!(categorize(&["main", "schedule_[k]"]), OTHER_KERNEL);
         assert_eq!(categorize(&["main", "work"]), OTHER_USER);
         // A user frame named like a kernel category does not match it.

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 /// documented values.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-#[non_exhaustive]
 pub struct Thresholds {
     // ---- selecting threads ----
     /// A thread is a reader when it returned at least this share of all
@@ -21,7 +20,10 @@ pub struct Thresholds {
     /// life. Default 0.5 (USE method: a saturated CPU wants more than it gets).
     pub busy_thread_share: f64,
     /// A non-reader thread is the consumer (simulated accelerator) when it
-    /// sleeps in nanosleep at least this share of its life. Default 0.5.
+    /// sleeps in nanosleep at least this share of its life. Default 0.1: the
+    /// consumer of a starved pipeline sleeps only its AU share (37% in
+    /// storage #330), so the bar is low; it decides nothing by itself
+    /// (compute-bound needs the sleep share ≥ the AU threshold).
     pub consumer_sleep_share: f64,
 
     // ---- cpu-bound-reader ----
@@ -91,7 +93,7 @@ impl Default for Thresholds {
             reader_read_fraction: 0.05,
             reader_min_read_bytes: 1 << 20,
             busy_thread_share: 0.5,
-            consumer_sleep_share: 0.5,
+            consumer_sleep_share: 0.1,
             cpu_bound_on_cpu_share: 0.5,
             cpu_bound_user_share: 0.5,
             storage_idle_utilization: 0.2,

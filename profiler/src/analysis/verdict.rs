@@ -267,7 +267,9 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
 fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
     let util = top_util(f);
     let fired = f.reader_blocked_io_share >= t.storage_bound_blocked_share;
-    let limit = if util >= t.storage_busy_utilization {
+    let limit = if !fired {
+        storage_phrase(f)
+    } else if util >= t.storage_busy_utilization {
         format!("the device is the limit: {}", storage_phrase(f))
     } else {
         format!(

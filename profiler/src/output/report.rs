@@ -136,7 +136,7 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
         let value = match e.unit.as_str() {
             "fraction" => pct(e.value),
             "%" => format!("{:.2}%", e.value),
-            unit => format!("{} {unit}", e.value),
+            unit => format!("{:.2} {unit}", e.value),
         };
         let _ = writeln!(out, "| {} | {} |", cell(&e.text), value);
     }

@@ -1,0 +1,383 @@
+//! Analysis on recorded sessions, without root: verdicts of the labelled
+//! fixture sessions in tests/data/sessions/<scenario>/, golden verdict.json,
+//! report.md and a pretty on-CPU flamegraph in tests/data/golden/<scenario>/,
+//! bad input (missing dir, partial session, empty folded, newer format) and
+//! bundle redaction through the `storprof` binary.
+//!
+//! Golden files: missing ones are created; `STORPROF_BLESS=1` rewrites them.
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use storprof::{
+    analysis::{self, Thresholds, VerdictId},
+    output::{self, ReportOptions, report},
+    session::load::{self, LoadError},
+};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/data/sessions").join(name)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// Compares `got` with the golden file, creating it when missing and
+/// rewriting it under STORPROF_BLESS=1.
+fn golden(scenario: &str, file: &str, got: &str) {
+    let path = root().join("tests/data/golden").join(scenario).join(file);
+    if std::env::var_os("STORPROF_BLESS").is_some() || !path.exists() {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, got).unwrap();
+        eprintln!("blessed {}", path.display());
+        return;
+    }
+    let want = fs::read_to_string(&path).unwrap();
+    if want != got {
+        let first = want
+            .lines()
+            .zip(got.lines())
+            .position(|(a, b)| a != b)
+            .map_or(want.lines().count().min(got.lines().count()), |i| i);
+        panic!(
+            "{} differs from the golden file at line {} \n want: {:?}\n  got: {:?}\n\
+             (re-bless with STORPROF_BLESS=1 cargo test --test analysis if the change is intended)",
+            path.display(),
+            first + 1,
+            want.lines().nth(first),
+            got.lines().nth(first)
+        );
+    }
+}
+
+/// (fixture, the verdict it must get).
+const SCENARIOS: &[(&str, VerdictId)] = &[
+    ("cpu-bound-dlio-legacy", VerdictId::CpuBoundReader),
+    ("storage-bound-odirect-throttled", VerdictId::StorageBound),
+    ("page-cache-served", VerdictId::PageCacheServed),
+    ("compute-bound", VerdictId::ComputeBound),
+    ("cpu-starved", VerdictId::CpuStarved),
+    ("lock-contention", VerdictId::LockContention),
+];
+
+#[test]
+fn fixture_sessions_get_their_labels() {
+    let mut wrong = Vec::new();
+    for (name, want) in SCENARIOS {
+        let session = load::load(&fixture(name)).unwrap();
+        assert!(session.is_complete(), "{name}: {:?}", session.missing);
+        let a = analysis::analyze(&session, &Thresholds::default());
+        println!(
+            "{name:34} -> {:18} {:.2} {}",
+            a.verdict.verdict, a.verdict.confidence, a.verdict.headline
+        );
+        if a.verdict.verdict != *want {
+            wrong.push(format!(
+                "{name}: want {want}, got {} ({})",
+                a.verdict.verdict, a.verdict.headline
+            ));
+        }
+    }
+    println!(
+        "fixture accuracy: {}/{}",
+        SCENARIOS.len() - wrong.len(),
+        SCENARIOS.len()
+    );
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn cpu_bound_legacy_names_the_hot_reader_functions_and_the_330_mismatch() {
+    let session = load::load(&fixture("cpu-bound-dlio-legacy")).unwrap();
+    let a = analysis::analyze(&session, &Thresholds::default());
+    let v = &a.verdict;
+    assert!(
+        v.headline.contains("format_global_index_map"),
+        "{}",
+        v.headline
+    );
+    assert!(v.headline.contains("storage idle"), "{}", v.headline);
+    assert!(v.headline.contains("from vda"), "{}", v.headline);
+    assert_eq!(v.confidence_label, "high");
+    // Reads came from the page cache: secondary finding.
+    assert!(
+        v.runners_up
+            .iter()
+            .any(|r| r.verdict == VerdictId::PageCacheServed && r.fired),
+        "{:?}",
+        v.runners_up
+    );
+    assert!(v.notes.iter().any(|n| n.contains("#330")), "{:?}", v.notes);
+    // The consumer was found and its sleep share is the AU seen by the kernel.
+    let c = a.features.consumer.as_ref().unwrap();
+    assert_eq!(c.comm, "consumer");
+    assert!((c.sleep_share - 0.372).abs() < 0.01, "{}", c.sleep_share);
+    assert_eq!(
+        a.features.bench.as_ref().unwrap().computation_time_s,
+        Some(1.35)
+    );
+    assert_eq!(a.features.reader_comms, ["reader-2", "reader-3"]);
+}
+
+#[test]
+fn storage_bound_names_the_throttle() {
+    let session = load::load(&fixture("storage-bound-odirect-throttled")).unwrap();
+    let v = analysis::analyze(&session, &Thresholds::default()).verdict;
+    assert!(v.headline.contains("throttle"), "{}", v.headline);
+    // With a looser "device busy" threshold the device itself is blamed.
+    let t = Thresholds {
+        storage_busy_utilization: 0.1,
+        ..Thresholds::default()
+    };
+    let v = analysis::analyze(&session, &t).verdict;
+    assert!(
+        v.headline.contains("the device is the limit"),
+        "{}",
+        v.headline
+    );
+}
+
+#[test]
+fn golden_verdicts_reports_and_flamegraph() {
+    for (name, _) in SCENARIOS {
+        let session = load::load(&fixture(name)).unwrap();
+        let a = analysis::analyze(&session, &Thresholds::default());
+        golden(name, "verdict.json", &report::verdict_json(&a).unwrap());
+        golden(name, "report.md", &report::render_markdown(&session, &a));
+    }
+    let session = load::load(&fixture("cpu-bound-dlio-legacy")).unwrap();
+    let mut o = output::flamegraph::FlamegraphOptions::new(output::flamegraph::Kind::OnCpu);
+    o.deterministic = true;
+    let mut svg = Vec::new();
+    output::flamegraph::write(&session.oncpu, &o, &mut svg).unwrap();
+    golden(
+        "cpu-bound-dlio-legacy",
+        "flamegraph-oncpu.svg",
+        &String::from_utf8(svg).unwrap(),
+    );
+    let mut folded = session.oncpu.lines().join("\n");
+    folded.push('\n');
+    golden("cpu-bound-dlio-legacy", "oncpu.folded", &folded);
+}
+
+#[test]
+fn missing_dir_is_a_clear_error() {
+    let err = load::load(Path::new("/nonexistent/storprof-session")).unwrap_err();
+    assert!(matches!(err, LoadError::MissingDir(_)));
+    assert!(
+        err.to_string()
+            .contains("/nonexistent/storprof-session does not exist")
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let err = load::load(empty.path()).unwrap_err();
+    assert!(matches!(err, LoadError::NotASession { .. }), "{err}");
+}
+
+#[test]
+fn partial_session_reports_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    // Killed mid-way: threads and on-CPU stacks written, nothing else.
+    for f in ["threads.json", "oncpu.folded"] {
+        fs::copy(fixture("cpu-bound-dlio-legacy").join(f), dir.path().join(f)).unwrap();
+    }
+    let session = load::load(dir.path()).unwrap();
+    assert_eq!(
+        session.missing,
+        [
+            "session.json",
+            "io.json",
+            "timeseries.json",
+            "offcpu.folded"
+        ]
+    );
+    let out = output::write_report(dir.path(), &ReportOptions::default()).unwrap();
+    let md = fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains(
+            "Partial session: session.json, io.json, timeseries.json, offcpu.folded missing"
+        ),
+        "{md}"
+    );
+    assert!(
+        out.analysis
+            .verdict
+            .notes
+            .iter()
+            .any(|n| n.contains("Partial session"))
+    );
+    for f in [
+        "verdict.json",
+        "flamegraph-oncpu.svg",
+        "flamegraph-offcpu.svg",
+        "timeline.svg",
+    ] {
+        assert!(dir.path().join(f).exists(), "{f}");
+    }
+}
+
+#[test]
+fn empty_folded_files_are_warnings_not_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("page-cache-served"), dir.path());
+    fs::write(dir.path().join("oncpu.folded"), "").unwrap();
+    let session = load::load(dir.path()).unwrap();
+    assert!(
+        session
+            .warnings
+            .iter()
+            .any(|w| w == "oncpu.folded is empty: no stacks were recorded")
+    );
+    output::write_report(dir.path(), &ReportOptions::default()).unwrap();
+    let svg = fs::read_to_string(dir.path().join("flamegraph-oncpu.svg")).unwrap();
+    assert!(svg.contains("no oncpu stacks were recorded"));
+}
+
+#[test]
+fn newer_format_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("cpu-starved"), dir.path());
+    let path = dir.path().join("session.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    v["format_version"] = 99.into();
+    v["something_new"] = serde_json::json!({"x": 1});
+    fs::write(&path, v.to_string()).unwrap();
+    let err = load::load(dir.path()).unwrap_err();
+    assert!(
+        matches!(err, LoadError::NewerFormat { found: 99, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("upgrade storprof"), "{err}");
+}
+
+#[test]
+fn malformed_json_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("cpu-starved"), dir.path());
+    fs::write(dir.path().join("io.json"), "{\"devices\": [").unwrap();
+    let err = load::load(dir.path()).unwrap_err();
+    assert!(
+        err.to_string().contains("io.json is not valid JSON"),
+        "{err}"
+    );
+}
+
+fn storprof(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_storprof"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_report_flamegraph_and_bad_dirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("s");
+    copy_dir(&fixture("cpu-bound-dlio-legacy"), &s);
+    let out = storprof(&["report", s.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("verdict: cpu-bound-reader"), "{stdout}");
+    for f in [
+        "verdict.json",
+        "report.md",
+        "flamegraph-oncpu.svg",
+        "flamegraph-offcpu.svg",
+        "timeline.svg",
+    ] {
+        assert!(s.join(f).exists(), "{f}");
+    }
+    let other = dir.path().join("raw");
+    copy_dir(&fixture("compute-bound"), &other);
+    let diff = dir.path().join("diff.svg");
+    let out = storprof(&[
+        "flamegraph",
+        s.to_str().unwrap(),
+        "--diff",
+        other.to_str().unwrap(),
+        "-o",
+        diff.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        fs::read_to_string(&diff)
+            .unwrap()
+            .contains("format_global_index_map")
+    );
+    let out = storprof(&["flamegraph", s.to_str().unwrap(), "--kind", "offcpu"]);
+    assert!(out.status.success());
+    assert!(
+        fs::read_to_string(s.join("flamegraph-offcpu.svg"))
+            .unwrap()
+            .contains(" us")
+    );
+
+    let out = storprof(&["report", "/nonexistent/session"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+}
+
+#[test]
+fn bundle_holds_everything_and_no_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("session");
+    copy_dir(&fixture("storage-bound-odirect-throttled"), &s);
+    let tgz = dir.path().join("evidence.tar.gz");
+    let out = storprof(&["bundle", s.to_str().unwrap(), "-o", tgz.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut archive =
+        tar::Archive::new(flate2::read::GzDecoder::new(fs::File::open(&tgz).unwrap()));
+    let mut names = Vec::new();
+    let mut all = String::new();
+    for e in archive.entries().unwrap() {
+        let mut e = e.unwrap();
+        names.push(e.path().unwrap().to_string_lossy().to_string());
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut e, &mut text).unwrap();
+        all.push_str(&text);
+    }
+    for want in [
+        "session/session.json",
+        "session/report.md",
+        "session/verdict.json",
+        "session/flamegraph-oncpu.svg",
+        "session/timeline.svg",
+        "session/system.json",
+        "session/oncpu.folded",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    for secret in ["wJalrXUtnFEMIK7MDENG", "hunter2", "abc123"] {
+        assert!(!all.contains(secret), "{secret} leaked into the bundle");
+    }
+    assert!(all.contains("AWS_SECRET_ACCESS_KEY=<redacted>"));
+    // The session on disk is untouched; only the bundle is redacted.
+    assert!(
+        fs::read_to_string(s.join("session.json"))
+            .unwrap()
+            .contains("hunter2")
+    );
+}
