@@ -1,16 +1,161 @@
-//! `storprof datagen` and `storprof bench` arguments.
+//! `storprof datagen` and `storprof bench` arguments, mapped onto
+//! [`DatagenOptions`] and [`BenchOptions`]. Exit codes are the profiler's
+//! (`storprof::cli::exit`): errors here become exit 1 at the binary edge,
+//! clap usage errors exit 2.
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
 use clap::Args;
 
-#[derive(Args, Debug)]
-pub struct DatagenArgs {}
+use crate::config::{Accelerator, Workload};
+use crate::datagen::{self, DatagenOptions};
+use crate::engine::bench::{self, BenchOptions};
+use crate::reader::ReaderKind;
+use crate::storage::LocalStorage;
 
+/// Generate a DLIO-compatible dataset: `DIR/<model>/train/img_<i>_of_<N>.<ext>`.
 #[derive(Args, Debug)]
-pub struct BenchArgs {}
-
-pub fn run_datagen(_args: &DatagenArgs) -> anyhow::Result<()> {
-    anyhow::bail!("datagen: not built yet")
+pub struct DatagenArgs {
+    /// Workload (DLIO model): flux (Parquet) or unet3d (NPZ).
+    #[arg(long, value_enum, required_unless_present = "config")]
+    pub workload: Option<Workload>,
+    /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml.
+    #[arg(long, value_enum, default_value_t = Accelerator::B200)]
+    pub accelerator_type: Accelerator,
+    /// Dataset root; files go to DIR/<model>/train (and valid/).
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Override a DLIO workload key, e.g. dataset.num_files_train=64 (repeatable).
+    #[arg(long = "param", value_name = "KEY=VALUE", num_args = 1..)]
+    pub params: Vec<String>,
+    /// A DLIO workload YAML used instead of the embedded one.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Overwrite existing data files.
+    #[arg(long)]
+    pub force: bool,
+    /// Client host memory in GiB for mlpstorage's dataset-size rule (default: this host's).
+    #[arg(long)]
+    pub client_memory_gb: Option<f64>,
+    /// Number of client hosts for the dataset-size rule.
+    #[arg(long, default_value_t = 1)]
+    pub num_client_hosts: u64,
+    /// Accelerators (num_processes) for the dataset-size rule.
+    #[arg(long, default_value_t = 1)]
+    pub accelerators: u64,
+    /// Writer threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
 }
 
-pub fn run_bench(_args: &BenchArgs) -> anyhow::Result<()> {
-    anyhow::bail!("bench: not built yet")
+/// Emulate DLIO training over a dataset and report DLIO's metrics plus measured I/O.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Workload (DLIO model): flux or unet3d.
+    #[arg(long, value_enum, required_unless_present = "config")]
+    pub workload: Option<Workload>,
+    /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml.
+    #[arg(long, value_enum, default_value_t = Accelerator::B200)]
+    pub accelerator_type: Accelerator,
+    /// Dataset root (as given to datagen); reads DIR/<model>/train.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Simulated accelerators (ranks).
+    #[arg(long, default_value_t = 1)]
+    pub accelerators: usize,
+    /// Reader workers per accelerator (reader.read_threads).
+    #[arg(long)]
+    pub read_threads: Option<u64>,
+    /// Seconds of simulated compute per step (train.computation_time); 0 = pure read speed.
+    #[arg(long)]
+    pub computation_time: Option<f64>,
+    /// Reader strategy.
+    #[arg(long, value_enum, default_value_t = ReaderKind::Raw)]
+    pub reader: ReaderKind,
+    /// Read with O_DIRECT (reader.odirect=True).
+    #[arg(long)]
+    pub odirect: bool,
+    /// Override a DLIO workload key, e.g. reader.batch_size=4 (repeatable).
+    #[arg(long = "param", value_name = "KEY=VALUE", num_args = 1..)]
+    pub params: Vec<String>,
+    /// A DLIO workload YAML used instead of the embedded one.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Where to write summary.json etc. (default results/training/<model>/run/<YYYYMMDD_HHMMSS>).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
+    /// Epochs (train.epochs).
+    #[arg(long)]
+    pub epochs: Option<u32>,
+}
+
+impl DatagenArgs {
+    /// The library options these arguments stand for.
+    pub fn options(&self) -> DatagenOptions {
+        DatagenOptions {
+            workload: self.workload,
+            accelerator: self.accelerator_type,
+            config_file: self.config.clone(),
+            params: self.params.clone(),
+            data_dir: self.data_dir.clone(),
+            force: self.force,
+            threads: self.threads,
+            progress: std::io::stderr().is_terminal(),
+            client_memory_gb: self.client_memory_gb,
+            num_client_hosts: self.num_client_hosts,
+            accelerators: self.accelerators,
+            print: true,
+        }
+    }
+}
+
+impl BenchArgs {
+    /// The library options these arguments stand for.
+    pub fn options(&self) -> BenchOptions {
+        BenchOptions {
+            workload: self.workload,
+            accelerator: self.accelerator_type,
+            config_file: self.config.clone(),
+            params: self.params.clone(),
+            data_dir: self.data_dir.clone(),
+            accelerators: self.accelerators,
+            read_threads: self.read_threads,
+            computation_time: self.computation_time,
+            epochs: self.epochs,
+            odirect: self.odirect,
+            reader: self.reader,
+            results_dir: self.results_dir.clone(),
+            progress: std::io::stderr().is_terminal(),
+            print: true,
+        }
+    }
+}
+
+/// `storprof datagen`.
+pub fn run_datagen(args: &DatagenArgs) -> anyhow::Result<()> {
+    let opts = args.options();
+    let storage = LocalStorage::new(".");
+    datagen::run_datagen(&opts, &storage).context("datagen")?;
+    Ok(())
+}
+
+/// `storprof bench`.
+pub fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
+    let opts = args.options();
+    run_bench_local(&opts)?;
+    Ok(())
+}
+
+/// Run the benchmark over local files with the chosen reader.
+pub fn run_bench_local(opts: &BenchOptions) -> anyhow::Result<bench::BenchReport> {
+    let cfg = opts.raw_config()?.to_config()?;
+    let storage = Arc::new(LocalStorage::with_odirect(".", cfg.odirect));
+    let kind = opts.reader;
+    let factory = |cfg: &crate::config::DlioConfig, _rank: usize| {
+        crate::engine::bench::make_local_reader(cfg, kind, Arc::clone(&storage) as Arc<dyn crate::storage::Storage>)
+    };
+    let report = bench::run_bench(opts, storage.as_ref(), &factory).context("bench")?;
+    Ok(report)
 }

@@ -15,11 +15,12 @@
 //! ```
 pub mod cli;
 pub mod config;
+pub mod datagen;
 pub mod engine;
 pub mod error;
+pub mod format;
 pub mod metrics;
 pub mod output;
-pub mod format;
 pub mod reader;
 pub mod storage;
 

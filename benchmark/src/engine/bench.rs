@@ -16,7 +16,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{RankEpoch, TrainObserver, TrainPlan, run_training};
 use crate::config::{self, Accelerator, DlioConfig, RawConfig, Workload};
 use crate::error::BenchError;
-use crate::metrics::{BlockMetrics, ExcludeSteps, RunMetrics, block_metrics, epoch_metrics, run_metrics};
+use crate::metrics::{
+    BlockMetrics, ExcludeSteps, RunMetrics, block_metrics, epoch_metrics, run_metrics,
+};
 use crate::output::{self, HostFacts, Measured, SummaryFacts};
 use crate::reader::{ReaderKind, SampleReader};
 use crate::storage::Storage;
@@ -91,12 +93,18 @@ impl BenchOptions {
         if self.odirect {
             params.push("reader.odirect=True".to_string());
         }
-        config::load(self.workload, self.accelerator, self.config_file.as_deref(), &params)
+        config::load(
+            self.workload,
+            self.accelerator,
+            self.config_file.as_deref(),
+            &params,
+        )
     }
 }
 
 /// Creates the reader of one rank.
-pub type ReaderFactory<'a> = dyn Fn(&DlioConfig, usize) -> Result<Arc<dyn SampleReader>, BenchError> + 'a;
+pub type ReaderFactory<'a> =
+    dyn Fn(&DlioConfig, usize) -> Result<Arc<dyn SampleReader>, BenchError> + 'a;
 
 /// What a run produced.
 #[derive(Clone, Debug)]
@@ -124,7 +132,9 @@ pub fn train_dir(data_dir: &Path, model: &str) -> PathBuf {
 /// Validate options, configuration and dataset. Errors name the key or path.
 pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, BenchError> {
     if opts.accelerators == 0 {
-        return Err(BenchError::Config("--accelerators must be at least 1".into()));
+        return Err(BenchError::Config(
+            "--accelerators must be at least 1".into(),
+        ));
     }
     let raw = opts.raw_config()?;
     let cfg = raw.to_config()?;
@@ -140,7 +150,11 @@ pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, B
     let dir_s = dir.to_string_lossy().to_string();
     let ext = format!(".{}", cfg.format.extension());
     let names: Vec<String> = if dir.is_dir() {
-        storage.list(&dir_s)?.into_iter().filter(|n| n.ends_with(&ext)).collect()
+        storage
+            .list(&dir_s)?
+            .into_iter()
+            .filter(|n| n.ends_with(&ext))
+            .collect()
     } else {
         Vec::new()
     };
@@ -199,7 +213,10 @@ pub fn run_bench(
     };
     let ignored = p.raw.ignored_keys();
     if !ignored.is_empty() {
-        log::info!("keys accepted for DLIO compatibility but without effect here: {}", ignored.join(", "));
+        log::info!(
+            "keys accepted for DLIO compatibility but without effect here: {}",
+            ignored.join(", ")
+        );
     }
     if p.cfg.checkpoint {
         log::warn!("workflow.checkpoint is set: checkpoints are not emulated, only training reads");
@@ -234,7 +251,11 @@ pub fn run_bench(
         .collect();
     let per_rank_epochs: Vec<_> = per_rank_blocks
         .iter()
-        .map(|bs| bs.iter().map(|b| epoch_metrics(std::slice::from_ref(b))).collect())
+        .map(|bs| {
+            bs.iter()
+                .map(|b| epoch_metrics(std::slice::from_ref(b)))
+                .collect()
+        })
         .collect();
     let metrics = run_metrics(&per_rank_epochs, p.cfg.record_size_dlio(), p.cfg.au);
     let measured = Measured::new(
@@ -288,7 +309,12 @@ pub fn run_bench(
 
     let now = Local::now();
     console.say(&now, &format!("Saved outputs in {}", results_dir.display()));
-    let block = output::metric_block(p.plan.comm_size, &metrics, Some(&measured), &output::ts(&Local::now()));
+    let block = output::metric_block(
+        p.plan.comm_size,
+        &metrics,
+        Some(&measured),
+        &output::ts(&Local::now()),
+    );
     console.raw(&block);
     let log_path = results_dir.join("dlio.log");
     std::fs::write(&log_path, console.log_text()).map_err(io(&log_path))?;
@@ -315,7 +341,8 @@ fn reader_name(k: ReaderKind) -> String {
 }
 
 fn write_json(path: &Path, v: &serde_json::Value) -> Result<(), BenchError> {
-    let text = serde_json::to_string_pretty(v).map_err(|e| BenchError::Config(format!("{}: {e}", path.display())))?;
+    let text = serde_json::to_string_pretty(v)
+        .map_err(|e| BenchError::Config(format!("{}: {e}", path.display())))?;
     std::fs::write(path, text + "\n").map_err(|source| BenchError::Io {
         path: path.to_path_buf(),
         source,
@@ -374,18 +401,26 @@ impl ConsoleObserver {
     }
 
     fn log_text(&self) -> String {
-        self.lines.lock().map(|l| l.join("\n") + "\n").unwrap_or_default()
+        self.lines
+            .lock()
+            .map(|l| l.join("\n") + "\n")
+            .unwrap_or_default()
     }
 }
 
 impl TrainObserver for ConsoleObserver {
     fn epoch_started(&self, epoch: u32, steps: u64, at: f64) {
         let t = self.at(at);
-        self.say(&t, &format!("Starting epoch {epoch}: {steps} steps expected"));
+        self.say(
+            &t,
+            &format!("Starting epoch {epoch}: {steps} steps expected"),
+        );
         self.say(&t, "Starting block 1");
         if self.progress {
             let bar = ProgressBar::new(steps);
-            if let Ok(style) = ProgressStyle::with_template("epoch {msg} [{bar:30}] {pos}/{len} steps {elapsed_precise} (eta {eta})") {
+            if let Ok(style) = ProgressStyle::with_template(
+                "epoch {msg} [{bar:30}] {pos}/{len} steps {elapsed_precise} (eta {eta})",
+            ) {
                 bar.set_style(style.progress_chars("=> "));
             }
             bar.set_message(epoch.to_string());
@@ -422,4 +457,14 @@ impl TrainObserver for ConsoleObserver {
             );
         }
     }
+}
+
+/// The reader of one rank for a config: `reader::make_reader` over the format and storage.
+pub fn make_local_reader(
+    cfg: &DlioConfig,
+    kind: ReaderKind,
+    _storage: Arc<dyn Storage>,
+) -> Result<Arc<dyn SampleReader>, BenchError> {
+    let _ = (cfg, kind);
+    Err(BenchError::Config("readers are not wired in yet".into()))
 }

@@ -1,0 +1,363 @@
+//! `storprof datagen` as a library call: DLIO's dataset layout, written by
+//! several threads through the format writers.
+//!
+//! ```text
+//!  DatagenOptions ─► config::load ─► DlioConfig
+//!     plan(): DIR/<model>/{train,valid}/img_<i>_of_<N>.<ext>  (refuses existing data without force)
+//!     N threads pull file indices from a shared counter:
+//!        parquet: format::write_parquet_file(schema from dataset.parquet.columns, rows, row group size)
+//!        npz:     format::write_npz_file(npz_dims(record_length, stdev, seed_i), samples)
+//!     ─► DatagenReport (files, bytes, seconds, GB/s)
+//! ```
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::config::{self, Accelerator, DataFormat, DatasetSizeRule, DlioConfig, Workload, dataset_size_rule};
+use crate::error::BenchError;
+use crate::format::{self, FluxSchema};
+use crate::storage::Storage;
+
+/// Options of a data generation run. Defaults: accelerator b200, 2 writer
+/// threads, no overwrite, no progress bar, the rule computed for this host's
+/// memory and 1 host and 1 accelerator.
+#[derive(Clone, Debug)]
+pub struct DatagenOptions {
+    pub workload: Option<Workload>,
+    pub accelerator: Accelerator,
+    pub config_file: Option<PathBuf>,
+    pub params: Vec<String>,
+    pub data_dir: PathBuf,
+    /// Overwrite existing files.
+    pub force: bool,
+    /// Writer threads.
+    pub threads: usize,
+    pub progress: bool,
+    /// Client host memory for the dataset-size rule (GiB); None = this host's MemTotal.
+    pub client_memory_gb: Option<f64>,
+    pub num_client_hosts: u64,
+    /// Accelerators per the rule's `num_processes`.
+    pub accelerators: u64,
+    /// Print messages to stdout.
+    pub print: bool,
+}
+
+impl Default for DatagenOptions {
+    fn default() -> Self {
+        DatagenOptions {
+            workload: None,
+            accelerator: Accelerator::B200,
+            config_file: None,
+            params: Vec::new(),
+            data_dir: PathBuf::from("data"),
+            force: false,
+            threads: 2,
+            progress: false,
+            client_memory_gb: None,
+            num_client_hosts: 1,
+            accelerators: 1,
+            print: true,
+        }
+    }
+}
+
+/// One file to write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileJob {
+    pub path: String,
+    /// Index within its split (train/valid).
+    pub index: u64,
+    /// Seed for this file's data.
+    pub seed: u64,
+}
+
+/// Everything datagen will do, checked; nothing written yet.
+#[derive(Clone, Debug)]
+pub struct DatagenPlan {
+    pub cfg: DlioConfig,
+    pub model_dir: PathBuf,
+    pub jobs: Vec<FileJob>,
+    /// Estimated bytes (samples × real record size).
+    pub estimated_bytes: u64,
+    pub size_rule: DatasetSizeRule,
+    pub memory_gb: f64,
+}
+
+/// What a run wrote.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct DatagenReport {
+    pub files: usize,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// bytes / seconds / 1e9.
+    pub gb_per_second: f64,
+}
+
+/// DLIO's file name: `<prefix>_<i zero-padded to len(str(n))>_of_<n>.<ext>`.
+pub fn file_name(prefix: &str, i: u64, n: u64, ext: &str) -> String {
+    let width = n.to_string().len();
+    format!("{prefix}_{i:0width$}_of_{n}.{ext}")
+}
+
+/// The Parquet schema of a config: its `dataset.parquet.columns` (float32
+/// only), or DLIO's legacy single column when none are given.
+pub fn parquet_schema(cfg: &DlioConfig) -> Result<FluxSchema, BenchError> {
+    if cfg.parquet_columns.is_empty() {
+        // DLIO's legacy mode writes one uint8 column of record_length bytes;
+        // we write the same byte count as float32.
+        let n = ((cfg.record_length / 4.0).ceil() as usize).max(1);
+        return Ok(FluxSchema {
+            columns: vec![("data".to_string(), n)],
+        });
+    }
+    cfg.parquet_columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.dtype != "float32" {
+                return Err(BenchError::BadParam {
+                    key: format!("dataset.parquet.columns[{i}].dtype"),
+                    reason: format!("only float32 columns are generated, got '{}'", c.dtype),
+                });
+            }
+            Ok((c.name.clone(), c.size))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(|columns| FluxSchema { columns })
+}
+
+fn has_data(dir: &Path, ext: &str) -> bool {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().ends_with(ext))
+        })
+        .unwrap_or(false)
+}
+
+/// Check options and build the file list; errors name the key or path.
+pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
+    let raw = config::load(opts.workload, opts.accelerator, opts.config_file.as_deref(), &opts.params)?;
+    let cfg = raw.to_config()?;
+    if opts.threads == 0 {
+        return Err(BenchError::Config("datagen needs at least 1 writer thread".into()));
+    }
+    if cfg.format == DataFormat::Parquet {
+        parquet_schema(&cfg)?;
+    }
+    let model_dir = opts.data_dir.join(&cfg.model);
+    let ext = cfg.format.extension();
+    let mut jobs = Vec::new();
+    for (split, n) in [("train", cfg.num_files_train), ("valid", cfg.num_files_eval)] {
+        if n == 0 {
+            continue;
+        }
+        let dir = model_dir.join(split);
+        if has_data(&dir, &format!(".{ext}")) && !opts.force {
+            return Err(BenchError::Config(format!(
+                "{} already holds .{ext} files; refusing to overwrite them without --force",
+                dir.display()
+            )));
+        }
+        let salt = if split == "train" { 0 } else { 1 << 40 };
+        for i in 0..n {
+            jobs.push(FileJob {
+                path: dir.join(file_name(&cfg.file_prefix, i, n, ext)).to_string_lossy().to_string(),
+                index: i,
+                seed: cfg.seed.wrapping_mul(0x9E37_79B9).wrapping_add(salt + i),
+            });
+        }
+    }
+    let host_gb = crate::output::HostFacts::read().memory_gb;
+    let memory_gb = opts.client_memory_gb.unwrap_or(host_gb);
+    if !(memory_gb.is_finite() && memory_gb > 0.0) {
+        return Err(BenchError::Config("--client-memory-gb must be a positive number".into()));
+    }
+    let size_rule = dataset_size_rule(
+        memory_gb,
+        opts.num_client_hosts.max(1),
+        opts.accelerators.max(1),
+        cfg.batch_size,
+        cfg.num_samples_per_file,
+        cfg.record_size_real(),
+    );
+    let estimated_bytes = (jobs.len() as f64 * cfg.num_samples_per_file as f64 * cfg.record_size_real()) as u64;
+    Ok(DatagenPlan {
+        cfg,
+        model_dir,
+        jobs,
+        estimated_bytes,
+        size_rule,
+        memory_gb,
+    })
+}
+
+/// The lines explaining mlpstorage's dataset-size rule for this plan.
+pub fn size_rule_text(p: &DatagenPlan, opts: &DatagenOptions) -> String {
+    let r = &p.size_rule;
+    let c = &p.cfg;
+    format!(
+        "Dataset size rule (mlpstorage calculate_training_data_size, Rules 3.1.2) for {mem} GiB × {hosts} host(s){src}, \
+         {procs} accelerator(s):\n  \
+         min_files_bytes   = ceil(5 × {total:.0} B / ({spf} × {rec:.0} B)) = {mfb}\n  \
+         min_files_samples = ceil(500 × {procs} × {bs} / {spf}) = {mfs}\n  \
+         => dataset.num_files_train ≥ {need}; generating {have}{verdict}",
+        mem = p.memory_gb,
+        hosts = opts.num_client_hosts.max(1),
+        src = if opts.client_memory_gb.is_none() { " (this host's memory)" } else { "" },
+        procs = opts.accelerators.max(1),
+        total = r.total_mem_bytes,
+        spf = c.num_samples_per_file,
+        rec = c.record_size_real(),
+        mfb = r.min_files_bytes,
+        bs = c.batch_size,
+        mfs = r.min_files_samples,
+        need = r.num_files_train,
+        have = c.num_files_train,
+        verdict = if c.num_files_train >= r.num_files_train {
+            ""
+        } else {
+            " (below the rule: fine for testing, not for a submission)"
+        },
+    )
+}
+
+/// Generate the dataset into `storage` (paths are `opts.data_dir`-based).
+pub fn run_datagen(opts: &DatagenOptions, storage: &dyn Storage) -> Result<(DatagenPlan, DatagenReport), BenchError> {
+    let p = plan(opts)?;
+    if opts.print {
+        println!("{}", size_rule_text(&p, opts));
+        println!(
+            "Generating {} {} files ({} samples each) under {} with {} threads",
+            p.jobs.len(),
+            p.cfg.format.extension(),
+            p.cfg.num_samples_per_file,
+            p.model_dir.display(),
+            opts.threads
+        );
+    }
+    let schema = match p.cfg.format {
+        DataFormat::Parquet => Some(parquet_schema(&p.cfg)?),
+        DataFormat::Npz => None,
+    };
+    let bar = opts.progress.then(|| {
+        let bar = ProgressBar::new(p.estimated_bytes.max(1));
+        if let Ok(style) =
+            ProgressStyle::with_template("datagen [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} (eta {eta}) {msg}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    });
+    let next = AtomicUsize::new(0);
+    let written = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<BenchError>> = Mutex::new(None);
+    let files_done = AtomicUsize::new(0);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..opts.threads.min(p.jobs.len().max(1)) {
+            s.spawn(|| {
+                loop {
+                    if failed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = p.jobs.get(i) else { return };
+                    let r = match &schema {
+                        Some(schema) => format::write_parquet_file(
+                            storage,
+                            &job.path,
+                            schema,
+                            p.cfg.num_samples_per_file,
+                            p.cfg.parquet_row_group_size,
+                            job.seed,
+                        ),
+                        None => {
+                            let dims = format::npz_dims(p.cfg.record_length, p.cfg.record_length_stdev, job.seed);
+                            let spf = usize::try_from(p.cfg.num_samples_per_file).unwrap_or(usize::MAX);
+                            format::write_npz_file(storage, &job.path, dims, spf, job.seed)
+                        }
+                    };
+                    match r {
+                        Ok(bytes) => {
+                            written.fetch_add(bytes, Ordering::Relaxed);
+                            let done = files_done.fetch_add(1, Ordering::Relaxed) + 1;
+                            if let Some(b) = &bar {
+                                b.inc(bytes);
+                                b.set_message(format!("{done}/{} files", p.jobs.len()));
+                            }
+                        }
+                        Err(e) => {
+                            failed.store(true, Ordering::Relaxed);
+                            if let Ok(mut slot) = first_error.lock()
+                                && slot.is_none()
+                            {
+                                *slot = Some(e);
+                            }
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if let Some(e) = first_error.lock().ok().and_then(|mut g| g.take()) {
+        return Err(e);
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let bytes = written.load(Ordering::Relaxed);
+    let report = DatagenReport {
+        files: p.jobs.len(),
+        bytes,
+        seconds,
+        gb_per_second: if seconds > 0.0 { bytes as f64 / seconds / 1e9 } else { 0.0 },
+    };
+    if opts.print {
+        println!(
+            "Generated {} files, {} bytes in {:.2} s: {:.3} GB/s ({:.3} GiB/s)",
+            report.files,
+            report.bytes,
+            report.seconds,
+            report.gb_per_second,
+            report.gb_per_second * 1e9 / 1024f64.powi(3)
+        );
+    }
+    Ok((p, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dlio_file_names() {
+        assert_eq!(file_name("img", 2121, 2126, "parquet"), "img_2121_of_2126.parquet");
+        assert_eq!(file_name("img", 7, 2126, "parquet"), "img_0007_of_2126.parquet");
+        assert_eq!(file_name("img", 0, 4, "npz"), "img_0_of_4.npz");
+        assert_eq!(file_name("img", 3, 10, "npz"), "img_03_of_10.npz");
+    }
+
+    #[test]
+    fn flux_schema_from_config() {
+        let cfg = config::load(Some(Workload::Flux), Accelerator::B200, None, &[]).unwrap().to_config().unwrap();
+        assert_eq!(parquet_schema(&cfg).unwrap(), FluxSchema::flux_b200());
+        let cfg = config::load(
+            Some(Workload::Flux),
+            Accelerator::B200,
+            None,
+            &["dataset.parquet.columns=[{name: a, dtype: float64, size: 2}]".to_string()],
+        )
+        .unwrap()
+        .to_config()
+        .unwrap();
+        let e = parquet_schema(&cfg).unwrap_err().to_string();
+        assert!(e.contains("dataset.parquet.columns[0].dtype"), "{e}");
+    }
+}

@@ -1,0 +1,155 @@
+//! End-to-end: datagen writes a tiny DLIO dataset, bench runs over it with
+//! every reader; bad input fails cleanly without writing anything.
+use std::path::Path;
+
+use storprof_bench::config::{Accelerator, Workload};
+use storprof_bench::datagen::{DatagenOptions, run_datagen};
+use storprof_bench::engine::bench::{BenchOptions, prepare};
+use storprof_bench::reader::ReaderKind;
+use storprof_bench::storage::LocalStorage;
+
+/// A flux dataset of 4 files × 8 rows with small columns (~33 KiB per row).
+fn flux_params() -> Vec<String> {
+    [
+        "dataset.num_files_train=4",
+        "dataset.num_samples_per_file=8",
+        "dataset.parquet.row_group_size=4",
+        "dataset.parquet.columns=[{name: t5_encodings, dtype: float32, size: 8192}, {name: clip_encodings, dtype: float32, size: 409}, {name: timestamp, dtype: float32, size: 7}]",
+        "reader.batch_size=4",
+        "reader.read_threads=2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A unet3d dataset of 8 files of ~256 KiB.
+fn unet3d_params() -> Vec<String> {
+    [
+        "dataset.num_files_train=8",
+        "dataset.record_length_bytes=262144",
+        "dataset.record_length_bytes_stdev=65536",
+        "reader.batch_size=2",
+        "reader.read_threads=2",
+        "train.epochs=2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn generate(dir: &Path, workload: Workload, acc: Accelerator, params: Vec<String>) {
+    let opts = DatagenOptions {
+        workload: Some(workload),
+        accelerator: acc,
+        params,
+        data_dir: dir.to_path_buf(),
+        client_memory_gb: Some(1.0),
+        print: false,
+        ..DatagenOptions::default()
+    };
+    run_datagen(&opts, &LocalStorage::new(".")).unwrap();
+}
+
+fn list(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn datagen_writes_dlio_layout_and_refuses_overwrite() {
+    let tmp = tempfile::tempdir().unwrap();
+    generate(tmp.path(), Workload::Flux, Accelerator::B200, flux_params());
+    let train = tmp.path().join("flux/train");
+    assert_eq!(
+        list(&train),
+        vec!["img_0_of_4.parquet", "img_1_of_4.parquet", "img_2_of_4.parquet", "img_3_of_4.parquet"]
+    );
+    let before = std::fs::metadata(train.join("img_0_of_4.parquet")).unwrap().modified().unwrap();
+    let opts = DatagenOptions {
+        workload: Some(Workload::Flux),
+        params: flux_params(),
+        data_dir: tmp.path().to_path_buf(),
+        print: false,
+        ..DatagenOptions::default()
+    };
+    let e = run_datagen(&opts, &LocalStorage::new(".")).unwrap_err().to_string();
+    assert!(e.contains("--force") && e.contains("flux/train"), "{e}");
+    let after = std::fs::metadata(train.join("img_0_of_4.parquet")).unwrap().modified().unwrap();
+    assert_eq!(before, after, "nothing rewritten");
+    let forced = DatagenOptions { force: true, ..opts };
+    run_datagen(&forced, &LocalStorage::new(".")).unwrap();
+
+    // valid/ when num_files_eval > 0, unet3d with zero-padded names
+    let mut p = unet3d_params();
+    p.push("dataset.num_files_train=10".into());
+    p.push("dataset.num_files_eval=2".into());
+    generate(tmp.path(), Workload::Unet3d, Accelerator::H100, p);
+    let names = list(&tmp.path().join("unet3d/train"));
+    assert_eq!(names.len(), 10);
+    assert_eq!(names[0], "img_00_of_10.npz");
+    assert_eq!(list(&tmp.path().join("unet3d/valid")), vec!["img_0_of_2.npz", "img_1_of_2.npz"]);
+}
+
+fn bench_opts(dir: &Path, workload: Workload, acc: Accelerator, params: Vec<String>) -> BenchOptions {
+    BenchOptions {
+        workload: Some(workload),
+        accelerator: acc,
+        params,
+        data_dir: dir.to_path_buf(),
+        computation_time: Some(0.002),
+        results_dir: Some(dir.join("results")),
+        print: false,
+        ..BenchOptions::default()
+    }
+}
+
+#[test]
+fn bench_bad_input_fails_cleanly_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = LocalStorage::new(".");
+    let err = |o: &BenchOptions| prepare(o, &storage).err().map(|e| e.to_string()).unwrap_or_default();
+
+    // missing data dir
+    let o = bench_opts(&tmp.path().join("nope"), Workload::Flux, Accelerator::B200, flux_params());
+    let e = err(&o);
+    assert!(e.contains("nope") && e.contains("does not exist"), "{e}");
+
+    // empty train dir
+    std::fs::create_dir_all(tmp.path().join("flux/train")).unwrap();
+    let o = bench_opts(tmp.path(), Workload::Flux, Accelerator::B200, flux_params());
+    let e = err(&o);
+    assert!(e.contains("no .parquet files") && e.contains("flux/train"), "{e}");
+
+    generate(tmp.path(), Workload::Flux, Accelerator::B200, flux_params());
+    // default num_files_train (4296) with 4 files on disk
+    let o = bench_opts(tmp.path(), Workload::Flux, Accelerator::B200, vec![]);
+    let e = err(&o);
+    assert!(e.contains("dataset.num_files_train") && e.contains("4296"), "{e}");
+
+    // zero steps
+    let mut p = flux_params();
+    p.push("reader.batch_size=64".into());
+    let e = err(&bench_opts(tmp.path(), Workload::Flux, Accelerator::B200, p));
+    assert!(e.contains("zero steps"), "{e}");
+
+    // unknown key, wrong type
+    let mut p = flux_params();
+    p.push("reader.bach_size=4".into());
+    let e = err(&bench_opts(tmp.path(), Workload::Flux, Accelerator::B200, p));
+    assert!(e.contains("'reader.bach_size'") && e.contains("reader.batch_size"), "{e}");
+    let mut p = flux_params();
+    p.push("train.epochs=two".into());
+    let e = err(&bench_opts(tmp.path(), Workload::Flux, Accelerator::B200, p));
+    assert!(e.contains("train.epochs"), "{e}");
+
+    // unknown workload/accelerator combination
+    let e = err(&bench_opts(tmp.path(), Workload::Flux, Accelerator::H100, flux_params()));
+    assert!(e.contains("flux_h100"), "{e}");
+
+    assert!(!tmp.path().join("results").exists(), "bad input must not write results");
+    let _ = ReaderKind::Raw;
+}
