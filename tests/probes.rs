@@ -1,6 +1,8 @@
 //! Root integration tests of the probe data plane: `storprof record` on
 //! static C helpers (tests/helpers/*.c, built with `gcc -static`) must give
 //! exact figures. Skipped, with the reason printed, when not root.
+#![allow(clippy::unwrap_used)]
+
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -71,8 +73,7 @@ fn leaves(folded: &str) -> BTreeMap<String, u64> {
         };
         let leaf = stack
             .split(';')
-            .filter(|f| !f.ends_with("_[k]"))
-            .next_back()
+            .rfind(|f| !f.ends_with("_[k]"))
             .unwrap_or("")
             .to_string();
         *out.entry(leaf).or_insert(0) += count.parse::<u64>().unwrap_or(0);

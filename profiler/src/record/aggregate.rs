@@ -259,7 +259,9 @@ pub fn device_stats(
     duration_ns: u64,
     name_of: &dyn Fn(u32) -> String,
 ) -> Vec<DeviceStats> {
-    let mut per_dev: BTreeMap<u32, (DeviceStats, Vec<u64>, Vec<(u64, u64)>)> = BTreeMap::new();
+    /// Per device: its stats, latency histogram, in-flight intervals.
+    type DeviceAcc = (DeviceStats, Vec<u64>, Vec<(u64, u64)>);
+    let mut per_dev: BTreeMap<u32, DeviceAcc> = BTreeMap::new();
     for e in events {
         let (stats, hist, intervals) = per_dev.entry(e.dev).or_insert_with(|| {
             let (major, minor) = dev_major_minor(e.dev);
@@ -558,7 +560,7 @@ mod tests {
 
     #[test]
     fn devices_from_events() {
-        let vda = (254 << 20) | 0;
+        let vda = 254 << 20;
         let events = [
             block(vda, 4096, 0, 1000, "R", 7),
             block(vda, 8192, 500, 1500, "RA", 8),

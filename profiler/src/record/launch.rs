@@ -94,9 +94,10 @@ pub fn fork_command(
     let mut go = [0i32; 2];
     let mut err = [0i32; 2];
     // SAFETY: valid out arrays of two fds each.
-    if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0
-        || unsafe { libc::pipe2(err.as_mut_ptr(), libc::O_CLOEXEC) } != 0
-    {
+    let go_rc = unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) };
+    // SAFETY: as above.
+    let err_rc = unsafe { libc::pipe2(err.as_mut_ptr(), libc::O_CLOEXEC) };
+    if go_rc != 0 || err_rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: fork in a process whose other threads (if any) hold no locks the
