@@ -17,8 +17,11 @@ REPS=${2:-5}
 export PATH="$HOME/.cargo/bin:$PATH"
 if [ "$(id -u)" != 0 ]; then echo "bench-overhead.sh: needs root (sudo)" >&2; exit 2; fi
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release -p storprof -q
-STORPROF=$CARGO_TARGET_DIR/release/storprof
+# STORPROF=path/to/storprof skips the build (the probes are always release-built).
+if [ -z "${STORPROF:-}" ]; then
+    cargo build --release -p storprof -q
+    STORPROF=$CARGO_TARGET_DIR/release/storprof
+fi
 WORK=$(mktemp -d /tmp/storprof-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 gcc -static -O2 -fno-omit-frame-pointer -o "$WORK/pread_n" tests/helpers/pread_n.c
