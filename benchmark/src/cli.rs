@@ -153,8 +153,15 @@ pub fn run_bench_local(opts: &BenchOptions) -> anyhow::Result<bench::BenchReport
     let cfg = opts.raw_config()?.to_config()?;
     let storage = Arc::new(LocalStorage::with_odirect(".", cfg.odirect));
     let kind = opts.reader;
+    let ranks = opts.accelerators.max(1) as u64;
+    let rank_samples = (cfg.num_files_train * cfg.num_samples_per_file).div_ceil(ranks);
     let factory = |cfg: &crate::config::DlioConfig, _rank: usize| {
-        crate::engine::bench::make_local_reader(cfg, kind, Arc::clone(&storage) as Arc<dyn crate::storage::Storage>)
+        bench::make_local_reader(
+            cfg,
+            kind,
+            Arc::clone(&storage) as Arc<dyn crate::storage::Storage>,
+            rank_samples,
+        )
     };
     let report = bench::run_bench(opts, storage.as_ref(), &factory).context("bench")?;
     Ok(report)

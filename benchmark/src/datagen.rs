@@ -16,7 +16,9 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::config::{self, Accelerator, DataFormat, DatasetSizeRule, DlioConfig, Workload, dataset_size_rule};
+use crate::config::{
+    self, Accelerator, DataFormat, DatasetSizeRule, DlioConfig, Workload, dataset_size_rule,
+};
 use crate::error::BenchError;
 use crate::format::{self, FluxSchema};
 use crate::storage::Storage;
@@ -140,10 +142,17 @@ fn has_data(dir: &Path, ext: &str) -> bool {
 
 /// Check options and build the file list; errors name the key or path.
 pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
-    let raw = config::load(opts.workload, opts.accelerator, opts.config_file.as_deref(), &opts.params)?;
+    let raw = config::load(
+        opts.workload,
+        opts.accelerator,
+        opts.config_file.as_deref(),
+        &opts.params,
+    )?;
     let cfg = raw.to_config()?;
     if opts.threads == 0 {
-        return Err(BenchError::Config("datagen needs at least 1 writer thread".into()));
+        return Err(BenchError::Config(
+            "datagen needs at least 1 writer thread".into(),
+        ));
     }
     if cfg.format == DataFormat::Parquet {
         parquet_schema(&cfg)?;
@@ -151,7 +160,10 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
     let model_dir = opts.data_dir.join(&cfg.model);
     let ext = cfg.format.extension();
     let mut jobs = Vec::new();
-    for (split, n) in [("train", cfg.num_files_train), ("valid", cfg.num_files_eval)] {
+    for (split, n) in [
+        ("train", cfg.num_files_train),
+        ("valid", cfg.num_files_eval),
+    ] {
         if n == 0 {
             continue;
         }
@@ -165,7 +177,10 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
         let salt = if split == "train" { 0 } else { 1 << 40 };
         for i in 0..n {
             jobs.push(FileJob {
-                path: dir.join(file_name(&cfg.file_prefix, i, n, ext)).to_string_lossy().to_string(),
+                path: dir
+                    .join(file_name(&cfg.file_prefix, i, n, ext))
+                    .to_string_lossy()
+                    .to_string(),
                 index: i,
                 seed: cfg.seed.wrapping_mul(0x9E37_79B9).wrapping_add(salt + i),
             });
@@ -174,7 +189,9 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
     let host_gb = crate::output::HostFacts::read().memory_gb;
     let memory_gb = opts.client_memory_gb.unwrap_or(host_gb);
     if !(memory_gb.is_finite() && memory_gb > 0.0) {
-        return Err(BenchError::Config("--client-memory-gb must be a positive number".into()));
+        return Err(BenchError::Config(
+            "--client-memory-gb must be a positive number".into(),
+        ));
     }
     let size_rule = dataset_size_rule(
         memory_gb,
@@ -184,7 +201,8 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
         cfg.num_samples_per_file,
         cfg.record_size_real(),
     );
-    let estimated_bytes = (jobs.len() as f64 * cfg.num_samples_per_file as f64 * cfg.record_size_real()) as u64;
+    let estimated_bytes =
+        (jobs.len() as f64 * cfg.num_samples_per_file as f64 * cfg.record_size_real()) as u64;
     Ok(DatagenPlan {
         cfg,
         model_dir,
@@ -207,7 +225,11 @@ pub fn size_rule_text(p: &DatagenPlan, opts: &DatagenOptions) -> String {
          => dataset.num_files_train ≥ {need}; generating {have}{verdict}",
         mem = p.memory_gb,
         hosts = opts.num_client_hosts.max(1),
-        src = if opts.client_memory_gb.is_none() { " (this host's memory)" } else { "" },
+        src = if opts.client_memory_gb.is_none() {
+            " (this host's memory)"
+        } else {
+            ""
+        },
         procs = opts.accelerators.max(1),
         total = r.total_mem_bytes,
         spf = c.num_samples_per_file,
@@ -226,7 +248,10 @@ pub fn size_rule_text(p: &DatagenPlan, opts: &DatagenOptions) -> String {
 }
 
 /// Generate the dataset into `storage` (paths are `opts.data_dir`-based).
-pub fn run_datagen(opts: &DatagenOptions, storage: &dyn Storage) -> Result<(DatagenPlan, DatagenReport), BenchError> {
+pub fn run_datagen(
+    opts: &DatagenOptions,
+    storage: &dyn Storage,
+) -> Result<(DatagenPlan, DatagenReport), BenchError> {
     let p = plan(opts)?;
     if opts.print {
         println!("{}", size_rule_text(&p, opts));
@@ -245,9 +270,9 @@ pub fn run_datagen(opts: &DatagenOptions, storage: &dyn Storage) -> Result<(Data
     };
     let bar = opts.progress.then(|| {
         let bar = ProgressBar::new(p.estimated_bytes.max(1));
-        if let Ok(style) =
-            ProgressStyle::with_template("datagen [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} (eta {eta}) {msg}")
-        {
+        if let Ok(style) = ProgressStyle::with_template(
+            "datagen [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} (eta {eta}) {msg}",
+        ) {
             bar.set_style(style.progress_chars("=> "));
         }
         bar
@@ -277,8 +302,13 @@ pub fn run_datagen(opts: &DatagenOptions, storage: &dyn Storage) -> Result<(Data
                             job.seed,
                         ),
                         None => {
-                            let dims = format::npz_dims(p.cfg.record_length, p.cfg.record_length_stdev, job.seed);
-                            let spf = usize::try_from(p.cfg.num_samples_per_file).unwrap_or(usize::MAX);
+                            let dims = format::npz_dims(
+                                p.cfg.record_length,
+                                p.cfg.record_length_stdev,
+                                job.seed,
+                            );
+                            let spf =
+                                usize::try_from(p.cfg.num_samples_per_file).unwrap_or(usize::MAX);
                             format::write_npz_file(storage, &job.path, dims, spf, job.seed)
                         }
                     };
@@ -317,7 +347,11 @@ pub fn run_datagen(opts: &DatagenOptions, storage: &dyn Storage) -> Result<(Data
         files: p.jobs.len(),
         bytes,
         seconds,
-        gb_per_second: if seconds > 0.0 { bytes as f64 / seconds / 1e9 } else { 0.0 },
+        gb_per_second: if seconds > 0.0 {
+            bytes as f64 / seconds / 1e9
+        } else {
+            0.0
+        },
     };
     if opts.print {
         println!(
@@ -333,20 +367,30 @@ pub fn run_datagen(opts: &DatagenOptions, storage: &dyn Storage) -> Result<(Data
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn dlio_file_names() {
-        assert_eq!(file_name("img", 2121, 2126, "parquet"), "img_2121_of_2126.parquet");
-        assert_eq!(file_name("img", 7, 2126, "parquet"), "img_0007_of_2126.parquet");
+        assert_eq!(
+            file_name("img", 2121, 2126, "parquet"),
+            "img_2121_of_2126.parquet"
+        );
+        assert_eq!(
+            file_name("img", 7, 2126, "parquet"),
+            "img_0007_of_2126.parquet"
+        );
         assert_eq!(file_name("img", 0, 4, "npz"), "img_0_of_4.npz");
         assert_eq!(file_name("img", 3, 10, "npz"), "img_03_of_10.npz");
     }
 
     #[test]
     fn flux_schema_from_config() {
-        let cfg = config::load(Some(Workload::Flux), Accelerator::B200, None, &[]).unwrap().to_config().unwrap();
+        let cfg = config::load(Some(Workload::Flux), Accelerator::B200, None, &[])
+            .unwrap()
+            .to_config()
+            .unwrap();
         assert_eq!(parquet_schema(&cfg).unwrap(), FluxSchema::flux_b200());
         let cfg = config::load(
             Some(Workload::Flux),

@@ -79,7 +79,10 @@ pub fn block_metrics(b: &BlockTimings, batch_size: u64, exclude: ExcludeSteps) -
     let total_time = duration - excluded_proc;
     let (au, throughput) = if total_time > 0.0 {
         let steps_counted = n.saturating_sub(2) as f64;
-        (100.0 * total_compute / total_time, steps_counted / total_time * batch_size as f64)
+        (
+            100.0 * total_compute / total_time,
+            steps_counted / total_time * batch_size as f64,
+        )
     } else {
         (0.0, 0.0)
     };
@@ -143,20 +146,34 @@ pub struct RunMetrics {
 /// Aggregate `per_rank[rank][epoch]` as DLIO's `end_run` does.
 /// `record_size` is the bytes per sample used for the I/O figure, `au_expected`
 /// is `metric.au` (a fraction, e.g. 0.90).
-pub fn run_metrics(per_rank: &[Vec<EpochMetrics>], record_size: f64, au_expected: f64) -> RunMetrics {
+pub fn run_metrics(
+    per_rank: &[Vec<EpochMetrics>],
+    record_size: f64,
+    au_expected: f64,
+) -> RunMetrics {
     let epochs = per_rank.iter().map(Vec::len).min().unwrap_or(0);
     let ranks = per_rank.len().max(1) as f64;
     let au: Vec<f64> = (0..epochs)
         .map(|e| per_rank.iter().map(|r| r[e].au_percentage).sum::<f64>() / ranks)
         .collect();
     let tp: Vec<f64> = (0..epochs)
-        .map(|e| per_rank.iter().map(|r| r[e].throughput_samples_per_second).sum::<f64>())
+        .map(|e| {
+            per_rank
+                .iter()
+                .map(|r| r[e].throughput_samples_per_second)
+                .sum::<f64>()
+        })
         .collect();
     let (au_mean, au_std) = mean_std(&au);
     let (tp_mean, tp_std) = mean_std(&tp);
     let mib = 1024.0 * 1024.0;
     RunMetrics {
-        train_au_meet_expectation: if au_mean >= au_expected * 100.0 { "success" } else { "fail" }.to_string(),
+        train_au_meet_expectation: if au_mean >= au_expected * 100.0 {
+            "success"
+        } else {
+            "fail"
+        }
+        .to_string(),
         train_au_percentage: au,
         train_au_mean_percentage: au_mean,
         train_au_stdev_percentage: au_std,
@@ -180,6 +197,7 @@ pub fn mean_std(xs: &[f64]) -> (f64, f64) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -207,7 +225,10 @@ mod tests {
         // total_time = 3 + 4 × 1.25 − 3 = 5; compute counted = 4.
         assert!((m.au_percentage - 80.0).abs() < 1e-9, "{m:?}");
         // (5 − 2) / 5 × 4 = 2.4
-        assert!((m.throughput_samples_per_second - 2.4).abs() < 1e-9, "{m:?}");
+        assert!(
+            (m.throughput_samples_per_second - 2.4).abs() < 1e-9,
+            "{m:?}"
+        );
         assert_eq!((m.compute_mean, m.compute_stdev), (1.0, 0.0));
         assert!(!m.too_few_steps);
     }
@@ -224,7 +245,10 @@ mod tests {
     #[test]
     fn degenerate_blocks_do_not_panic() {
         let m = block_metrics(&BlockTimings::default(), 4, ExcludeSteps::default());
-        assert_eq!((m.au_percentage, m.throughput_samples_per_second), (0.0, 0.0));
+        assert_eq!(
+            (m.au_percentage, m.throughput_samples_per_second),
+            (0.0, 0.0)
+        );
         assert!(m.too_few_steps);
         let m = block_metrics(&block(1.0, 0.5, 0.0, 1), 4, ExcludeSteps::default());
         assert_eq!(m.throughput_samples_per_second, 0.0);
@@ -243,7 +267,10 @@ mod tests {
         let load = (total_time - 12755.0 * compute) / 12755.0;
         let b = block(10.0, compute, load, steps);
         let m = block_metrics(&b, batch, ExcludeSteps::default());
-        assert!((m.throughput_samples_per_second - 13.2307).abs() < 1e-6, "{m:?}");
+        assert!(
+            (m.throughput_samples_per_second - 13.2307).abs() < 1e-6,
+            "{m:?}"
+        );
         assert_eq!(format!("{:.2}", m.au_percentage), "37.22");
         let run = run_metrics(&[vec![epoch_metrics(&[m])]], 65536.0, 0.90);
         assert_eq!(format!("{:.5}", run.train_io_mean_mb_per_second), "0.82692");
@@ -278,7 +305,10 @@ mod tests {
             throughput_samples_per_second: tp,
         };
         // two ranks, two epochs
-        let per_rank = vec![vec![em(90.0, 10.0), em(80.0, 8.0)], vec![em(70.0, 6.0), em(100.0, 12.0)]];
+        let per_rank = vec![
+            vec![em(90.0, 10.0), em(80.0, 8.0)],
+            vec![em(70.0, 6.0), em(100.0, 12.0)],
+        ];
         let r = run_metrics(&per_rank, 1048576.0, 0.85);
         assert_eq!(r.train_au_percentage, vec![80.0, 90.0]);
         assert_eq!(r.train_throughput_samples_per_second, vec![16.0, 20.0]);
@@ -303,6 +333,9 @@ mod tests {
             too_few_steps: false,
         };
         let e = epoch_metrics(&[bm(3, 90.0, 10.0), bm(1, 50.0, 2.0)]);
-        assert_eq!((e.steps, e.au_percentage, e.throughput_samples_per_second), (4, 80.0, 8.0));
+        assert_eq!(
+            (e.steps, e.au_percentage, e.throughput_samples_per_second),
+            (4, 80.0, 8.0)
+        );
     }
 }

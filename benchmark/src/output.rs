@@ -28,7 +28,13 @@ pub fn output_line(t: &DateTime<Local>, msg: &str) -> String {
 }
 
 /// The lines DLIO prints before training.
-pub fn header_messages(comm_size: usize, steps: u64, spf: u64, files: u64, batch: u64) -> Vec<String> {
+pub fn header_messages(
+    comm_size: usize,
+    steps: u64,
+    spf: u64,
+    files: u64,
+    batch: u64,
+) -> Vec<String> {
     vec![
         format!("Running DLIO [Training] with {comm_size} process(es)"),
         format!(
@@ -39,7 +45,12 @@ pub fn header_messages(comm_size: usize, steps: u64, spf: u64, files: u64, batch
 }
 
 /// The lines DLIO prints at the end of an epoch (rank 0's block, throughput × comm_size).
-pub fn epoch_end_messages(epoch: &RankEpoch, m: &BlockMetrics, comm_size: usize, time_spec: &str) -> Vec<String> {
+pub fn epoch_end_messages(
+    epoch: &RankEpoch,
+    m: &BlockMetrics,
+    comm_size: usize,
+    time_spec: &str,
+) -> Vec<String> {
     let e = epoch.epoch;
     vec![
         format!(
@@ -47,7 +58,10 @@ pub fn epoch_end_messages(epoch: &RankEpoch, m: &BlockMetrics, comm_size: usize,
             epoch.block.compute.len(),
             m.duration
         ),
-        format!("Epoch {e} - Block 1 [Training] Accelerator Utilization [AU] (%): {:.4}", m.au_percentage),
+        format!(
+            "Epoch {e} - Block 1 [Training] Accelerator Utilization [AU] (%): {:.4}",
+            m.au_percentage
+        ),
         format!(
             "Epoch {e} - Block 1 [Training] Throughput (samples/second): {:.4}",
             m.throughput_samples_per_second * comm_size as f64
@@ -120,9 +134,17 @@ impl Measured {
         } else {
             read.samples as f64 * record_real
         };
-        let amp = if touched > 0.0 { read.bytes_read as f64 / touched } else { 0.0 };
+        let amp = if touched > 0.0 {
+            read.bytes_read as f64 / touched
+        } else {
+            0.0
+        };
         let derived = metrics.train_io_mean_mb_per_second;
-        let ratio = if read_mib_s > 0.0 { derived / read_mib_s } else { 0.0 };
+        let ratio = if read_mib_s > 0.0 {
+            derived / read_mib_s
+        } else {
+            0.0
+        };
         Measured {
             reader,
             odirect,
@@ -135,7 +157,9 @@ impl Measured {
             read_amplification: amp,
             record_size_bytes_derived: record_derived,
             record_size_bytes_real: record_real,
-            train_io_mean_mib_per_second_real_record: metrics.train_throughput_mean_samples_per_second * record_real
+            train_io_mean_mib_per_second_real_record: metrics
+                .train_throughput_mean_samples_per_second
+                * record_real
                 / mib,
             derived_over_measured: ratio,
             derived_measured_disagree: (ratio - 1.0).abs() > 0.10,
@@ -147,7 +171,12 @@ impl Measured {
 /// label, trailing space after the accelerator count), followed by
 /// storprof's `[STORPROF]` lines with the real and measured figures.
 /// `saved_ts` is the timestamp of the last `[OUTPUT]` line.
-pub fn metric_block(comm_size: usize, m: &RunMetrics, measured: Option<&Measured>, saved_ts: &str) -> String {
+pub fn metric_block(
+    comm_size: usize,
+    m: &RunMetrics,
+    measured: Option<&Measured>,
+    saved_ts: &str,
+) -> String {
     let mut s = String::new();
     let bar = "[METRIC] ==========================================================";
     let _ = writeln!(s, "[OUTPUT] Averaged metric over all steps/epochs");
@@ -168,7 +197,11 @@ pub fn metric_block(comm_size: usize, m: &RunMetrics, measured: Option<&Measured
         "[METRIC] Training I/O Throughput (MB/second): {:.4} ({:.4})",
         m.train_io_mean_mb_per_second, m.train_io_stdev_mb_per_second
     );
-    let _ = writeln!(s, "[METRIC] train_au_meet_expectation: {}", m.train_au_meet_expectation);
+    let _ = writeln!(
+        s,
+        "[METRIC] train_au_meet_expectation: {}",
+        m.train_au_meet_expectation
+    );
     let _ = writeln!(s, "{bar}");
     let _ = writeln!(s, "[OUTPUT] {saved_ts} outputs saved in RANKID_output.json");
     if let Some(x) = measured {
@@ -228,9 +261,12 @@ impl HostFacts {
             .unwrap_or_default();
         let cpuinfo_text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpuinfo = parse_colon_block(cpuinfo_text.split("\n\n").next().unwrap_or(""));
-        let cpu_count = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let cpu_count = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         let processor_name = cpuinfo.get("model name").cloned().unwrap_or_default();
-        let meminfo = parse_colon_block(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default());
+        let meminfo =
+            parse_colon_block(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default());
         let memory_gb = meminfo
             .get("MemTotal")
             .and_then(|v| v.split_whitespace().next())
@@ -335,6 +371,7 @@ pub fn rank_output_json(epochs: &[RankEpoch], metrics: &[BlockMetrics]) -> Value
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -350,7 +387,9 @@ mod tests {
 
     #[test]
     fn timestamp_format() {
-        let t = chrono::TimeZone::with_ymd_and_hms(&Local, 2026, 4, 9, 12, 3, 4).single().unwrap();
+        let t = chrono::TimeZone::with_ymd_and_hms(&Local, 2026, 4, 9, 12, 3, 4)
+            .single()
+            .unwrap();
         assert_eq!(ts(&t), "2026-04-09T12:03:04.000000");
     }
 }

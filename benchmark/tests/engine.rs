@@ -1,4 +1,5 @@
 //! Engine tests with an in-test fake `SampleReader` (no files, no timing-exact asserts).
+#![allow(clippy::unwrap_used)]
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -32,7 +33,10 @@ impl SampleReader for FakeReader {
             });
         }
         std::thread::sleep(self.delay);
-        self.calls.lock().unwrap().push((file.to_string(), rows.to_vec()));
+        self.calls
+            .lock()
+            .unwrap()
+            .push((file.to_string(), rows.to_vec()));
         Ok(ReadStats {
             bytes_read: 1000 * rows.len() as u64,
             requests: 1,
@@ -45,16 +49,27 @@ impl SampleReader for FakeReader {
     }
 }
 
-fn plan(workload: Workload, acc: Accelerator, params: &[&str], ranks: usize) -> Result<TrainPlan, BenchError> {
+fn plan(
+    workload: Workload,
+    acc: Accelerator,
+    params: &[&str],
+    ranks: usize,
+) -> Result<TrainPlan, BenchError> {
     let params: Vec<String> = params.iter().map(|s| s.to_string()).collect();
     let cfg = load(Some(workload), acc, None, &params)?.to_config()?;
     let files = (0..cfg.num_files_train).map(|i| format!("f{i}")).collect();
     TrainPlan::new(&cfg, files, ranks)
 }
 
-fn readers(n: usize, make: impl Fn() -> FakeReader) -> (Vec<Arc<FakeReader>>, Vec<Arc<dyn SampleReader>>) {
+fn readers(
+    n: usize,
+    make: impl Fn() -> FakeReader,
+) -> (Vec<Arc<FakeReader>>, Vec<Arc<dyn SampleReader>>) {
     let fakes: Vec<Arc<FakeReader>> = (0..n).map(|_| Arc::new(make())).collect();
-    let dyns = fakes.iter().map(|f| Arc::clone(f) as Arc<dyn SampleReader>).collect();
+    let dyns = fakes
+        .iter()
+        .map(|f| Arc::clone(f) as Arc<dyn SampleReader>)
+        .collect();
     (fakes, dyns)
 }
 
@@ -88,7 +103,11 @@ fn every_rank_reads_its_shard_once_per_epoch() {
         // rank 0: files f0, f1 (samples 0..16); rank 1: f2, f3; each sample twice (2 epochs)
         let mut files: Vec<_> = per_file.keys().cloned().collect();
         files.sort();
-        let want = if rank == 0 { vec!["f0", "f1"] } else { vec!["f2", "f3"] };
+        let want = if rank == 0 {
+            vec!["f0", "f1"]
+        } else {
+            vec!["f2", "f3"]
+        };
         assert_eq!(files, want);
         for rows in per_file.values_mut() {
             rows.sort_unstable();
@@ -111,17 +130,35 @@ fn unshuffled_flux_batches_are_consecutive_rows() {
     let p = plan(
         Workload::Flux,
         Accelerator::B200,
-        &["dataset.num_files_train=2", "dataset.num_samples_per_file=8", "reader.batch_size=4"],
+        &[
+            "dataset.num_files_train=2",
+            "dataset.num_samples_per_file=8",
+            "reader.batch_size=4",
+        ],
         1,
     )
     .unwrap();
     let b = p.rank_batches(0, 1);
-    assert_eq!(b, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9, 10, 11], vec![12, 13, 14, 15]]);
+    assert_eq!(
+        b,
+        vec![
+            vec![0, 1, 2, 3],
+            vec![4, 5, 6, 7],
+            vec![8, 9, 10, 11],
+            vec![12, 13, 14, 15]
+        ]
+    );
 }
 
 #[test]
 fn unet3d_shuffles_per_epoch_with_seed() {
-    let p = plan(Workload::Unet3d, Accelerator::H100, &["dataset.num_files_train=28"], 2).unwrap();
+    let p = plan(
+        Workload::Unet3d,
+        Accelerator::H100,
+        &["dataset.num_files_train=28"],
+        2,
+    )
+    .unwrap();
     assert_eq!(p.steps_per_epoch, 2); // 28 / 7 / 2
     let e1 = p.rank_batches(1, 1);
     let e2 = p.rank_batches(1, 2);
@@ -170,7 +207,10 @@ fn prefetch_depth_is_bounded() {
         };
         run_training(&p, &dyns, &w).unwrap();
         let ahead = *w.max_ahead.lock().unwrap();
-        assert!(ahead <= depth as i64, "threads {threads}: {ahead} batches ahead > {depth}");
+        assert!(
+            ahead <= depth as i64,
+            "threads {threads}: {ahead} batches ahead > {depth}"
+        );
         assert!(ahead >= 1, "workers should prefetch at least one batch");
     }
 }
@@ -226,7 +266,10 @@ fn reader_error_stops_all_ranks_with_the_real_error() {
         ..FakeReader::default()
     });
     let err = run_training(&p, &dyns, &Quiet).unwrap_err().to_string();
-    assert!(err.contains("f3") && err.contains("fake corruption"), "{err}");
+    assert!(
+        err.contains("f3") && err.contains("fake corruption"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -234,12 +277,19 @@ fn zero_steps_is_an_error_naming_the_keys() {
     let e = plan(
         Workload::Flux,
         Accelerator::B200,
-        &["dataset.num_files_train=1", "dataset.num_samples_per_file=8", "reader.batch_size=48"],
+        &[
+            "dataset.num_files_train=1",
+            "dataset.num_samples_per_file=8",
+            "reader.batch_size=48",
+        ],
         1,
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("zero steps") && e.contains("reader.batch_size"), "{e}");
+    assert!(
+        e.contains("zero steps") && e.contains("reader.batch_size"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -247,7 +297,13 @@ fn read_threads_zero_reads_inline() {
     let p = plan(
         Workload::Flux,
         Accelerator::B200,
-        &["dataset.num_files_train=1", "dataset.num_samples_per_file=8", "reader.batch_size=2", "reader.read_threads=0", "train.computation_time=0"],
+        &[
+            "dataset.num_files_train=1",
+            "dataset.num_samples_per_file=8",
+            "reader.batch_size=2",
+            "reader.read_threads=0",
+            "train.computation_time=0",
+        ],
         1,
     )
     .unwrap();

@@ -1,15 +1,20 @@
 //! Golden tests for the `[METRIC]` block and `summary.json`.
 //! Re-bless with `STORPROF_BLESS=1 cargo test -p storprof-bench --test golden`
 //! (missing golden files are created).
+#![allow(clippy::unwrap_used)]
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use storprof_bench::metrics::{BlockTimings, ExcludeSteps, block_metrics, epoch_metrics, run_metrics};
+use storprof_bench::metrics::{
+    BlockTimings, ExcludeSteps, block_metrics, epoch_metrics, run_metrics,
+};
 use storprof_bench::output::{HostFacts, Measured, SummaryFacts, metric_block, summary_json};
 use storprof_bench::reader::ReadStats;
 
 fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
     let bless = std::env::var_os("STORPROF_BLESS").is_some_and(|v| v == "1");
     if bless || !path.exists() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -46,7 +51,13 @@ fn fixture() -> (storprof_bench::metrics::RunMetrics, Measured) {
         .map(|&(load, compute)| {
             [10, 12]
                 .iter()
-                .map(|&steps| epoch_metrics(&[block_metrics(&block(load, compute, steps), 48, ExcludeSteps::default())]))
+                .map(|&steps| {
+                    epoch_metrics(&[block_metrics(
+                        &block(load, compute, steps),
+                        48,
+                        ExcludeSteps::default(),
+                    )])
+                })
                 .collect()
         })
         .collect();
@@ -68,14 +79,21 @@ fn metric_block_golden() {
     // DLIO's exact wording, trailing space after the accelerator count.
     assert!(text.contains("[METRIC] Number of Simulated Accelerators: 2 \n"));
     assert!(text.contains("[METRIC] Training I/O Throughput (MB/second): "));
-    assert!(text.contains("[STORPROF] WARNING"), "65536 vs real reads must disagree:\n{text}");
+    assert!(
+        text.contains("[STORPROF] WARNING"),
+        "65536 vs real reads must disagree:\n{text}"
+    );
     golden("metric_block.txt", &text);
 }
 
 fn keys(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
     if let serde_json::Value::Object(m) = v {
         for (k, v) in m {
-            let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            let key = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
             out.push(key.clone());
             // host_cpuinfo / host_meminfo contents are host facts, not schema.
             if !k.starts_with("host_") {
@@ -146,5 +164,8 @@ fn summary_json_golden() {
         assert!(k.iter().any(|x| x == want), "summary.json lacks {want}");
     }
     golden("summary_keys.txt", &(k.join("\n") + "\n"));
-    golden("summary.json", &(serde_json::to_string_pretty(&v).unwrap() + "\n"));
+    golden(
+        "summary.json",
+        &(serde_json::to_string_pretty(&v).unwrap() + "\n"),
+    );
 }

@@ -221,6 +221,7 @@ pub fn suggestions(key: &str) -> Vec<&'static str> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -84,7 +84,10 @@ const UNET3D_H100: &str = include_str!("workloads/unet3d_h100.yaml");
 const UNET3D_B200: &str = include_str!("workloads/unet3d_b200.yaml");
 
 /// The embedded DLIO workload YAML for a workload and accelerator.
-pub fn embedded_workload_yaml(workload: Workload, acc: Accelerator) -> Result<&'static str, BenchError> {
+pub fn embedded_workload_yaml(
+    workload: Workload,
+    acc: Accelerator,
+) -> Result<&'static str, BenchError> {
     match (workload, acc) {
         (Workload::Flux, Accelerator::B200) => Ok(FLUX_B200),
         (Workload::Flux, Accelerator::Mi355) => Ok(FLUX_MI355),
@@ -129,7 +132,11 @@ impl RawConfig {
         let root = match value {
             Value::Mapping(m) => m,
             Value::Null => Mapping::new(),
-            _ => return Err(BenchError::Config(format!("{source}: a DLIO workload YAML must be a mapping"))),
+            _ => {
+                return Err(BenchError::Config(format!(
+                    "{source}: a DLIO workload YAML must be a mapping"
+                )));
+            }
         };
         // Hydra configs nest the workload under `workload:`; accept both.
         let root = match root.get("workload") {
@@ -178,7 +185,9 @@ impl RawConfig {
         let mut node = &mut self.root;
         for part in &parts[..parts.len() - 1] {
             let k = Value::String((*part).to_string());
-            let entry = node.entry(k).or_insert_with(|| Value::Mapping(Mapping::new()));
+            let entry = node
+                .entry(k)
+                .or_insert_with(|| Value::Mapping(Mapping::new()));
             if !entry.is_mapping() {
                 // A scalar time spec (`computation_time: 1.35`) becomes `{mean: 1.35}`
                 // when a sub-key (`.stdev`) is set, as DLIO itself converts it.
@@ -258,7 +267,13 @@ fn unknown_key(key: &str) -> BenchError {
     let hint = if near.is_empty() {
         String::new()
     } else {
-        format!("; did you mean {}?", near.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(" or "))
+        format!(
+            "; did you mean {}?",
+            near.iter()
+                .map(|k| format!("'{k}'"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
     };
     BenchError::UnknownParam {
         key: key.to_string(),
@@ -270,11 +285,21 @@ fn flatten<'a>(map: &'a Mapping, prefix: &str, out: &mut Vec<(String, &'a Value)
     for (k, v) in map {
         let name = match k {
             Value::String(s) => s.clone(),
-            other => serde_yaml::to_string(other).unwrap_or_default().trim().to_string(),
+            other => serde_yaml::to_string(other)
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
         };
-        let key = if prefix.is_empty() { name } else { format!("{prefix}.{name}") };
+        let key = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}.{name}")
+        };
         match v {
-            Value::Mapping(m) if !keys::is_whole_value(&key) && (keys::is_section(&key) || keys::spec(&key).is_none()) => {
+            Value::Mapping(m)
+                if !keys::is_whole_value(&key)
+                    && (keys::is_section(&key) || keys::spec(&key).is_none()) =>
+            {
                 flatten(m, &key, out)
             }
             _ => out.push((key, v)),
@@ -290,7 +315,10 @@ fn bad(key: &str, reason: impl Into<String>) -> BenchError {
 }
 
 fn describe(v: &Value) -> String {
-    serde_yaml::to_string(v).unwrap_or_default().trim().to_string()
+    serde_yaml::to_string(v)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 fn check_value(key: &str, value: &Value) -> Result<(), BenchError> {
@@ -303,35 +331,57 @@ fn check_value(key: &str, value: &Value) -> Result<(), BenchError> {
     match spec.ty {
         KeyType::UInt => match value.as_u64() {
             Some(_) => Ok(()),
-            None => Err(bad(key, format!("expected a non-negative integer, got '{}'", describe(value)))),
+            None => Err(bad(
+                key,
+                format!("expected a non-negative integer, got '{}'", describe(value)),
+            )),
         },
         KeyType::Int => match value.as_i64() {
             Some(_) => Ok(()),
-            None => Err(bad(key, format!("expected an integer, got '{}'", describe(value)))),
+            None => Err(bad(
+                key,
+                format!("expected an integer, got '{}'", describe(value)),
+            )),
         },
         KeyType::Float => match value.as_f64() {
             Some(f) if f.is_finite() => Ok(()),
-            _ => Err(bad(key, format!("expected a number, got '{}'", describe(value)))),
+            _ => Err(bad(
+                key,
+                format!("expected a number, got '{}'", describe(value)),
+            )),
         },
         KeyType::Bool => match value.as_bool() {
             Some(_) => Ok(()),
-            None => Err(bad(key, format!("expected True or False, got '{}'", describe(value)))),
+            None => Err(bad(
+                key,
+                format!("expected True or False, got '{}'", describe(value)),
+            )),
         },
         KeyType::Str => match value {
             Value::String(_) | Value::Number(_) | Value::Bool(_) => Ok(()),
-            _ => Err(bad(key, format!("expected a string, got '{}'", describe(value)))),
+            _ => Err(bad(
+                key,
+                format!("expected a string, got '{}'", describe(value)),
+            )),
         },
         KeyType::Enum(choices) => match value.as_str() {
             Some(s) if choices.contains(&s.to_ascii_lowercase().as_str()) => Ok(()),
             _ => Err(bad(
                 key,
-                format!("expected one of {}, got '{}'", choices.join(", "), describe(value)),
+                format!(
+                    "expected one of {}, got '{}'",
+                    choices.join(", "),
+                    describe(value)
+                ),
             )),
         },
         KeyType::TimeSpec => time_spec(key, value).map(|_| ()),
         KeyType::List => match value {
             Value::Sequence(_) => Ok(()),
-            _ => Err(bad(key, format!("expected a list, got '{}'", describe(value)))),
+            _ => Err(bad(
+                key,
+                format!("expected a list, got '{}'", describe(value)),
+            )),
         },
         KeyType::Any => Ok(()),
     }
@@ -347,12 +397,19 @@ pub struct TimeSpec {
 }
 
 impl TimeSpec {
-    pub const ZERO: TimeSpec = TimeSpec { mean: 0.0, stdev: 0.0 };
+    pub const ZERO: TimeSpec = TimeSpec {
+        mean: 0.0,
+        stdev: 0.0,
+    };
 
     /// DLIO's "(set value: {...})" rendering of the spec.
     pub fn dlio_repr(&self) -> String {
         if self.stdev > 0.0 {
-            format!("{{'mean': {}, 'stdev': {}}}", py_float(self.mean), py_float(self.stdev))
+            format!(
+                "{{'mean': {}, 'stdev': {}}}",
+                py_float(self.mean),
+                py_float(self.stdev)
+            )
         } else {
             format!("{{'mean': {}}}", py_float(self.mean))
         }
@@ -374,7 +431,10 @@ fn time_spec(key: &str, value: &Value) -> Result<TimeSpec, BenchError> {
             Some(f) if f.is_finite() && f >= 0.0 => Ok(f),
             _ => Err(bad(
                 &format!("{key}{what}"),
-                format!("expected a non-negative number of seconds, got '{}'", describe(v)),
+                format!(
+                    "expected a non-negative number of seconds, got '{}'",
+                    describe(v)
+                ),
             )),
         }
     };
@@ -384,12 +444,23 @@ fn time_spec(key: &str, value: &Value) -> Result<TimeSpec, BenchError> {
                 if !matches!(k.as_str(), Some("mean" | "stdev")) {
                     return Err(bad(
                         key,
-                        format!("only 'mean' and 'stdev' are supported in a time spec, got '{}'", describe(k)),
+                        format!(
+                            "only 'mean' and 'stdev' are supported in a time spec, got '{}'",
+                            describe(k)
+                        ),
                     ));
                 }
             }
-            let mean = m.get("mean").map(|v| num(v, ".mean")).transpose()?.unwrap_or(0.0);
-            let stdev = m.get("stdev").map(|v| num(v, ".stdev")).transpose()?.unwrap_or(0.0);
+            let mean = m
+                .get("mean")
+                .map(|v| num(v, ".mean"))
+                .transpose()?
+                .unwrap_or(0.0);
+            let stdev = m
+                .get("stdev")
+                .map(|v| num(v, ".stdev"))
+                .transpose()?
+                .unwrap_or(0.0);
             Ok(TimeSpec { mean, stdev })
         }
         v => Ok(TimeSpec {
@@ -508,10 +579,20 @@ impl DlioConfig {
         let format = match raw.get("dataset.format").and_then(Value::as_str) {
             Some("parquet") => DataFormat::Parquet,
             Some("npz") => DataFormat::Npz,
-            Some(other) => return Err(bad("dataset.format", format!("unsupported format '{other}'"))),
+            Some(other) => {
+                return Err(bad(
+                    "dataset.format",
+                    format!("unsupported format '{other}'"),
+                ));
+            }
             None => return Err(bad("dataset.format", format!("missing in {}", raw.source))),
         };
-        let shuffle = |k: &str| match raw.get(k).and_then(Value::as_str).map(str::to_ascii_lowercase).as_deref() {
+        let shuffle = |k: &str| match raw
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             Some("seed") => Shuffle::Seed,
             Some("random") => Shuffle::Random,
             _ => Shuffle::Off,
@@ -520,7 +601,10 @@ impl DlioConfig {
             Some(v) => time_spec("train.computation_time", v)?,
             None => TimeSpec::ZERO,
         };
-        if let Some(sd) = raw.get("train.computation_time_stdev").and_then(Value::as_f64) {
+        if let Some(sd) = raw
+            .get("train.computation_time_stdev")
+            .and_then(Value::as_f64)
+        {
             computation_time.stdev = sd;
         }
         let parquet_columns = match raw.get("dataset.parquet.columns") {
@@ -535,7 +619,9 @@ impl DlioConfig {
         let cfg = DlioConfig {
             model: s("model.name", "default"),
             format,
-            data_folder: s("dataset.data_folder", "./data").trim_end_matches('/').to_string(),
+            data_folder: s("dataset.data_folder", "./data")
+                .trim_end_matches('/')
+                .to_string(),
             compression: s("dataset.compression", "none"),
             num_files_train: u("dataset.num_files_train", 8),
             num_files_eval: u("dataset.num_files_eval", 0),
@@ -553,14 +639,20 @@ impl DlioConfig {
             prefetch_size: u("reader.prefetch_size", 2),
             sample_shuffle: shuffle("reader.sample_shuffle"),
             odirect: b("reader.odirect", false),
-            epochs: u32::try_from(u("train.epochs", 1)).map_err(|_| bad("train.epochs", "too large"))?,
-            total_training_steps: raw.get("train.total_training_steps").and_then(Value::as_i64).unwrap_or(-1),
+            epochs: u32::try_from(u("train.epochs", 1))
+                .map_err(|_| bad("train.epochs", "too large"))?,
+            total_training_steps: raw
+                .get("train.total_training_steps")
+                .and_then(Value::as_i64)
+                .unwrap_or(-1),
             computation_time,
             seed: u("train.seed", 123),
             seed_change_epoch: b("train.seed_change_epoch", true),
             au: f("metric.au", 0.90),
-            exclude_start_steps: usize::try_from(u("output.metric.exclude_start_steps", 1)).unwrap_or(usize::MAX),
-            exclude_end_steps: usize::try_from(u("output.metric.exclude_end_steps", 0)).unwrap_or(usize::MAX),
+            exclude_start_steps: usize::try_from(u("output.metric.exclude_start_steps", 1))
+                .unwrap_or(usize::MAX),
+            exclude_end_steps: usize::try_from(u("output.metric.exclude_end_steps", 0))
+                .unwrap_or(usize::MAX),
             checkpoint: b("workflow.checkpoint", false),
         };
         cfg.check()?;
@@ -581,16 +673,25 @@ impl DlioConfig {
             return Err(bad("train.epochs", "must be at least 1"));
         }
         if self.num_subfolders_train > 0 {
-            return Err(bad("dataset.num_subfolders_train", "subfolders are not supported by storprof yet"));
+            return Err(bad(
+                "dataset.num_subfolders_train",
+                "subfolders are not supported by storprof yet",
+            ));
         }
         if self.parquet_row_group_size == 0 {
             return Err(bad("dataset.parquet.row_group_size", "must be at least 1"));
         }
         if self.format == DataFormat::Parquet && self.compression != "none" {
-            return Err(bad("dataset.compression", "only uncompressed Parquet ('none') is supported"));
+            return Err(bad(
+                "dataset.compression",
+                "only uncompressed Parquet ('none') is supported",
+            ));
         }
         if self.format == DataFormat::Npz && !matches!(self.compression.as_str(), "none") {
-            return Err(bad("dataset.compression", "only uncompressed NPZ ('none') is supported"));
+            return Err(bad(
+                "dataset.compression",
+                "only uncompressed NPZ ('none') is supported",
+            ));
         }
         if self.record_length <= 0.0 {
             return Err(bad("dataset.record_length_bytes", "must be positive"));
@@ -644,7 +745,13 @@ fn parse_column(i: usize, v: &Value) -> Result<ParquetColumn, BenchError> {
         .ok_or_else(|| bad(&key, "expected a mapping with name, dtype, size"))?;
     for k in m.keys() {
         if !matches!(k.as_str(), Some("name" | "dtype" | "size")) {
-            return Err(bad(&key, format!("unknown column field '{}' (expected name, dtype, size)", describe(k))));
+            return Err(bad(
+                &key,
+                format!(
+                    "unknown column field '{}' (expected name, dtype, size)",
+                    describe(k)
+                ),
+            ));
         }
     }
     let name = m
@@ -652,10 +759,17 @@ fn parse_column(i: usize, v: &Value) -> Result<ParquetColumn, BenchError> {
         .and_then(Value::as_str)
         .ok_or_else(|| bad(&format!("{key}.name"), "missing"))?
         .to_string();
-    let dtype = m.get("dtype").and_then(Value::as_str).unwrap_or("float32").to_string();
+    let dtype = m
+        .get("dtype")
+        .and_then(Value::as_str)
+        .unwrap_or("float32")
+        .to_string();
     let size = m
         .get("size")
-        .map(|s| s.as_u64().ok_or_else(|| bad(&format!("{key}.size"), "expected a positive integer")))
+        .map(|s| {
+            s.as_u64()
+                .ok_or_else(|| bad(&format!("{key}.size"), "expected a positive integer"))
+        })
         .transpose()?
         .unwrap_or(1);
     if size == 0 {
@@ -691,7 +805,8 @@ pub fn dataset_size_rule(
     record_bytes: f64,
 ) -> DatasetSizeRule {
     let total_mem = client_memory_gb * 1024f64.powi(3) * num_client_hosts as f64;
-    let min_files_bytes = (5.0 * total_mem / (samples_per_file as f64 * record_bytes)).ceil() as u64;
+    let min_files_bytes =
+        (5.0 * total_mem / (samples_per_file as f64 * record_bytes)).ceil() as u64;
     let min_files_samples = (500 * num_processes * batch_size).div_ceil(samples_per_file.max(1));
     DatasetSizeRule {
         total_mem_bytes: total_mem,
@@ -730,6 +845,7 @@ pub fn load(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -743,9 +859,27 @@ mod tests {
         let f = cfg(Workload::Flux, Accelerator::B200, &[]).unwrap();
         assert_eq!(f.model, "flux");
         assert_eq!(f.format, DataFormat::Parquet);
-        assert_eq!((f.num_files_train, f.num_samples_per_file, f.batch_size, f.read_threads), (4296, 288, 48, 8));
-        assert_eq!(f.computation_time, TimeSpec { mean: 1.35, stdev: 0.0 });
-        assert_eq!(f.record_size_dlio(), 65536.0, "flux's record_length key is ignored by DLIO");
+        assert_eq!(
+            (
+                f.num_files_train,
+                f.num_samples_per_file,
+                f.batch_size,
+                f.read_threads
+            ),
+            (4296, 288, 48, 8)
+        );
+        assert_eq!(
+            f.computation_time,
+            TimeSpec {
+                mean: 1.35,
+                stdev: 0.0
+            }
+        );
+        assert_eq!(
+            f.record_size_dlio(),
+            65536.0,
+            "flux's record_length key is ignored by DLIO"
+        );
         assert_eq!(f.record_size_real(), 2_164_832.0);
         assert_eq!(f.parquet_row_group_size, 1024);
         assert_eq!(f.sample_shuffle, Shuffle::Off);
@@ -763,7 +897,15 @@ mod tests {
         ] {
             let u = cfg(Workload::Unet3d, acc, &[]).unwrap();
             assert_eq!(u.format, DataFormat::Npz);
-            assert_eq!((u.num_files_train, u.num_samples_per_file, u.batch_size, u.read_threads), (files, 1, 7, 4));
+            assert_eq!(
+                (
+                    u.num_files_train,
+                    u.num_samples_per_file,
+                    u.batch_size,
+                    u.read_threads
+                ),
+                (files, 1, 7, 4)
+            );
             assert_eq!(u.computation_time.mean, ct);
             assert_eq!(u.checkpoint, ckpt);
             assert_eq!(u.record_length, 146_600_628.0);
@@ -776,7 +918,9 @@ mod tests {
 
     #[test]
     fn unsupported_combination_is_an_error() {
-        let e = cfg(Workload::Flux, Accelerator::A100, &[]).unwrap_err().to_string();
+        let e = cfg(Workload::Flux, Accelerator::A100, &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("flux_a100"), "{e}");
         assert!(cfg(Workload::Unet3d, Accelerator::Mi355, &[]).is_err());
     }
@@ -796,7 +940,10 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!((c.num_files_train, c.batch_size, c.read_threads), (64, 4, 2));
+        assert_eq!(
+            (c.num_files_train, c.batch_size, c.read_threads),
+            (64, 4, 2)
+        );
         assert_eq!(c.computation_time.mean, 0.05);
         assert_eq!(c.parquet_row_group_size, 48);
         assert!(c.odirect);
@@ -804,21 +951,56 @@ mod tests {
 
     #[test]
     fn time_spec_forms() {
-        let c = cfg(Workload::Flux, Accelerator::B200, &["train.computation_time={mean: 1.0, stdev: 0.1}"]).unwrap();
-        assert_eq!(c.computation_time, TimeSpec { mean: 1.0, stdev: 0.1 });
-        let c = cfg(Workload::Flux, Accelerator::B200, &["train.computation_time.stdev=0.2"]).unwrap();
-        assert_eq!(c.computation_time, TimeSpec { mean: 1.35, stdev: 0.2 });
-        let c = cfg(Workload::Flux, Accelerator::B200, &["train.computation_time=0"]).unwrap();
+        let c = cfg(
+            Workload::Flux,
+            Accelerator::B200,
+            &["train.computation_time={mean: 1.0, stdev: 0.1}"],
+        )
+        .unwrap();
+        assert_eq!(
+            c.computation_time,
+            TimeSpec {
+                mean: 1.0,
+                stdev: 0.1
+            }
+        );
+        let c = cfg(
+            Workload::Flux,
+            Accelerator::B200,
+            &["train.computation_time.stdev=0.2"],
+        )
+        .unwrap();
+        assert_eq!(
+            c.computation_time,
+            TimeSpec {
+                mean: 1.35,
+                stdev: 0.2
+            }
+        );
+        let c = cfg(
+            Workload::Flux,
+            Accelerator::B200,
+            &["train.computation_time=0"],
+        )
+        .unwrap();
         assert_eq!(c.computation_time, TimeSpec::ZERO);
         assert_eq!(c.computation_time.dlio_repr(), "{'mean': 0.0}");
     }
 
     #[test]
     fn unknown_key_is_rejected_with_hint() {
-        let e = cfg(Workload::Flux, Accelerator::B200, &["dataset.num_file_train=3"]).unwrap_err();
+        let e = cfg(
+            Workload::Flux,
+            Accelerator::B200,
+            &["dataset.num_file_train=3"],
+        )
+        .unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("'dataset.num_file_train'"), "{msg}");
-        assert!(msg.contains("did you mean 'dataset.num_files_train'"), "{msg}");
+        assert!(
+            msg.contains("did you mean 'dataset.num_files_train'"),
+            "{msg}"
+        );
         let e = cfg(Workload::Flux, Accelerator::B200, &["bogus=1"]).unwrap_err();
         assert!(matches!(e, BenchError::UnknownParam { .. }));
     }
@@ -833,10 +1015,14 @@ mod tests {
             ("reader.sample_shuffle=sometimes", "reader.sample_shuffle"),
             ("dataset.num_files_train", "dataset.num_files_train"),
         ] {
-            let e = cfg(Workload::Flux, Accelerator::B200, &[p]).unwrap_err().to_string();
+            let e = cfg(Workload::Flux, Accelerator::B200, &[p])
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(key), "{p}: {e}");
         }
-        let e = cfg(Workload::Flux, Accelerator::B200, &["reader.batch_size=0"]).unwrap_err().to_string();
+        let e = cfg(Workload::Flux, Accelerator::B200, &["reader.batch_size=0"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("reader.batch_size"), "{e}");
     }
 
@@ -844,15 +1030,29 @@ mod tests {
     fn config_file_unknown_key_names_file_and_key() {
         let text = "model:\n  name: flux\ndataset:\n  format: parquet\n  num_files_trian: 3\n";
         let e = RawConfig::parse(text, "my.yaml").unwrap_err().to_string();
-        assert!(e.contains("dataset.num_files_trian") && e.contains("my.yaml"), "{e}");
+        assert!(
+            e.contains("dataset.num_files_trian") && e.contains("my.yaml"),
+            "{e}"
+        );
     }
 
     #[test]
     fn config_file_loads_with_dlio_defaults() {
         let text = "model:\n  name: flux\ndataset:\n  format: parquet\n  num_files_train: 3\n  num_samples_per_file: 8\n\
                     reader:\n  batch_size: 4\ntrain:\n  computation_time: 0.01\n";
-        let c = RawConfig::parse(text, "t.yaml").unwrap().to_config().unwrap();
-        assert_eq!((c.num_files_train, c.num_samples_per_file, c.batch_size, c.read_threads), (3, 8, 4, 1));
+        let c = RawConfig::parse(text, "t.yaml")
+            .unwrap()
+            .to_config()
+            .unwrap();
+        assert_eq!(
+            (
+                c.num_files_train,
+                c.num_samples_per_file,
+                c.batch_size,
+                c.read_threads
+            ),
+            (3, 8, 4, 1)
+        );
         assert_eq!(c.record_size_real(), 65536.0);
         assert_eq!(c.steps_per_epoch(1), 6);
         assert_eq!(c.steps_per_epoch(4), 1);
@@ -863,19 +1063,38 @@ mod tests {
     fn prefetch_factor_is_ceil() {
         let c = cfg(Workload::Flux, Accelerator::B200, &[]).unwrap();
         assert_eq!(c.prefetch_factor(), 1);
-        let c = cfg(Workload::Flux, Accelerator::B200, &["reader.read_threads=1", "reader.prefetch_size=3"]).unwrap();
+        let c = cfg(
+            Workload::Flux,
+            Accelerator::B200,
+            &["reader.read_threads=1", "reader.prefetch_size=3"],
+        )
+        .unwrap();
         assert_eq!(c.prefetch_factor(), 3);
     }
 
     #[test]
     fn size_rule_matches_330() {
         let f = cfg(Workload::Flux, Accelerator::B200, &[]).unwrap();
-        let r = dataset_size_rule(247.0, 1, 1, f.batch_size, f.num_samples_per_file, f.record_size_real());
+        let r = dataset_size_rule(
+            247.0,
+            1,
+            1,
+            f.batch_size,
+            f.num_samples_per_file,
+            f.record_size_real(),
+        );
         // 5 × 247 GiB / (288 × 2,164,832 B) = 2126.9 → 2127 (ceil; #330 used floor 2126).
         assert_eq!(r.min_files_bytes, 2127);
         assert_eq!(r.num_files_train, 2127);
         let u = cfg(Workload::Unet3d, Accelerator::A100, &[]).unwrap();
-        let r = dataset_size_rule(247.0, 1, 1, u.batch_size, u.num_samples_per_file, u.record_size_real());
+        let r = dataset_size_rule(
+            247.0,
+            1,
+            1,
+            u.batch_size,
+            u.num_samples_per_file,
+            u.record_size_real(),
+        );
         assert_eq!(r.min_files_bytes, 9046);
         assert_eq!(r.min_files_samples, 3500);
     }

@@ -459,12 +459,23 @@ impl TrainObserver for ConsoleObserver {
     }
 }
 
-/// The reader of one rank for a config: `reader::make_reader` over the format and storage.
+/// The reader of one rank for a config: `reader::make_reader` over the
+/// format and storage. `rank_samples` is the rank's shard size (dlio-legacy
+/// formats an index map of that many entries per sample, as DLIO does).
 pub fn make_local_reader(
     cfg: &DlioConfig,
     kind: ReaderKind,
-    _storage: Arc<dyn Storage>,
+    storage: Arc<dyn Storage>,
+    rank_samples: u64,
 ) -> Result<Arc<dyn SampleReader>, BenchError> {
-    let _ = (cfg, kind);
-    Err(BenchError::Config("readers are not wired in yet".into()))
+    let format = match cfg.format {
+        config::DataFormat::Parquet => crate::format::FormatKind::Parquet,
+        config::DataFormat::Npz => crate::format::FormatKind::Npz,
+    };
+    let options = crate::reader::ReaderOptions {
+        odirect: cfg.odirect,
+        total_rank_samples: rank_samples,
+        ..crate::reader::ReaderOptions::default()
+    };
+    crate::reader::make_reader(format, kind, storage, options)
 }

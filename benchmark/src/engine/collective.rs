@@ -68,7 +68,11 @@ impl Collective for ThreadCollective {
         while st.generation == generation && !st.aborted {
             st = self.cv.wait(st).map_err(|_| Aborted)?;
         }
-        if st.generation == generation { Err(Aborted) } else { Ok(()) }
+        if st.generation == generation {
+            Err(Aborted)
+        } else {
+            Ok(())
+        }
     }
 
     fn abort(&self) {
@@ -80,6 +84,7 @@ impl Collective for ThreadCollective {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

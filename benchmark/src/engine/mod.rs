@@ -99,7 +99,9 @@ impl TrainPlan {
             }
         });
         let order = sampler::epoch_order(self.total_samples(), rank, self.comm_size, shuffle_seed);
-        let bs = usize::try_from(self.batch_size).unwrap_or(usize::MAX).max(1);
+        let bs = usize::try_from(self.batch_size)
+            .unwrap_or(usize::MAX)
+            .max(1);
         order
             .chunks_exact(bs)
             .take(usize::try_from(self.steps_per_epoch).unwrap_or(usize::MAX))
@@ -216,7 +218,10 @@ pub fn run_training(
             // Prefer the error that caused the abort over the "aborted" ones.
             Err(e) => {
                 let is_abort = matches!(&e, BenchError::Config(m) if m == ABORTED);
-                if first_err.is_none() || (!is_abort && matches!(&first_err, Some(BenchError::Config(m)) if m == ABORTED)) {
+                if first_err.is_none()
+                    || (!is_abort
+                        && matches!(&first_err, Some(BenchError::Config(m)) if m == ABORTED))
+                {
                     first_err = Some(e);
                 }
             }
@@ -260,7 +265,10 @@ fn read_batch(plan: &TrainPlan, reader: &dyn SampleReader, batch: &[u64]) -> Bat
     let mut stats = ReadStats::default();
     for fr in sampler::group_by_file(batch, plan.samples_per_file) {
         let path = plan.files.get(fr.file).ok_or_else(|| {
-            BenchError::Config(format!("sample index beyond the {} training files", plan.files.len()))
+            BenchError::Config(format!(
+                "sample index beyond the {} training files",
+                plan.files.len()
+            ))
         })?;
         stats += reader.read_samples(path, &fr.rows)?;
     }
@@ -287,7 +295,9 @@ pub fn run_rank(
         if let Some(o) = observer {
             o.epoch_started(epoch, batches.len() as u64, start);
         }
-        let (block, read) = run_epoch(plan, reader, collective, clock, &batches, &mut rng, epoch, observer)?;
+        let (block, read) = run_epoch(
+            plan, reader, collective, clock, &batches, &mut rng, epoch, observer,
+        )?;
         let e = RankEpoch {
             epoch,
             start,
@@ -322,7 +332,8 @@ fn run_epoch(
         // worker is reading = prefetch_factor batches per worker in flight.
         let mut receivers = Vec::with_capacity(workers);
         for w in 0..workers {
-            let (tx, rx) = mpsc::sync_channel::<BatchResult>(plan.prefetch_factor.saturating_sub(1));
+            let (tx, rx) =
+                mpsc::sync_channel::<BatchResult>(plan.prefetch_factor.saturating_sub(1));
             receivers.push(rx);
             let stop = &stop;
             s.spawn(move || {
@@ -338,7 +349,18 @@ fn run_epoch(
                 }
             });
         }
-        let result = consume(plan, reader, collective, clock, batches, &receivers, rng, epoch, observer, &read_total);
+        let result = consume(
+            plan,
+            reader,
+            collective,
+            clock,
+            batches,
+            &receivers,
+            rng,
+            epoch,
+            observer,
+            &read_total,
+        );
         stop.store(true, Ordering::Relaxed);
         drop(receivers); // unblock workers waiting to send
         result

@@ -38,7 +38,10 @@ pub fn group_by_file(batch: &[u64], samples_per_file: u64) -> Vec<FileRows> {
         let row = g % samples_per_file;
         match out.iter_mut().find(|f| f.file == file) {
             Some(f) => f.rows.push(row),
-            None => out.push(FileRows { file, rows: vec![row] }),
+            None => out.push(FileRows {
+                file,
+                rows: vec![row],
+            }),
         }
     }
     for f in &mut out {
@@ -49,6 +52,7 @@ pub fn group_by_file(batch: &[u64], samples_per_file: u64) -> Vec<FileRows> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -76,8 +80,14 @@ mod tests {
         assert_eq!(
             g,
             vec![
-                FileRows { file: 2, rows: vec![0, 1, 2] },
-                FileRows { file: 0, rows: vec![2, 3] },
+                FileRows {
+                    file: 2,
+                    rows: vec![0, 1, 2]
+                },
+                FileRows {
+                    file: 0,
+                    rows: vec![2, 3]
+                },
             ]
         );
     }
