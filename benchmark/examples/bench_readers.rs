@@ -3,6 +3,7 @@
 //!
 //! `bench_readers parquet|npz raw|decode|dlio-legacy|arrow-generic BATCH FILE...`
 //! Prints one line: bytes of the files, bytes read, seconds, GB/s (file bytes / s).
+//! `BENCH_MMAP=1` reads through `LocalStorage::with_mmap` (zero-copy mapping).
 use std::{sync::Arc, time::Instant};
 
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -25,7 +26,8 @@ fn main() -> anyhow::Result<()> {
     };
     let batch: u64 = a[3].parse()?;
     let files = &a[4..];
-    let storage: Arc<dyn Storage> = Arc::new(LocalStorage::new("/"));
+    let mmap = std::env::var("BENCH_MMAP").is_ok_and(|v| v == "1");
+    let storage: Arc<dyn Storage> = Arc::new(LocalStorage::new("/").with_mmap(mmap));
     let file_bytes: u64 = files
         .iter()
         .map(|f| std::fs::metadata(f).map(|m| m.len()))
@@ -85,9 +87,10 @@ fn main() -> anyhow::Result<()> {
     }
     let secs = t.elapsed().as_secs_f64();
     println!(
-        "{} {}: files {} B, read {} B, {:.3} s, {:.3} GB/s",
+        "{} {}{}: files {} B, read {} B, {:.3} s, {:.3} GB/s",
         a[1],
         a[2],
+        if mmap { " (mmap)" } else { "" },
         file_bytes,
         read,
         secs,

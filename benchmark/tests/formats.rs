@@ -415,3 +415,42 @@ fn odirect_reads_match_buffered() {
     .unwrap();
     assert_eq!(r.read_samples("a.parquet", &[0, 39]).unwrap().samples, 2);
 }
+
+#[test]
+fn large_reads_pooled_and_mmap_match_the_file() {
+    let d = tmp();
+    let schema = FluxSchema {
+        columns: vec![("a".into(), 300_000), ("b".into(), 3)],
+    };
+    let st = LocalStorage::new(d.path());
+    write_parquet_file(&st, "a.parquet", &schema, 4, 2, 3).unwrap();
+    let whole = std::fs::read(d.path().join("a.parquet")).unwrap();
+    let pool = storprof_bench::storage::BufferPool::new(64 << 20);
+    for mmap in [false, true] {
+        let s = LocalStorage::new(d.path())
+            .with_pool(pool.clone())
+            .with_mmap(mmap);
+        let ra = s.open("a.parquet").unwrap();
+        // Same-sized ranges one after another: the second reuses the first's
+        // buffer (pooled path), which must hold the new range's bytes.
+        for (off, len) in [(4u64, 2 << 20), (4099, 2 << 20), (1, (1 << 20) + 7)] {
+            let b = ra.read_range(off, len).unwrap();
+            assert_eq!(
+                &b[..],
+                &whole[off as usize..off as usize + len],
+                "mmap={mmap} {off}+{len}"
+            );
+        }
+        assert!(ra.read_range(ra.len() - (2 << 20) + 1, 2 << 20).is_err());
+        let r = make_reader(
+            FormatKind::Parquet,
+            ReaderKind::Raw,
+            Arc::new(s),
+            ReaderOptions::default(),
+        )
+        .unwrap();
+        let stats = r.read_samples("a.parquet", &[0, 1, 2, 3]).unwrap();
+        assert_eq!(stats.samples, 4);
+    }
+    assert!(pool.idle_bytes() > 0, "pooled buffers were returned");
+}

@@ -24,10 +24,17 @@ fn f32_bits(x: u32) -> u32 {
 
 /// Append `n` random f32 (little-endian bytes) of stream `state` to `out`.
 pub fn fill_f32_le(state: u64, n: usize, out: &mut Vec<u8>) {
-    let mut s = state;
     let start = out.len();
     out.resize(start + n * 4, 0);
-    let dst = &mut out[start..];
+    fill_f32_into(state, &mut out[start..]);
+}
+
+/// Overwrite `dst` (whose length is a multiple of 4) with the f32 stream of
+/// `state`, the same values [`fill_f32_le`] appends. Writing in place lets the
+/// Parquet writer fill its reused page buffer without zero-filling it first.
+#[inline]
+pub fn fill_f32_into(state: u64, dst: &mut [u8]) {
+    let mut s = state;
     let mut chunks = dst.chunks_exact_mut(8);
     for c in &mut chunks {
         let v = wyrand(&mut s);
@@ -36,9 +43,9 @@ pub fn fill_f32_le(state: u64, n: usize, out: &mut Vec<u8>) {
         c.copy_from_slice(&(u64::from(lo) | (u64::from(hi) << 32)).to_le_bytes());
     }
     let rem = chunks.into_remainder();
-    if !rem.is_empty() {
+    if rem.len() >= 4 {
         let v = wyrand(&mut s);
-        rem.copy_from_slice(&f32_bits(v as u32).to_le_bytes());
+        rem[..4].copy_from_slice(&f32_bits(v as u32).to_le_bytes());
     }
 }
 

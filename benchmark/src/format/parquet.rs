@@ -10,12 +10,12 @@ use arrow_schema::{DataType, Field, Schema};
 
 use super::{
     FluxSchema,
-    r#gen::{fill_f32_le, row_seed},
+    r#gen::{fill_f32_into, row_seed},
     thrift::{self, Reader, ThriftError, Writer, ty},
 };
 use crate::{
     error::BenchError,
-    storage::{RandomAccess, Storage},
+    storage::{ObjectWriter, RandomAccess, Storage},
 };
 
 const MAGIC: &[u8; 4] = b"PAR1";
@@ -23,6 +23,8 @@ const MAGIC: &[u8; 4] = b"PAR1";
 const PAGE_TARGET: usize = 1 << 20;
 /// Footers larger than this are rejected as absurd (flux footers are ~2 KiB).
 pub const MAX_FOOTER: u64 = 64 << 20;
+/// Bytes the writer buffers before one `write_all` (few, large writes).
+const WRITE_CHUNK: usize = 8 << 20;
 /// How much of the file tail we read first, hoping it holds the whole footer.
 const TAIL_GUESS: u64 = 64 << 10;
 
@@ -133,11 +135,11 @@ pub fn write_parquet_file(
         )));
     }
     let rg_rows = row_group_rows.max(1);
-    let mut w = storage.create(path)?;
+    let mut out = ChunkedWriter::new(storage.create(path)?);
     let mut pos: u64 = 0;
-    w.write_all(MAGIC)?;
+    out.reserve(4)?.copy_from_slice(MAGIC);
     pos += 4;
-    let mut body: Vec<u8> = Vec::new();
+    let mut levels: Vec<u8> = Vec::new();
     let mut groups: Vec<(u64, Vec<ChunkMeta>)> = Vec::new();
     let mut first = 0u64;
     while first < rows {
@@ -151,15 +153,13 @@ pub fn write_parquet_file(
             let mut r = 0;
             while r < n_rows {
                 let pr = per_page.min(n_rows - r);
-                body.clear();
-                write_levels(&mut body, pr as usize, n, list);
-                for row in first + r..first + r + pr {
-                    fill_f32_le(row_seed(seed, ci, row), n, &mut body);
-                }
+                levels.clear();
+                write_levels(&mut levels, pr as usize, n, list);
+                let body_len = levels.len() + pr as usize * n * 4;
                 let mut h = Writer::new();
                 h.begin();
                 h.i32(1, PAGE_DATA);
-                let size = i32::try_from(body.len())
+                let size = i32::try_from(body_len)
                     .map_err(|_| BenchError::Config(format!("{path}: page too large")))?;
                 h.i32(2, size);
                 h.i32(3, size);
@@ -170,9 +170,18 @@ pub fn write_parquet_file(
                 h.i32(4, ENC_RLE);
                 h.end();
                 h.end();
-                w.write_all(&h.buf)?;
-                w.write_all(&body)?;
-                pos += (h.buf.len() + body.len()) as u64;
+                // Header, levels and values go straight into the write buffer:
+                // the generator fills it in place (no zeroing, no extra copy).
+                let page_len = h.buf.len() + body_len;
+                let dst = out.reserve(page_len)?;
+                let (hdr, rest) = dst.split_at_mut(h.buf.len());
+                hdr.copy_from_slice(&h.buf);
+                let (lv, values) = rest.split_at_mut(levels.len());
+                lv.copy_from_slice(&levels);
+                for (row, v) in (first + r..).zip(values.chunks_exact_mut(n * 4)) {
+                    fill_f32_into(row_seed(seed, ci, row), v);
+                }
+                pos += page_len as u64;
                 r += pr;
             }
             chunks.push(ChunkMeta {
@@ -185,12 +194,58 @@ pub fn write_parquet_file(
         first += n_rows;
     }
     let footer = encode_footer(schema, rows, &groups);
-    w.write_all(&footer)?;
-    w.write_all(&(footer.len() as u32).to_le_bytes())?;
-    w.write_all(MAGIC)?;
+    let tail = out.reserve(footer.len() + 8)?;
+    tail[..footer.len()].copy_from_slice(&footer);
+    tail[footer.len()..footer.len() + 4].copy_from_slice(&(footer.len() as u32).to_le_bytes());
+    tail[footer.len() + 4..].copy_from_slice(MAGIC);
     pos += footer.len() as u64 + 8;
-    w.finish()?;
+    out.finish()?;
     Ok(pos)
+}
+
+/// Buffers output in [`WRITE_CHUNK`]-sized pieces handed to the object
+/// writer with one `write_all` each. The buffer is allocated once per file
+/// and overwritten in place.
+struct ChunkedWriter<'a> {
+    w: Box<dyn ObjectWriter + 'a>,
+    buf: Vec<u8>,
+    used: usize,
+}
+
+impl<'a> ChunkedWriter<'a> {
+    fn new(w: Box<dyn ObjectWriter + 'a>) -> Self {
+        Self {
+            w,
+            buf: vec![0; WRITE_CHUNK],
+            used: 0,
+        }
+    }
+
+    /// The next `n` bytes of output, to be filled by the caller.
+    fn reserve(&mut self, n: usize) -> Result<&mut [u8], BenchError> {
+        if self.used + n > self.buf.len() {
+            self.flush()?;
+            if n > self.buf.len() {
+                self.buf.resize(n, 0);
+            }
+        }
+        let at = self.used;
+        self.used += n;
+        Ok(&mut self.buf[at..at + n])
+    }
+
+    fn flush(&mut self) -> Result<(), BenchError> {
+        if self.used > 0 {
+            self.w.write_all(&self.buf[..self.used])?;
+            self.used = 0;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), BenchError> {
+        self.flush()?;
+        self.w.finish()
+    }
 }
 
 fn encode_footer(schema: &FluxSchema, rows: u64, groups: &[(u64, Vec<ChunkMeta>)]) -> Vec<u8> {

@@ -11,7 +11,7 @@ use std::{
 
 use bytes::Bytes;
 
-use super::{AlignedBuf, ObjectWriter, RandomAccess, Storage};
+use super::{BufferPool, ObjectWriter, PooledBuf, RandomAccess, Storage};
 use crate::error::BenchError;
 
 /// Largest single `pread` we issue (Linux caps one read at ~2 GiB anyway).
@@ -19,20 +19,19 @@ const MAX_READ: usize = 256 << 20;
 /// O_DIRECT alignment used when `statx(STATX_DIOALIGN)` does not answer.
 pub const DEFAULT_DIO_ALIGN: u64 = 4096;
 
-/// Files under a root directory.
+/// Files under a root directory. Clones share the read-buffer pool.
 #[derive(Clone, Debug)]
 pub struct LocalStorage {
     root: PathBuf,
     odirect: bool,
+    mmap: bool,
+    pool: BufferPool,
 }
 
 impl LocalStorage {
     /// Buffered (page-cache) reads of files under `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self {
-            root: root.into(),
-            odirect: false,
-        }
+        Self::with_odirect(root, false)
     }
 
     /// Like [`LocalStorage::new`], reading with O_DIRECT when `odirect` is true.
@@ -40,7 +39,28 @@ impl LocalStorage {
         Self {
             root: root.into(),
             odirect,
+            mmap: false,
+            pool: BufferPool::default(),
         }
+    }
+
+    /// Serve large buffered `read_range`s by mapping the file range
+    /// (`mmap(MAP_POPULATE)`, zero-copy, like pyarrow's `memory_map=True` /
+    /// DLIO's `storage_options.memory_map`) instead of `pread` into a buffer.
+    /// The populate still reads missing pages from storage in the calling
+    /// thread. Caveat of any mmap loader: a file truncated while mapped, or
+    /// a device error on a page that could not be populated, raises SIGBUS
+    /// when touched; hence off by default. Ignored with O_DIRECT.
+    pub fn with_mmap(mut self, mmap: bool) -> Self {
+        self.mmap = mmap;
+        self
+    }
+
+    /// Use `pool` for large reads (default: a private pool keeping up to
+    /// [`super::DEFAULT_POOL_BYTES`] idle).
+    pub fn with_pool(mut self, pool: BufferPool) -> Self {
+        self.pool = pool;
+        self
     }
 
     /// Whether reads bypass the page cache.
@@ -123,6 +143,8 @@ impl Storage for LocalStorage {
             len,
             path: full,
             dio_align: align,
+            mmap: self.mmap && !self.odirect,
+            pool: self.pool.clone(),
         }))
     }
 
@@ -154,7 +176,13 @@ impl Storage for LocalStorage {
         format!(
             "local files under {}{}",
             self.root.display(),
-            if self.odirect { " (O_DIRECT)" } else { "" }
+            if self.odirect {
+                " (O_DIRECT)"
+            } else if self.mmap {
+                " (mmap)"
+            } else {
+                ""
+            }
         )
     }
 
@@ -206,9 +234,52 @@ struct LocalFile {
     path: PathBuf,
     /// 0 for buffered reads, else the O_DIRECT alignment.
     dio_align: u64,
+    mmap: bool,
+    pool: BufferPool,
 }
 
 impl LocalFile {
+    /// Map `[offset, offset+len)` (len > 0, in bounds) read-only, populated.
+    fn map_range(&self, offset: u64, len: usize) -> Result<MappedRange, BenchError> {
+        let page = 4096u64;
+        let map_off = offset - offset % page;
+        let lead = (offset - map_off) as usize;
+        let map_len = lead + len;
+        let off = libc::off_t::try_from(map_off).map_err(|_| self.short_read(offset, len))?;
+        // SAFETY: a fresh read-only shared mapping of our open file; the
+        // kernel picks the address; the fd stays valid for the call.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                std::os::fd::AsRawFd::as_raw_fd(&self.file),
+                off,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io_err(&self.path, std::io::Error::last_os_error()));
+        }
+        let ptr = std::ptr::NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| io_err(&self.path, std::io::Error::other("mmap returned null")))?;
+        Ok(MappedRange {
+            ptr,
+            map_len,
+            lead,
+            len,
+        })
+    }
+
+    fn take_buf(&self, len: usize) -> Result<PooledBuf, BenchError> {
+        self.pool.take(len).ok_or_else(|| {
+            io_err(
+                &self.path,
+                std::io::Error::new(std::io::ErrorKind::OutOfMemory, "mmap failed"),
+            )
+        })
+    }
+
     fn short_read(&self, offset: u64, want: usize) -> BenchError {
         io_err(
             &self.path,
@@ -246,17 +317,12 @@ impl LocalFile {
 
     /// O_DIRECT read of `[offset, offset+len)` into an aligned buffer whose
     /// visible window is exactly the requested range.
-    fn read_direct(&self, offset: u64, len: usize) -> Result<AlignedBuf, BenchError> {
+    fn read_direct(&self, offset: u64, len: usize) -> Result<PooledBuf, BenchError> {
         let a = self.dio_align;
         let start = offset - offset % a;
         let end = (offset + len as u64).next_multiple_of(a);
         let span = usize::try_from(end - start).map_err(|_| self.short_read(offset, len))?;
-        let mut buf = AlignedBuf::new(span).ok_or_else(|| {
-            io_err(
-                &self.path,
-                std::io::Error::new(std::io::ErrorKind::OutOfMemory, "mmap failed"),
-            )
-        })?;
+        let mut buf = self.take_buf(span)?;
         let got = self.pread_full(&mut buf.as_mut_full()[..span], start)?;
         let lead = (offset - start) as usize;
         if got < lead + len {
@@ -299,7 +365,7 @@ impl RandomAccess for LocalFile {
             return Err(self.short_read(offset, len));
         }
         if self.dio_align != 0 {
-            return Ok(Bytes::from_owner(self.read_direct(offset, len)?));
+            return Ok(self.read_direct(offset, len)?.into_bytes());
         }
         if len < (1 << 20) {
             let mut v = vec![0u8; len];
@@ -308,16 +374,45 @@ impl RandomAccess for LocalFile {
             }
             return Ok(Bytes::from(v));
         }
-        let mut buf = AlignedBuf::new(len).ok_or_else(|| {
-            io_err(
-                &self.path,
-                std::io::Error::new(std::io::ErrorKind::OutOfMemory, "mmap failed"),
-            )
-        })?;
+        if self.mmap {
+            return Ok(Bytes::from_owner(self.map_range(offset, len)?));
+        }
+        // Large reads go into a pooled, already-mapped buffer: no page
+        // faults or kernel zero-fill in steady state.
+        let mut buf = self.take_buf(len)?;
         if self.pread_full(&mut buf.as_mut_full()[..len], offset)? < len {
             return Err(self.short_read(offset, len));
         }
         buf.set_window(0, len);
-        Ok(Bytes::from_owner(buf))
+        Ok(buf.into_bytes())
+    }
+}
+
+/// A populated read-only file mapping; unmapped when the last `Bytes` drops.
+struct MappedRange {
+    ptr: std::ptr::NonNull<u8>,
+    map_len: usize,
+    lead: usize,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value; sharing `&[u8]`
+// views across threads is sound.
+unsafe impl Send for MappedRange {}
+// SAFETY: as above, only shared read access is handed out.
+unsafe impl Sync for MappedRange {}
+
+impl AsRef<[u8]> for MappedRange {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: lead + len == map_len bytes are mapped readable for the
+        // lifetime of self (see `LocalStorage::with_mmap` for the SIGBUS caveat).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(self.lead), self.len) }
+    }
+}
+
+impl Drop for MappedRange {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping created in `map_range`.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.map_len) };
     }
 }

@@ -17,9 +17,11 @@ use crate::error::BenchError;
 
 mod aligned;
 mod local;
+mod pool;
 
 pub use aligned::AlignedBuf;
 pub use local::{LocalStorage, dio_alignment};
+pub use pool::{BufferPool, DEFAULT_POOL_BYTES, PooledBuf};
 
 /// One opened object/file that can be read at any offset from many threads.
 pub trait RandomAccess: Send + Sync {
