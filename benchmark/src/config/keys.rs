@@ -217,7 +217,14 @@ pub fn suggestions(key: &str) -> Vec<&'static str> {
         .filter(|(score, _)| *score > 0.80)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    scored.into_iter().take(3).map(|(_, k)| k).collect()
+    // Only the close runners-up: a clear best match should stand alone.
+    let best = scored.first().map_or(0.0, |s| s.0);
+    scored
+        .into_iter()
+        .take_while(|(score, _)| *score >= best - 0.03)
+        .take(3)
+        .map(|(_, k)| k)
+        .collect()
 }
 
 #[cfg(test)]
