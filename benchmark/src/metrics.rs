@@ -72,9 +72,9 @@ pub fn block_metrics(b: &BlockTimings, batch_size: u64, exclude: ExcludeSteps) -
     // e is inclusive; `last` is the exclusive end of the counted range.
     let last = n.saturating_sub(exclude.end).max(s);
     let counted = &b.compute[s..last];
-    let total_compute: f64 = counted.iter().sum();
-    let excluded_proc: f64 = b.proc[..s.min(b.proc.len())].iter().sum::<f64>()
-        + b.proc[last.min(b.proc.len())..].iter().sum::<f64>();
+    let total_compute = sum(counted);
+    let excluded_proc =
+        sum(&b.proc[..s.min(b.proc.len())]) + sum(&b.proc[last.min(b.proc.len())..]);
     let duration = b.end - b.start;
     let total_time = duration - excluded_proc;
     let (au, throughput) = if total_time > 0.0 {
@@ -185,13 +185,18 @@ pub fn run_metrics(
     }
 }
 
+/// Sum starting from +0.0 (std's float `sum` of nothing is −0.0, which prints as "-0.0000").
+fn sum(xs: &[f64]) -> f64 {
+    xs.iter().fold(0.0, |a, b| a + b)
+}
+
 /// Mean and population standard deviation (numpy's `np.std` default); (0, 0) when empty.
 pub fn mean_std(xs: &[f64]) -> (f64, f64) {
     if xs.is_empty() {
         return (0.0, 0.0);
     }
     let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
+    let mean = sum(xs) / n;
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
     (mean, var.sqrt())
 }
@@ -252,6 +257,8 @@ mod tests {
         assert!(m.too_few_steps);
         let m = block_metrics(&block(1.0, 0.5, 0.0, 1), 4, ExcludeSteps::default());
         assert_eq!(m.throughput_samples_per_second, 0.0);
+        // nothing counted must print as 0.0000, not -0.0000
+        assert_eq!(format!("{:.4}", m.au_percentage), "0.0000");
     }
 
     /// storage #330, flux b200, 1 accelerator: 12756 steps of 1.3501 s
