@@ -18,11 +18,10 @@ fn main() {
     }
     let package = aya_build::Package {
         name: "storprof-ebpf",
-        root_dir: probes_dir
-            .to_str()
-            .expect("probe crate path is UTF-8"),
+        root_dir: probes_dir.to_str().expect("probe crate path is UTF-8"),
         ..Default::default()
     };
-    aya_build::build_ebpf([package], aya_build::Toolchain::default())
-        .expect("building the eBPF probes (needs nightly, rust-src and bpf-linker: run scripts/setup.sh)");
+    aya_build::build_ebpf([package], aya_build::Toolchain::default()).expect(
+        "building the eBPF probes (needs nightly, rust-src and bpf-linker: run scripts/setup.sh)",
+    );
 }

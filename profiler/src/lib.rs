@@ -18,12 +18,12 @@
 //!        ▼
 //!  output::  flamegraph SVGs, timeline, report.md, evidence bundle
 //! ```
-pub mod session;
-pub mod cli;
-pub mod record;
-pub mod probes;
-pub mod symbolize;
-pub mod doctor;
 pub mod analysis;
-pub mod output;
+pub mod cli;
 pub mod commands;
+pub mod doctor;
+pub mod output;
+pub mod probes;
+pub mod record;
+pub mod session;
+pub mod symbolize;

@@ -1,3 +1,3 @@
 //! The session directory: its data model ([`model`]) and loading it back.
-pub mod model;
 pub mod load;
+pub mod model;
