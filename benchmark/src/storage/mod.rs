@@ -1,4 +1,4 @@
-//! Storage backends: where bytes live (local files, O_DIRECT files, later S3).
+//! Storage backends: where bytes live (local files, O_DIRECT files, S3).
 //! Formats (`crate::format`) and readers (`crate::reader`) only see these
 //! traits, so every format works over every backend.
 //!
@@ -18,10 +18,12 @@ use crate::error::BenchError;
 mod aligned;
 mod local;
 mod pool;
+mod s3;
 
 pub use aligned::AlignedBuf;
 pub use local::{LocalStorage, dio_alignment};
 pub use pool::{BufferPool, DEFAULT_POOL_BYTES, PooledBuf};
+pub use s3::{S3Counters, S3Options, S3Storage, S3Url, is_loopback_endpoint};
 
 /// One opened object/file that can be read at any offset from many threads.
 pub trait RandomAccess: Send + Sync {
@@ -90,4 +92,30 @@ impl<S: Storage + ?Sized> ObjectWriter for BufferedPut<'_, S> {
     fn finish(self: Box<Self>) -> Result<(), BenchError> {
         self.storage.put(&self.path, &self.buf)
     }
+}
+
+/// The storage behind a `--data-dir` value: `s3://BUCKET/PREFIX` is an
+/// [`S3Storage`] (paths may then be full `s3://` URLs or relative to the
+/// prefix); a plain path or `file://PATH` is [`LocalStorage`] rooted at "."
+/// (paths stay as the engine builds them). `odirect` applies to local files
+/// only; asking for it over S3 is an error.
+pub fn storage_for_data_dir(
+    data_dir: &str,
+    odirect: bool,
+    s3: &S3Options,
+) -> Result<Arc<dyn Storage>, BenchError> {
+    if let Some(url) = S3Url::parse(data_dir) {
+        if odirect {
+            return Err(BenchError::Config(format!(
+                "{data_dir}: --odirect applies to local files, not to S3"
+            )));
+        }
+        return Ok(Arc::new(S3Storage::new(url?, s3)?));
+    }
+    Ok(Arc::new(LocalStorage::with_odirect(".", odirect)))
+}
+
+/// `data_dir` without a `file://` scheme (other values unchanged).
+pub fn strip_file_scheme(data_dir: &str) -> &str {
+    data_dir.strip_prefix("file://").unwrap_or(data_dir)
 }

@@ -1,0 +1,331 @@
+//! The S3 backend against a real S3-compatible server on 127.0.0.1
+//! (`moto_server`, preinstalled; the harness starts it on a free port and
+//! kills it). Skips with a printed reason when the server cannot start.
+//! Failure cases: object missing, server down, wrong credentials (moto with
+//! auth enforcement), GETs cut short by a TCP proxy in front of the real server.
+#![allow(clippy::unwrap_used)]
+use std::{
+    io::{Read, Write},
+    net::{Shutdown, TcpListener, TcpStream},
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use storprof_bench::{
+    format::{FluxSchema, FormatKind, write_npz_file, write_parquet_file},
+    reader::{ReaderKind, ReaderOptions, make_reader},
+    storage::{LocalStorage, S3Options, S3Storage, S3Url, Storage},
+};
+
+struct Moto {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Start moto_server (with `env`), or `None` with a printed reason.
+fn start_moto(env: &[(&str, &str)]) -> Option<Moto> {
+    let port = free_port();
+    let mut cmd = Command::new("moto_server");
+    cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("skipping: cannot start moto_server ({e}); pip install 'moto[server]'");
+            return None;
+        }
+    };
+    let moto = Moto { child, port };
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(30) {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(moto);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("skipping: moto_server did not listen on {port} within 30 s");
+    None
+}
+
+/// Plain unsigned HTTP request; returns the status code.
+fn http(port: u16, method: &str, path: &str) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    resp.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+fn opts(port: u16) -> S3Options {
+    S3Options {
+        endpoint: Some(format!("http://127.0.0.1:{port}")),
+        access_key_id: Some("testing".into()),
+        secret_access_key: Some("testing".into()),
+        region: Some("us-east-1".into()),
+        part_size: 1 << 20,
+        parallel_gets: 4,
+        max_retries: 3,
+        retry_timeout: Duration::from_secs(10),
+        request_timeout: Duration::from_secs(20),
+        ..Default::default()
+    }
+}
+
+fn s3(url: &str, o: &S3Options) -> S3Storage {
+    S3Storage::new(S3Url::parse(url).unwrap().unwrap(), o).unwrap()
+}
+
+fn schema() -> FluxSchema {
+    // 300,000 f32 per row: 1.2 MB rows, so row groups span several 1 MiB parts.
+    FluxSchema {
+        columns: vec![("a".into(), 300_000), ("b".into(), 7)],
+    }
+}
+
+#[test]
+fn datagen_and_readers_over_moto() {
+    let Some(m) = start_moto(&[]) else { return };
+    assert_eq!(http(m.port, "PUT", "/bench"), 200);
+    let st = Arc::new(s3("s3://bench/run1", &opts(m.port)));
+    // Write through the streaming multipart writer, then read back.
+    let size =
+        write_parquet_file(&*st, "flux/train/img_0_of_1.parquet", &schema(), 6, 2, 5).unwrap();
+    write_npz_file(
+        &*st,
+        "s3://bench/run1/unet3d/train/img_0_of_1.npz",
+        (300, 400),
+        1,
+        3,
+    )
+    .unwrap();
+    assert_eq!(st.list("flux/train").unwrap(), vec!["img_0_of_1.parquet"]);
+    assert!(st.exists("flux/train/img_0_of_1.parquet").unwrap());
+    assert!(st.exists("flux").unwrap(), "a prefix with objects exists");
+    assert!(!st.exists("nothing/here").unwrap());
+    let ra = st
+        .open("s3://bench/run1/flux/train/img_0_of_1.parquet")
+        .unwrap();
+    assert_eq!(ra.len(), size);
+
+    // The same file locally, for byte-exact comparison.
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let local = LocalStorage::new(d.path());
+    write_parquet_file(&local, "a.parquet", &schema(), 6, 2, 5).unwrap();
+    let whole = std::fs::read(d.path().join("a.parquet")).unwrap();
+    let gets0 = st.counters().gets.load(Ordering::Relaxed);
+    let b = ra.read_range(3, whole.len() - 10).unwrap();
+    assert_eq!(&b[..], &whole[3..whole.len() - 7]);
+    let parts = st.counters().gets.load(Ordering::Relaxed) - gets0;
+    assert_eq!(
+        parts as usize,
+        (whole.len() - 10).div_ceil(1 << 20),
+        "1 MiB parts"
+    );
+    assert!(ra.read_range(ra.len() - 5, 6).is_err(), "past the end");
+
+    for kind in [ReaderKind::Raw, ReaderKind::Decode, ReaderKind::DlioLegacy] {
+        let r = make_reader(
+            FormatKind::Parquet,
+            kind,
+            st.clone(),
+            ReaderOptions::default(),
+        )
+        .unwrap();
+        let f = "flux/train/img_0_of_1.parquet";
+        let stats = r.read_samples(f, &[0, 1, 2, 3, 4, 5]).unwrap();
+        assert_eq!(stats.samples, 6, "{kind:?}");
+        assert!(stats.bytes_read >= size - 4096, "{kind:?}: {stats:?}");
+        assert!(stats.requests >= 1, "{kind:?}");
+        let npz = make_reader(FormatKind::Npz, kind, st.clone(), ReaderOptions::default()).unwrap();
+        let s = npz
+            .read_samples("unet3d/train/img_0_of_1.npz", &[0])
+            .unwrap();
+        assert_eq!(s.samples, 1, "{kind:?}");
+        assert!(s.bytes_read >= 120_000, "{kind:?}: {s:?}");
+    }
+
+    // Object missing: a clear NotFound naming the object.
+    let e = st.open("flux/train/missing.parquet").err().unwrap();
+    let msg = e.to_string();
+    eprintln!("missing: {msg}");
+    assert!(
+        msg.contains("s3://bench/run1/flux/train/missing.parquet"),
+        "{msg}"
+    );
+    let r = make_reader(
+        FormatKind::Parquet,
+        ReaderKind::Raw,
+        st.clone(),
+        ReaderOptions::default(),
+    )
+    .unwrap();
+    assert!(r.read_samples("flux/train/missing.parquet", &[0]).is_err());
+    // Missing bucket.
+    let nb = s3("s3://no-such-bucket/x", &opts(m.port));
+    assert!(nb.list("").is_err());
+}
+
+#[test]
+fn server_down_is_a_quick_clear_error() {
+    let port = free_port(); // nothing listens here
+    let st = s3("s3://b/p", &opts(port));
+    let t = Instant::now();
+    let e = st.open("a.parquet").err().unwrap().to_string();
+    eprintln!("server down: {e} ({:?})", t.elapsed());
+    assert!(e.contains("s3://b/p/a.parquet"), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn wrong_credentials_are_refused() {
+    // moto enforces signatures and known keys once INITIAL_NO_AUTH_ACTION_COUNT
+    // unauthenticated actions were used up; the first (bucket creation) is free.
+    let Some(m) = start_moto(&[("INITIAL_NO_AUTH_ACTION_COUNT", "1")]) else {
+        return;
+    };
+    assert_eq!(http(m.port, "PUT", "/auth"), 200);
+    let st = s3("s3://auth/x", &opts(m.port));
+    let e = st.list("").err().unwrap().to_string();
+    eprintln!("wrong credentials: {e}");
+    assert!(
+        e.contains("s3://auth/x") && (e.contains("403") || e.to_lowercase().contains("denied")),
+        "{e}"
+    );
+}
+
+/// A TCP proxy in front of the real server that cuts, on its first `cuts`
+/// connections whose responses exceed `limit` bytes, the response after
+/// `limit` bytes (a GET cut short).
+struct CutProxy {
+    port: u16,
+    cut_done: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for CutProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn cut_proxy(upstream: u16, limit: usize, cuts: usize) -> CutProxy {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let cut_done = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (cd, st) = (cut_done.clone(), stop.clone());
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            if st.load(Ordering::SeqCst) {
+                break;
+            }
+            let Ok(client) = c else { continue };
+            let Ok(up) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                continue;
+            };
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), up.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c2, &mut u2);
+                let _ = u2.shutdown(Shutdown::Write);
+            });
+            let cd = cd.clone();
+            std::thread::spawn(move || {
+                let (mut up, mut client) = (up, client);
+                let mut buf = vec![0u8; 64 << 10];
+                let mut sent = 0usize;
+                loop {
+                    let n = match up.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if sent + n > limit && cd.load(Ordering::SeqCst) < cuts {
+                        cd.fetch_add(1, Ordering::SeqCst);
+                        let _ = client.write_all(&buf[..limit - sent]);
+                        let _ = client.shutdown(Shutdown::Both);
+                        let _ = up.shutdown(Shutdown::Both);
+                        return;
+                    }
+                    if client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    sent += n;
+                }
+                let _ = client.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    CutProxy {
+        port,
+        cut_done,
+        stop,
+    }
+}
+
+#[test]
+fn gets_cut_short_are_retried_or_fail_cleanly() {
+    let Some(m) = start_moto(&[]) else { return };
+    assert_eq!(http(m.port, "PUT", "/cut"), 200);
+    let direct = s3("s3://cut/p", &opts(m.port));
+    let data: Vec<u8> = (0..(3 << 20)).map(|i: u32| (i % 251) as u8).collect();
+    direct.put("obj", &data).unwrap();
+
+    // Two responses cut after 200 KB: object_store resumes the bodies.
+    let p = cut_proxy(m.port, 200_000, 2);
+    let st = s3("s3://cut/p", &opts(p.port));
+    let ra = st.open("obj").unwrap();
+    let b = ra.read_range(0, data.len()).unwrap();
+    assert_eq!(&b[..], &data[..]);
+    assert_eq!(p.cut_done.load(Ordering::SeqCst), 2, "the proxy did cut");
+
+    // Every response cut: an error naming the object after the retries, no hang.
+    let p = cut_proxy(m.port, 200_000, usize::MAX);
+    let mut o = opts(p.port);
+    o.max_retries = 2;
+    let st = s3("s3://cut/p", &o);
+    let ra = st.open("obj").unwrap();
+    let t = Instant::now();
+    let e = ra.read_range(0, data.len()).err().unwrap().to_string();
+    eprintln!("cut short: {e} ({:?})", t.elapsed());
+    assert!(e.contains("s3://cut/p/obj"), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t.elapsed()
+    );
+}
