@@ -253,6 +253,18 @@ pub fn run_datagen(
     storage: &dyn Storage,
 ) -> Result<(DatagenPlan, DatagenReport), BenchError> {
     let p = plan(opts)?;
+    // Over S3 `plan`'s local overwrite check cannot see the objects: list them.
+    if crate::storage::S3Url::parse(&opts.data_dir.to_string_lossy()).is_some() && !opts.force {
+        let ext = format!(".{}", p.cfg.format.extension());
+        for split in ["train", "valid"] {
+            let dir = p.model_dir.join(split).to_string_lossy().to_string();
+            if storage.list(&dir)?.iter().any(|n| n.ends_with(&ext)) {
+                return Err(BenchError::Config(format!(
+                    "{dir} already holds {ext} objects; refusing to overwrite them without --force"
+                )));
+            }
+        }
+    }
     if opts.print {
         println!("{}", size_rule_text(&p, opts));
         println!(

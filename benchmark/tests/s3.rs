@@ -329,3 +329,86 @@ fn gets_cut_short_are_retried_or_fail_cleanly() {
         t.elapsed()
     );
 }
+
+#[test]
+fn datagen_and_bench_end_to_end_over_s3() {
+    use storprof_bench::{
+        config::{Accelerator, Workload},
+        datagen::{DatagenOptions, run_datagen},
+        engine::bench::BenchOptions,
+        storage::storage_for_data_dir,
+    };
+    let Some(m) = start_moto(&[]) else { return };
+    assert_eq!(http(m.port, "PUT", "/e2e"), 200);
+    let o = opts(m.port);
+    let params: Vec<String> = [
+        "dataset.num_files_train=4",
+        "dataset.num_samples_per_file=8",
+        "dataset.parquet.row_group_size=4",
+        "dataset.parquet.columns=[{name: t5_encodings, dtype: float32, size: 8192}, {name: timestamp, dtype: float32, size: 7}]",
+        "reader.batch_size=4",
+        "reader.read_threads=2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let url = "s3://e2e/ds";
+    let storage = storage_for_data_dir(url, false, &o).unwrap();
+    let dg = DatagenOptions {
+        workload: Some(Workload::Flux),
+        accelerator: Accelerator::B200,
+        params: params.clone(),
+        data_dir: url.into(),
+        client_memory_gb: Some(1.0),
+        print: false,
+        ..DatagenOptions::default()
+    };
+    run_datagen(&dg, &*storage).unwrap();
+    assert_eq!(storage.list("flux/train").unwrap().len(), 4);
+    let e = run_datagen(&dg, &*storage).err().unwrap().to_string();
+    assert!(
+        e.contains("--force"),
+        "existing objects are not overwritten: {e}"
+    );
+    let results = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for reader in [ReaderKind::Raw, ReaderKind::Decode, ReaderKind::DlioLegacy] {
+        let b = BenchOptions {
+            workload: Some(Workload::Flux),
+            accelerator: Accelerator::B200,
+            params: params.clone(),
+            data_dir: url.into(),
+            computation_time: Some(0.0),
+            reader,
+            results_dir: Some(results.path().join(format!("{reader:?}"))),
+            print: false,
+            ..BenchOptions::default()
+        };
+        let report = storprof_bench::cli::run_bench_on(&b, &o)
+            .map_err(|e| format!("{reader:?}: {e:#}"))
+            .unwrap();
+        let summary =
+            std::fs::read_to_string(results.path().join(format!("{reader:?}/summary.json")))
+                .unwrap();
+        assert!(summary.contains("read_bytes"), "{reader:?}");
+        drop(report);
+    }
+    // A missing prefix: a clear error, nothing written.
+    let b = BenchOptions {
+        workload: Some(Workload::Flux),
+        params,
+        data_dir: "s3://e2e/nothing".into(),
+        results_dir: Some(results.path().join("none")),
+        print: false,
+        ..BenchOptions::default()
+    };
+    let e = format!(
+        "{:#}",
+        storprof_bench::cli::run_bench_on(&b, &o).err().unwrap()
+    );
+    eprintln!("missing prefix: {e}");
+    assert!(
+        e.contains("no .parquet files") || e.contains("s3://e2e/nothing"),
+        "{e}"
+    );
+    assert!(!results.path().join("none").exists());
+}

@@ -139,7 +139,9 @@ pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, B
     let raw = opts.raw_config()?;
     let cfg = raw.to_config()?;
     let data_dir = &opts.data_dir;
-    if !data_dir.is_dir() {
+    // s3:// data dirs are checked by listing through `storage` below.
+    let is_s3 = crate::storage::S3Url::parse(&data_dir.to_string_lossy()).is_some();
+    if !is_s3 && !data_dir.is_dir() {
         return Err(BenchError::Config(format!(
             "data dir {} does not exist (generate it with `storprof datagen --data-dir {}`)",
             data_dir.display(),
@@ -149,7 +151,7 @@ pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, B
     let dir = train_dir(data_dir, &cfg.model);
     let dir_s = dir.to_string_lossy().to_string();
     let ext = format!(".{}", cfg.format.extension());
-    let names: Vec<String> = if dir.is_dir() {
+    let names: Vec<String> = if is_s3 || dir.is_dir() {
         storage
             .list(&dir_s)?
             .into_iter()
