@@ -18,8 +18,10 @@ as_root() {
 # llvm-22-dev/libpolly-22-dev: bpf-linker links against LLVM 22 (nightly's LLVM).
 # bpftrace: the peer in the overhead comparison. gcc/libc: static test helpers.
 # python3-venv: pyarrow/numpy cross-checks in a venv.
+# openmpi-bin/libopenmpi-dev/libclang-dev: the `mpi` feature (rsmpi's bindgen) and the mpirun tests.
 APT_PACKAGES=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev bpftrace bpftool
-              build-essential libc6-dev pkg-config python3-venv)
+              build-essential libc6-dev pkg-config python3-venv
+              openmpi-bin libopenmpi-dev libclang-dev)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,7 +18,7 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "clippy (user crates)"
-cargo clippy --release --workspace --exclude storprof-ebpf --all-targets -- -D warnings
+cargo clippy --release --workspace --exclude storprof-ebpf --all-targets --features storprof/mpi -- -D warnings
 
 step "clippy (probe crate, bpfel-unknown-none)"
 bash scripts/clippy-ebpf.sh
@@ -30,4 +30,4 @@ fi
 
 step "cargo test"
 # One release build serves the tests and the scenario suite (fast readers, real workloads).
-cargo test --release --workspace --exclude storprof-ebpf -- --test-threads="${STORPROF_TEST_THREADS:-1}"
+cargo test --release --workspace --exclude storprof-ebpf --features storprof/mpi -- --test-threads="${STORPROF_TEST_THREADS:-1}"

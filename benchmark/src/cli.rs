@@ -1,7 +1,11 @@
 //! `storprof datagen` and `storprof bench` arguments, mapped onto
 //! [`DatagenOptions`] and [`BenchOptions`]. Exit codes are the profiler's
 //! (`storprof::cli::exit`): errors here become exit 1 at the binary edge,
-//! clap usage errors exit 2.
+//! clap usage errors exit 2; a bench stopped by Ctrl-C (SIGINT) or SIGTERM
+//! writes its results and exits 128 + the signal number (130, 143).
+//!
+//! Under `mpirun` (built with the `mpi` feature) each process is one rank:
+//! see [`crate::engine::mpi`].
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -169,6 +173,7 @@ impl BenchArgs {
             results_dir: self.results_dir.clone(),
             progress: std::io::stderr().is_terminal(),
             print: true,
+            handle_signals: true,
         }
     }
 }
@@ -178,15 +183,25 @@ pub fn run_datagen(args: &DatagenArgs) -> anyhow::Result<()> {
     let opts = args.options();
     let storage =
         storage_for_data_dir(&opts.data_dir.to_string_lossy(), false, &args.s3.options())?;
-    datagen::run_datagen(&opts, &*storage).context("datagen")?;
+    match crate::engine::mpi::launched_world_size() {
+        Some(n) if n > 1 => mpi_datagen(&opts, &*storage)?,
+        _ => {
+            datagen::run_datagen(&opts, &*storage).context("datagen")?;
+        }
+    }
     Ok(())
 }
 
-/// `storprof bench`.
-pub fn run_bench(args: &BenchArgs) -> anyhow::Result<()> {
+/// `storprof bench`; returns the exit code (0, or 128 + signal when interrupted).
+pub fn run_bench(args: &BenchArgs) -> anyhow::Result<i32> {
     let opts = args.options();
-    run_bench_on(&opts, &args.s3.options())?;
-    Ok(())
+    let report = match crate::engine::mpi::launched_world_size() {
+        Some(n) if n > 1 => mpi_bench(&opts, &args.s3.options())?,
+        _ => Some(run_bench_on(&opts, &args.s3.options())?),
+    };
+    Ok(report
+        .and_then(|r| r.interrupted_by)
+        .map_or(0, crate::engine::interrupt::exit_code))
 }
 
 /// Run the benchmark over local files (or an s3:// data dir configured from
@@ -198,14 +213,101 @@ pub fn run_bench_local(opts: &BenchOptions) -> anyhow::Result<bench::BenchReport
 /// Run the benchmark over the storage `opts.data_dir` names (local path or
 /// s3://BUCKET/PREFIX, the latter with `s3`).
 pub fn run_bench_on(opts: &BenchOptions, s3: &S3Options) -> anyhow::Result<bench::BenchReport> {
+    run_bench_ranks(opts, s3, &bench::InProcess(opts.accelerators))?
+        .context("bench: the in-process run produced no report")
+}
+
+/// [`run_bench_on`] over any rank set (threads, or MPI ranks); `None` on non-reporting ranks.
+pub fn run_bench_ranks(
+    opts: &BenchOptions,
+    s3: &S3Options,
+    ranks: &dyn bench::RankSet,
+) -> anyhow::Result<Option<bench::BenchReport>> {
     let cfg = opts.raw_config()?.to_config()?;
     let storage = storage_for_data_dir(&opts.data_dir.to_string_lossy(), cfg.odirect, s3)?;
     let kind = opts.reader;
-    let ranks = opts.accelerators.max(1) as u64;
-    let rank_samples = (cfg.num_files_train * cfg.num_samples_per_file).div_ceil(ranks);
+    let rank_samples =
+        (cfg.num_files_train * cfg.num_samples_per_file).div_ceil(ranks.size() as u64);
     let factory = |cfg: &crate::config::DlioConfig, _rank: usize| {
         bench::make_local_reader(cfg, kind, Arc::clone(&storage), rank_samples)
     };
-    let report = bench::run_bench(opts, storage.as_ref(), &factory).context("bench")?;
+    let report = bench::run_bench_on(opts, storage.as_ref(), &factory, ranks).context("bench")?;
     Ok(report)
+}
+
+/// `mpirun ... storprof bench`: this process is one rank of the MPI world.
+#[cfg(feature = "mpi")]
+fn mpi_bench(opts: &BenchOptions, s3: &S3Options) -> anyhow::Result<Option<bench::BenchReport>> {
+    use crate::engine::mpi::{MpiWorld, timeout_from_env};
+    if opts.accelerators > 1 {
+        anyhow::bail!(
+            "--accelerators {} under mpirun: the simulated accelerators are the MPI ranks (mpirun -n N)",
+            opts.accelerators
+        );
+    }
+    let world = MpiWorld::init(timeout_from_env()?)?;
+    match run_bench_ranks(opts, s3, &world) {
+        Ok(r) => Ok(r),
+        // One rank failing (bad data, missing file) must not leave the others waiting.
+        Err(e) => world.fail(&format!("{e:#}")),
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_bench(_: &BenchOptions, _: &S3Options) -> anyhow::Result<Option<bench::BenchReport>> {
+    anyhow::bail!(NO_MPI)
+}
+
+#[cfg(not(feature = "mpi"))]
+const NO_MPI: &str = "started by mpirun with several ranks, but this storprof was built without MPI \
+                      support; rebuild with `cargo build --release --features storprof/mpi`";
+
+/// `mpirun ... storprof datagen`: the ranks split the files (rank r writes r, r+N, …).
+#[cfg(feature = "mpi")]
+fn mpi_datagen(opts: &DatagenOptions, storage: &dyn crate::storage::Storage) -> anyhow::Result<()> {
+    use crate::engine::mpi::{MpiWorld, timeout_from_env};
+    let world = MpiWorld::init(timeout_from_env()?)?;
+    let (rank, size) = (world.rank(), world.size());
+    // Every rank checks (and refuses to overwrite) before any rank writes.
+    if let Err(e) = datagen::plan(opts) {
+        world.fail(&format!("datagen: {e}"));
+    }
+    world.agree(false);
+    let shard_opts = DatagenOptions {
+        force: true,
+        print: opts.print && rank == 0,
+        progress: opts.progress && rank == 0,
+        ..opts.clone()
+    };
+    let report = match datagen::run_datagen_shard(&shard_opts, storage, rank, size) {
+        Ok((_, r)) => r,
+        Err(e) => world.fail(&format!("datagen: {e}")),
+    };
+    let mine = format!("{} {} {}", report.files, report.bytes, report.seconds).into_bytes();
+    if let Some(all) = world.gather(mine) {
+        let (mut files, mut bytes, mut secs) = (0u64, 0u64, 0f64);
+        for b in &all {
+            let text = String::from_utf8_lossy(b);
+            let mut it = text.split_whitespace();
+            files += it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+            bytes += it.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            secs = secs.max(it.next().and_then(|v| v.parse().ok()).unwrap_or(0.0));
+        }
+        if opts.print {
+            println!(
+                "All {size} ranks: {files} files, {bytes} bytes in {secs:.2} s: {:.3} GB/s",
+                if secs > 0.0 {
+                    bytes as f64 / secs / 1e9
+                } else {
+                    0.0
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_datagen(_: &DatagenOptions, _: &dyn crate::storage::Storage) -> anyhow::Result<()> {
+    anyhow::bail!(NO_MPI)
 }

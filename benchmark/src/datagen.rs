@@ -252,7 +252,28 @@ pub fn run_datagen(
     opts: &DatagenOptions,
     storage: &dyn Storage,
 ) -> Result<(DatagenPlan, DatagenReport), BenchError> {
-    let p = plan(opts)?;
+    run_datagen_shard(opts, storage, 0, 1)
+}
+
+/// [`run_datagen`] for MPI rank `rank` of `ranks`: it writes files
+/// `rank, rank + ranks, …` of the plan (DLIO's split); the report counts its own files.
+pub fn run_datagen_shard(
+    opts: &DatagenOptions,
+    storage: &dyn Storage,
+    rank: usize,
+    ranks: usize,
+) -> Result<(DatagenPlan, DatagenReport), BenchError> {
+    let mut p = plan(opts)?;
+    let ranks = ranks.max(1);
+    if ranks > 1 {
+        let all = p.jobs.len().max(1);
+        p.jobs = std::mem::take(&mut p.jobs)
+            .into_iter()
+            .skip(rank)
+            .step_by(ranks)
+            .collect();
+        p.estimated_bytes = p.estimated_bytes / all as u64 * p.jobs.len() as u64;
+    }
     // Over S3 `plan`'s local overwrite check cannot see the objects: list them.
     if crate::storage::S3Url::parse(&opts.data_dir.to_string_lossy()).is_some() && !opts.force {
         let ext = format!(".{}", p.cfg.format.extension());

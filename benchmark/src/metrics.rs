@@ -20,7 +20,7 @@
 
 /// Step timings of one block (one epoch unless checkpoints split it) of one rank.
 /// Times are seconds on any monotonic clock.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BlockTimings {
     /// Block start (`start_block`), before the first batch is requested.
     pub start: f64,

@@ -239,8 +239,23 @@ pub fn metric_block(
     s
 }
 
+/// Environment variable that names this host in results and sessions instead
+/// of the kernel's hostname: hosts made as network namespaces on one machine
+/// share the hostname, so their launcher sets it (see README "Multi-host").
+pub const HOST_LABEL_ENV: &str = "STORPROF_HOST";
+
+/// This host's name: `$STORPROF_HOST` if set and non-empty, else the kernel's hostname.
+pub fn host_label() -> String {
+    match std::env::var(HOST_LABEL_ENV) {
+        Ok(v) if !v.trim().is_empty() => v.trim().to_string(),
+        _ => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+    }
+}
+
 /// Host facts for `summary.json`, read from /proc.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HostFacts {
     pub hostname: String,
     pub cpu_count: usize,
@@ -255,10 +270,9 @@ pub struct HostFacts {
 
 impl HostFacts {
     /// Read this host's facts (missing files give empty values, never an error).
+    /// The name is [`host_label`].
     pub fn read() -> Self {
-        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default();
+        let hostname = host_label();
         let cpuinfo_text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpuinfo = parse_colon_block(cpuinfo_text.split("\n\n").next().unwrap_or(""));
         let cpu_count = std::thread::available_parallelism()
@@ -303,32 +317,70 @@ pub struct SummaryFacts {
     pub epochs: u32,
     /// Bytes of the training files.
     pub dataset_bytes: u64,
-    pub host: HostFacts,
+    /// One entry per host, rank 0's host first (DLIO's `hostname`).
+    pub hosts: Vec<HostFacts>,
+    /// Set when the run was stopped early (Ctrl-C).
+    pub interrupted: Option<Interruption>,
+}
+
+/// How a run stopped early; `summary.json` `interruption{}`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Interruption {
+    /// "SIGINT", "SIGTERM".
+    pub signal: String,
+    /// The epoch that was running (1-based) and its completed steps.
+    pub epoch: u32,
+    pub steps_completed_in_epoch: usize,
+    pub steps_per_epoch: u64,
+    /// Epochs the metrics were computed over (the interrupted one counts when
+    /// it completed at least 3 steps, DLIO's minimum, or when it is the only one).
+    pub epochs_in_metrics: usize,
 }
 
 /// `summary.json`: DLIO's keys plus our `measured{}` object.
+/// Per-host lists (`host_cpu_count`, `host_memory_GB`, `potential_caching`,
+/// `host_names`) follow `f.hosts`; `hostname`, `host_processor_name`,
+/// `host_cpuinfo` and `host_meminfo` are rank 0's host's, as DLIO writes them.
+/// `interrupted`/`interruption` appear only for a run stopped early.
 pub fn summary_json(f: &SummaryFacts, m: &RunMetrics, measured: &Measured) -> Value {
+    let num_hosts = f.hosts.len().max(1);
     let data_gb = f.dataset_bytes as f64 / 1024f64.powi(3);
-    json!({
+    let per_host_gb = data_gb / num_hosts as f64;
+    let first = f.hosts.first();
+    let mut v = json!({
         "start": f.start,
         "num_accelerators": f.num_accelerators,
-        "num_hosts": 1,
-        "hostname": f.host.hostname,
+        "num_hosts": num_hosts,
+        "hostname": first.map(|h| h.hostname.clone()).unwrap_or_default(),
+        "host_names": f.hosts.iter().map(|h| h.hostname.clone()).collect::<Vec<_>>(),
         "metric": m,
         "num_files_train": f.num_files_train,
         "num_files_eval": f.num_files_eval,
         "num_samples_per_file": f.num_samples_per_file,
-        "host_cpu_count": [f.host.cpu_count],
-        "host_processor_name": f.host.processor_name,
-        "potential_caching": [data_gb < f.host.memory_gb],
-        "host_cpuinfo": f.host.cpuinfo,
-        "host_meminfo": f.host.meminfo,
-        "host_memory_GB": [f.host.memory_gb],
-        "data_size_per_host_GB": data_gb,
+        "host_cpu_count": f.hosts.iter().map(|h| h.cpu_count).collect::<Vec<_>>(),
+        "host_processor_name": first.map(|h| h.processor_name.clone()).unwrap_or_default(),
+        "potential_caching": f.hosts.iter().map(|h| per_host_gb < h.memory_gb).collect::<Vec<_>>(),
+        "host_cpuinfo": first.map(|h| h.cpuinfo.clone()).unwrap_or_default(),
+        "host_meminfo": first.map(|h| h.meminfo.clone()).unwrap_or_default(),
+        "host_memory_GB": f.hosts.iter().map(|h| h.memory_gb).collect::<Vec<_>>(),
+        "data_size_per_host_GB": per_host_gb,
         "epochs": f.epochs,
         "end": f.end,
         "measured": measured,
-    })
+    });
+    if let (Some(i), Value::Object(o)) = (&f.interrupted, &mut v) {
+        o.insert("interrupted".into(), Value::Bool(true));
+        o.insert("interruption".into(), json!(i));
+    }
+    v
+}
+
+/// The `[STORPROF]` line printed after the `[METRIC]` block of an interrupted run.
+pub fn interruption_line(i: &Interruption) -> String {
+    format!(
+        "[STORPROF] Interrupted by {} in epoch {} after {} of {} steps; metrics are over {} epoch(s)",
+        i.signal, i.epoch, i.steps_completed_in_epoch, i.steps_per_epoch, i.epochs_in_metrics
+    )
 }
 
 /// `<rank>_per_epoch_stats.json`. `wall(t)` turns run-relative seconds into a timestamp.

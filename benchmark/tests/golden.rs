@@ -123,7 +123,8 @@ fn summary_json_golden() {
         num_samples_per_file: 288,
         epochs: 2,
         dataset_bytes: 4 * 626_240_692,
-        host,
+        hosts: vec![host],
+        interrupted: None,
     };
     let v = summary_json(&facts, &m, &measured);
     let mut k = Vec::new();

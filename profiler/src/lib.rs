@@ -22,6 +22,7 @@ pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod doctor;
+pub mod merge;
 pub mod output;
 pub mod probes;
 pub mod record;

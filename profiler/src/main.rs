@@ -30,6 +30,8 @@ enum Command {
     Flamegraph(storprof::commands::flamegraph::FlamegraphArgs),
     /// Pack the evidence bundle (tar.gz, secrets redacted).
     Bundle(storprof::commands::bundle::BundleArgs),
+    /// Merge several hosts' sessions into one diagnosis: per-host verdicts, cluster verdict, stragglers.
+    Merge(storprof::merge::command::MergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,13 +39,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Datagen(args) => storprof_bench::cli::run_datagen(&args).map(|()| exit::OK),
-        Command::Bench(args) => storprof_bench::cli::run_bench(&args).map(|()| exit::OK),
+        Command::Bench(args) => storprof_bench::cli::run_bench(&args),
         Command::Record(args) => storprof::record::args::run_record(&args),
         Command::Doctor(args) => storprof::record::args::run_doctor(&args),
         Command::Report(args) => storprof::commands::report::run(&args),
         Command::Diagnose(args) => storprof::commands::diagnose::run(&args),
         Command::Flamegraph(args) => storprof::commands::flamegraph::run(&args),
         Command::Bundle(args) => storprof::commands::bundle::run(&args),
+        Command::Merge(args) => storprof::merge::command::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

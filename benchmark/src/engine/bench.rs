@@ -4,22 +4,29 @@
 //! ```text
 //!  BenchOptions ─► config::load + flag overrides ─► DlioConfig
 //!      DIR/<model>/train listed (Storage::list) ─► TrainPlan (errors before anything is written)
-//!      make_reader(rank) × comm_size ─► engine::run_training (ConsoleObserver prints [OUTPUT])
-//!      metrics::{block,epoch,run}_metrics + output::Measured ─► [METRIC] block, results dir files
+//!      make_reader(rank) × local ranks ─► RankSet::train (ConsoleObserver prints [OUTPUT])
+//!          InProcess: all ranks as threads (engine::run_training_until)
+//!          MpiWorld (feature "mpi"): this process's rank; rank 0 gathers every rank's timings
+//!      (reporting process only) metrics::{block,epoch,run}_metrics + output::Measured
+//!          ─► [METRIC] block, results dir files
 //! ```
+//! Both rank sets hand the reporter the same `TrainResult`, so one code path
+//! computes DLIO's metrics. With `handle_signals`, Ctrl-C stops the run at a
+//! step boundary and the metrics cover the steps that completed.
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Local};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{RankEpoch, TrainObserver, TrainPlan, run_training};
+use super::{RankEpoch, TrainObserver, TrainPlan, TrainResult, interrupt, run_training_until};
 use crate::config::{self, Accelerator, DlioConfig, RawConfig, Workload};
 use crate::error::BenchError;
 use crate::metrics::{
     BlockMetrics, ExcludeSteps, RunMetrics, block_metrics, epoch_metrics, run_metrics,
 };
-use crate::output::{self, HostFacts, Measured, SummaryFacts};
+use crate::output::{self, HostFacts, Interruption, Measured, SummaryFacts};
 use crate::reader::{ReaderKind, SampleReader};
 use crate::storage::Storage;
 
@@ -27,7 +34,7 @@ use crate::storage::Storage;
 /// `config_file` is), accelerator b200, 1 accelerator, `raw` reader, the
 /// workload's own read_threads / computation_time / epochs, no O_DIRECT,
 /// results under `results/training/<model>/run/<YYYYMMDD_HHMMSS>/`, no
-/// progress bar.
+/// progress bar, signals not handled.
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
     pub workload: Option<Workload>,
@@ -54,6 +61,9 @@ pub struct BenchOptions {
     pub progress: bool,
     /// Print `[OUTPUT]`/`[METRIC]` lines to stdout.
     pub print: bool,
+    /// Install SIGINT/SIGTERM handlers that stop the run at the next step
+    /// boundary (results are still written, marked interrupted).
+    pub handle_signals: bool,
 }
 
 impl Default for BenchOptions {
@@ -73,6 +83,7 @@ impl Default for BenchOptions {
             results_dir: None,
             progress: false,
             print: true,
+            handle_signals: false,
         }
     }
 }
@@ -113,6 +124,69 @@ pub struct BenchReport {
     pub metrics: RunMetrics,
     pub measured: Measured,
     pub summary: serde_json::Value,
+    /// The signal that stopped the run early, if one did.
+    pub interrupted_by: Option<i32>,
+}
+
+/// Where the simulated accelerators run, and how rank 0 learns every rank's timings.
+pub trait RankSet {
+    /// Number of ranks (DLIO's `comm_size`).
+    fn size(&self) -> usize;
+    /// The ranks this process runs.
+    fn local_ranks(&self) -> Vec<usize>;
+    /// This process prints and writes the results (rank 0's process).
+    fn is_reporter(&self) -> bool;
+    /// Run the local ranks (`readers[i]` is `local_ranks()[i]`'s reader). The
+    /// reporter gets every rank's result and every host's facts (its own first);
+    /// the others get `None`.
+    fn train(
+        &self,
+        plan: &TrainPlan,
+        readers: &[Arc<dyn SampleReader>],
+        observer: &dyn TrainObserver,
+        stop: &AtomicBool,
+    ) -> Result<Option<Trained>, BenchError>;
+}
+
+/// What the reporter gets from [`RankSet::train`].
+#[derive(Clone, Debug)]
+pub struct Trained {
+    pub result: TrainResult,
+    /// One entry per host, the reporter's first.
+    pub hosts: Vec<HostFacts>,
+    /// `rank_hosts[rank]` indexes `hosts`.
+    pub rank_hosts: Vec<usize>,
+}
+
+/// All ranks as threads of this process (`--accelerators N`).
+#[derive(Clone, Copy, Debug)]
+pub struct InProcess(pub usize);
+
+impl RankSet for InProcess {
+    fn size(&self) -> usize {
+        self.0.max(1)
+    }
+    fn local_ranks(&self) -> Vec<usize> {
+        (0..self.size()).collect()
+    }
+    fn is_reporter(&self) -> bool {
+        true
+    }
+    fn train(
+        &self,
+        plan: &TrainPlan,
+        readers: &[Arc<dyn SampleReader>],
+        observer: &dyn TrainObserver,
+        stop: &AtomicBool,
+    ) -> Result<Option<Trained>, BenchError> {
+        let result = run_training_until(plan, readers, observer, stop)?;
+        let rank_hosts = vec![0; result.ranks.len()];
+        Ok(Some(Trained {
+            result,
+            hosts: vec![HostFacts::read()],
+            rank_hosts,
+        }))
+    }
 }
 
 /// A checked, ready-to-run benchmark: nothing has been written yet.
@@ -131,7 +205,16 @@ pub fn train_dir(data_dir: &Path, model: &str) -> PathBuf {
 
 /// Validate options, configuration and dataset. Errors name the key or path.
 pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, BenchError> {
-    if opts.accelerators == 0 {
+    prepare_for(opts, storage, opts.accelerators)
+}
+
+/// [`prepare`] for `comm_size` ranks (under MPI: the world size).
+pub fn prepare_for(
+    opts: &BenchOptions,
+    storage: &dyn Storage,
+    comm_size: usize,
+) -> Result<Prepared, BenchError> {
+    if comm_size == 0 {
         return Err(BenchError::Config(
             "--accelerators must be at least 1".into(),
         ));
@@ -186,7 +269,7 @@ pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, B
     for f in &files {
         dataset_bytes += storage.open(f)?.len();
     }
-    let plan = TrainPlan::new(&cfg, files, opts.accelerators)?;
+    let plan = TrainPlan::new(&cfg, files, comm_size)?;
     Ok(Prepared {
         raw,
         cfg,
@@ -196,16 +279,30 @@ pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, B
     })
 }
 
-/// Run the benchmark: prepare, train, print and write results.
+/// Run the benchmark with all ranks in this process: prepare, train, print and write results.
 pub fn run_bench(
     opts: &BenchOptions,
     storage: &dyn Storage,
     make_reader: &ReaderFactory<'_>,
 ) -> Result<BenchReport, BenchError> {
-    let p = prepare(opts, storage)?;
-    let readers = (0..p.plan.comm_size)
+    run_bench_on(opts, storage, make_reader, &InProcess(opts.accelerators))?
+        .ok_or_else(|| BenchError::Config("the in-process run produced no report".into()))
+}
+
+/// Run the benchmark over `ranks`; the reporting process gets the report, the others `None`.
+pub fn run_bench_on(
+    opts: &BenchOptions,
+    storage: &dyn Storage,
+    make_reader: &ReaderFactory<'_>,
+    ranks: &dyn RankSet,
+) -> Result<Option<BenchReport>, BenchError> {
+    let p = prepare_for(opts, storage, ranks.size())?;
+    let readers = ranks
+        .local_ranks()
+        .into_iter()
         .map(|r| make_reader(&p.cfg, r))
         .collect::<Result<Vec<_>, _>>()?;
+    let reporter = ranks.is_reporter();
     let results_dir = match &opts.results_dir {
         Some(d) => d.clone(),
         None => PathBuf::from("results/training")
@@ -214,20 +311,20 @@ pub fn run_bench(
             .join(Local::now().format("%Y%m%d_%H%M%S").to_string()),
     };
     let ignored = p.raw.ignored_keys();
-    if !ignored.is_empty() {
+    if reporter && !ignored.is_empty() {
         log::info!(
             "keys accepted for DLIO compatibility but without effect here: {}",
             ignored.join(", ")
         );
     }
-    if p.cfg.checkpoint {
+    if reporter && p.cfg.checkpoint {
         log::warn!("workflow.checkpoint is set: checkpoints are not emulated, only training reads");
     }
     let exclude = ExcludeSteps {
         start: p.cfg.exclude_start_steps,
         end: p.cfg.exclude_end_steps,
     };
-    let console = ConsoleObserver::new(opts, &p, exclude);
+    let console = ConsoleObserver::new(opts, &p, exclude, reporter);
     for m in output::header_messages(
         p.plan.comm_size,
         p.plan.steps_per_epoch,
@@ -237,7 +334,19 @@ pub fn run_bench(
     ) {
         console.say(&Local::now(), &m);
     }
-    let result = run_training(&p.plan, &readers, &console)?;
+    if opts.handle_signals {
+        interrupt::install()?;
+    }
+    let never = AtomicBool::new(false);
+    let stop = if opts.handle_signals {
+        &interrupt::STOP
+    } else {
+        &never
+    };
+    let Some(trained) = ranks.train(&p.plan, &readers, &console, stop)? else {
+        return Ok(None);
+    };
+    let result = trained.result;
     let end = Local::now();
 
     // Metrics, exactly DLIO's.
@@ -251,15 +360,30 @@ pub fn run_bench(
                 .collect()
         })
         .collect();
+    let counted = epochs_in_metrics(&result, p.plan.steps_per_epoch);
     let per_rank_epochs: Vec<_> = per_rank_blocks
         .iter()
         .map(|bs| {
             bs.iter()
+                .take(counted)
                 .map(|b| epoch_metrics(std::slice::from_ref(b)))
                 .collect()
         })
         .collect();
     let metrics = run_metrics(&per_rank_epochs, p.cfg.record_size_dlio(), p.cfg.au);
+    let interrupted_by = result
+        .interrupted
+        .then(|| interrupt::received().unwrap_or(libc::SIGINT));
+    let interruption = interrupted_by.map(|sig| {
+        let last = result.ranks.first().and_then(|r| r.epochs.last());
+        Interruption {
+            signal: interrupt::signal_name(sig),
+            epoch: last.map_or(1, |e| e.epoch),
+            steps_completed_in_epoch: last.map_or(0, |e| e.block.compute.len()),
+            steps_per_epoch: p.plan.steps_per_epoch,
+            epochs_in_metrics: counted,
+        }
+    });
     let measured = Measured::new(
         reader_name(opts.reader),
         p.cfg.odirect,
@@ -286,9 +410,19 @@ pub fn run_bench(
             &results_dir.join(format!("{}_per_epoch_stats.json", rank.rank)),
             &output::per_epoch_stats_json(&rank.epochs, &wall),
         )?;
+        let mut out = output::rank_output_json(&rank.epochs, blocks);
+        let host = trained
+            .rank_hosts
+            .get(rank.rank)
+            .and_then(|&h| trained.hosts.get(h))
+            .map(|h| h.hostname.clone())
+            .unwrap_or_default();
+        if let serde_json::Value::Object(o) = &mut out {
+            o.insert("storprof".into(), rank_facts_json(&p.plan, rank, &host));
+        }
         write_json(
             &results_dir.join(format!("{}_output.json", rank.rank)),
-            &output::rank_output_json(&rank.epochs, blocks),
+            &out,
         )?;
     }
     let facts = SummaryFacts {
@@ -300,7 +434,8 @@ pub fn run_bench(
         num_samples_per_file: p.cfg.num_samples_per_file,
         epochs: p.cfg.epochs,
         dataset_bytes: p.dataset_bytes,
-        host: HostFacts::read(),
+        hosts: trained.hosts.clone(),
+        interrupted: interruption.clone(),
     };
     let summary = output::summary_json(&facts, &metrics, &measured);
     write_json(&results_dir.join("summary.json"), &summary)?;
@@ -318,6 +453,9 @@ pub fn run_bench(
         &output::ts(&Local::now()),
     );
     console.raw(&block);
+    if let Some(i) = &interruption {
+        console.raw(&output::interruption_line(i));
+    }
     let log_path = results_dir.join("dlio.log");
     std::fs::write(&log_path, console.log_text()).map_err(io(&log_path))?;
 
@@ -325,11 +463,75 @@ pub fn run_bench(
         let dst = PathBuf::from(session).join("bench-summary.json");
         write_json(&dst, &summary)?;
     }
-    Ok(BenchReport {
+    Ok(Some(BenchReport {
         results_dir,
         metrics,
         measured,
         summary,
+        interrupted_by,
+    }))
+}
+
+/// How many epochs (from the first) DLIO's aggregation covers. A complete
+/// run: all. An interrupted one: the completed epochs, plus the interrupted
+/// epoch when it completed at least 3 steps (DLIO's throughput needs
+/// `len − 2 > 0`) or when nothing else would be left.
+pub fn epochs_in_metrics(result: &TrainResult, steps_per_epoch: u64) -> usize {
+    let epochs = result
+        .ranks
+        .iter()
+        .map(|r| r.epochs.len())
+        .min()
+        .unwrap_or(0);
+    if !result.interrupted || epochs == 0 {
+        return epochs;
+    }
+    let last_steps = result
+        .ranks
+        .iter()
+        .filter_map(|r| r.epochs.get(epochs - 1))
+        .map(|e| e.block.compute.len())
+        .min()
+        .unwrap_or(0);
+    let partial = (last_steps as u64) < steps_per_epoch;
+    if partial && last_steps < 3 && epochs > 1 {
+        epochs - 1
+    } else {
+        epochs
+    }
+}
+
+/// `<rank>_output.json` `storprof{}`: the rank's host, its shard as the plan
+/// assigns it (files touched in epoch 1, sample range) and what its readers
+/// actually delivered.
+fn rank_facts_json(plan: &TrainPlan, rank: &super::RankResult, host: &str) -> serde_json::Value {
+    let mut file_ids = std::collections::BTreeSet::new();
+    let mut lo = u64::MAX;
+    let mut hi = 0;
+    for batch in plan.rank_batches(rank.rank, 1) {
+        for s in batch {
+            lo = lo.min(s);
+            hi = hi.max(s + 1);
+            file_ids.insert(s / plan.samples_per_file.max(1));
+        }
+    }
+    let files: Vec<&str> = file_ids
+        .into_iter()
+        .filter_map(|f| plan.files.get(usize::try_from(f).ok()?))
+        .map(|name| name.rsplit('/').next().unwrap_or(name))
+        .collect();
+    let mut read = crate::reader::ReadStats::default();
+    for e in &rank.epochs {
+        read += e.read;
+    }
+    serde_json::json!({
+        "rank": rank.rank,
+        "comm_size": plan.comm_size,
+        "host": host,
+        "epoch1_files": files,
+        "epoch1_samples": if lo == u64::MAX { serde_json::json!([]) } else { serde_json::json!([lo, hi]) },
+        "samples_read": read.samples,
+        "read_bytes": read.bytes_read,
     })
 }
 
@@ -366,11 +568,11 @@ struct ConsoleObserver {
 }
 
 impl ConsoleObserver {
-    fn new(opts: &BenchOptions, p: &Prepared, exclude: ExcludeSteps) -> Self {
+    fn new(opts: &BenchOptions, p: &Prepared, exclude: ExcludeSteps, reporter: bool) -> Self {
         ConsoleObserver {
             started: Local::now(),
-            print: opts.print,
-            progress: opts.progress,
+            print: opts.print && reporter,
+            progress: opts.progress && reporter,
             lines: Mutex::new(Vec::new()),
             bar: Mutex::new(None),
             batch: p.plan.batch_size,

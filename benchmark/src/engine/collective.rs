@@ -4,7 +4,9 @@
 //! thread mode all ranks live in one process and share a [`ThreadCollective`];
 //! an MPI mode can implement [`Collective`] over MPI and reuse the rank loop.
 //! The barrier is abortable: when one rank fails, the others stop waiting
-//! instead of deadlocking.
+//! instead of deadlocking. It also carries one bit, OR-ed over the ranks
+//! ([`Collective::barrier_agree`]): a stop request seen by any rank (Ctrl-C)
+//! stops every rank after the same step, so no rank waits for a peer that left.
 use std::sync::{Condvar, Mutex};
 
 /// Another rank failed; the run is being torn down.
@@ -15,8 +17,13 @@ pub struct Aborted;
 pub trait Collective: Send + Sync {
     /// Number of ranks (DLIO's `comm_size`).
     fn size(&self) -> usize;
+    /// Wait until every rank arrives; returns the OR of every rank's `stop`.
+    /// `Err(Aborted)` if a rank gave up.
+    fn barrier_agree(&self, stop: bool) -> Result<bool, Aborted>;
     /// Wait until every rank arrives; `Err(Aborted)` if a rank gave up.
-    fn barrier(&self) -> Result<(), Aborted>;
+    fn barrier(&self) -> Result<(), Aborted> {
+        self.barrier_agree(false).map(|_| ())
+    }
     /// Give up: wake every waiter with `Err(Aborted)`, now and later.
     fn abort(&self);
 }
@@ -26,6 +33,11 @@ struct State {
     arrived: usize,
     generation: u64,
     aborted: bool,
+    /// OR of the `stop` votes of the ranks arrived in this generation.
+    vote: bool,
+    /// The last completed generation's decision; stable until every waiter
+    /// of that generation has read it (the next one cannot complete without them).
+    decision: bool,
 }
 
 /// All ranks as threads of one process.
@@ -51,18 +63,21 @@ impl Collective for ThreadCollective {
         self.size
     }
 
-    fn barrier(&self) -> Result<(), Aborted> {
+    fn barrier_agree(&self, stop: bool) -> Result<bool, Aborted> {
         // A poisoned lock means a rank panicked: treat it as an abort.
         let mut st = self.state.lock().map_err(|_| Aborted)?;
         if st.aborted {
             return Err(Aborted);
         }
         st.arrived += 1;
+        st.vote |= stop;
         if st.arrived == self.size {
             st.arrived = 0;
             st.generation = st.generation.wrapping_add(1);
+            st.decision = st.vote;
+            st.vote = false;
             self.cv.notify_all();
-            return Ok(());
+            return Ok(st.decision);
         }
         let generation = st.generation;
         while st.generation == generation && !st.aborted {
@@ -71,7 +86,7 @@ impl Collective for ThreadCollective {
         if st.generation == generation {
             Err(Aborted)
         } else {
-            Ok(())
+            Ok(st.decision)
         }
     }
 
@@ -108,5 +123,26 @@ mod tests {
             assert_eq!(h.join().unwrap(), Err(Aborted));
         });
         assert_eq!(c.barrier(), Err(Aborted));
+    }
+
+    #[test]
+    fn one_stop_vote_stops_every_rank_at_the_same_barrier() {
+        let c = ThreadCollective::new(3);
+        let decisions: Vec<Vec<bool>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .map(|rank| {
+                    let c = &c;
+                    s.spawn(move || {
+                        (0..5)
+                            .map(|i| c.barrier_agree(rank == 1 && i == 3).unwrap())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for d in decisions {
+            assert_eq!(d, vec![false, false, false, true, false]);
+        }
     }
 }

@@ -7,15 +7,21 @@
 //!   └─ consumer: for step in 0..steps:
 //!          start_loading → recv batch (round-robin over workers) → batch_loaded
 //!          → start_compute → sleep(computation_time) → batch_processed
-//!          → collective.barrier()          (simulated allreduce)
+//!          → collective.barrier_agree(stop) (simulated allreduce; stop = Ctrl-C seen)
 //!  ⇒ per epoch: metrics::BlockTimings + summed ReadStats
 //! ```
 //!
 //! The rank's samples are its contiguous shard `[r⌈T/P⌉, (r+1)⌈T/P⌉)`,
 //! shuffled with `seed + epoch` when `sample_shuffle` is set; steps per epoch
 //! are `floor(spf × files / batch / comm_size)`.
+//!
+//! A stop request (the `stop` flag, set by [`interrupt`] on SIGINT/SIGTERM)
+//! ends every rank after the same step: the epoch in progress is kept with
+//! the steps it completed, and [`TrainResult::interrupted`] is set.
 pub mod bench;
 pub mod collective;
+pub mod interrupt;
+pub mod mpi;
 pub mod rng;
 pub mod sampler;
 
@@ -128,7 +134,10 @@ pub struct RankEpoch {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankResult {
     pub rank: usize,
+    /// Completed epochs, then the interrupted one (with its completed steps) if stopped.
     pub epochs: Vec<RankEpoch>,
+    /// The run was stopped before its last step.
+    pub stopped: bool,
 }
 
 /// The whole run.
@@ -139,6 +148,8 @@ pub struct TrainResult {
     /// Seconds from start to the last rank's end.
     pub elapsed: f64,
     pub ranks: Vec<RankResult>,
+    /// Stopped early by a stop request (Ctrl-C); the ranks agree on the step.
+    pub interrupted: bool,
 }
 
 impl TrainResult {
@@ -173,6 +184,16 @@ pub fn run_training(
     readers: &[Arc<dyn SampleReader>],
     observer: &dyn TrainObserver,
 ) -> Result<TrainResult, BenchError> {
+    run_training_until(plan, readers, observer, &AtomicBool::new(false))
+}
+
+/// [`run_training`] that stops every rank after the step during which `stop` was set.
+pub fn run_training_until(
+    plan: &TrainPlan,
+    readers: &[Arc<dyn SampleReader>],
+    observer: &dyn TrainObserver,
+    stop: &AtomicBool,
+) -> Result<TrainResult, BenchError> {
     if readers.len() != plan.comm_size {
         return Err(BenchError::Config(format!(
             "{} readers for {} accelerators",
@@ -193,7 +214,7 @@ pub fn run_training(
                 let reader = Arc::clone(reader);
                 s.spawn(move || {
                     let obs: Option<&dyn TrainObserver> = (rank == 0).then_some(observer);
-                    let r = run_rank(plan, rank, reader.as_ref(), collective, clock, obs);
+                    let r = run_rank(plan, rank, reader.as_ref(), collective, clock, obs, stop);
                     if r.is_err() {
                         collective.abort();
                     }
@@ -230,10 +251,12 @@ pub fn run_training(
     if let Some(e) = first_err {
         return Err(e);
     }
+    let interrupted = ranks.iter().any(|r| r.stopped);
     Ok(TrainResult {
         started,
         elapsed,
         ranks,
+        interrupted,
     })
 }
 
@@ -276,6 +299,7 @@ fn read_batch(plan: &TrainPlan, reader: &dyn SampleReader, batch: &[u64]) -> Bat
 }
 
 /// One rank's whole run (all epochs). `observer` is given to rank 0 only.
+/// `stop` is this rank's stop request; the ranks agree on it at each barrier.
 pub fn run_rank(
     plan: &TrainPlan,
     rank: usize,
@@ -283,20 +307,28 @@ pub fn run_rank(
     collective: &dyn Collective,
     clock: &Clock,
     observer: Option<&dyn TrainObserver>,
+    stop: &AtomicBool,
 ) -> Result<RankResult, BenchError> {
     let aborted = || BenchError::Config(ABORTED.into());
     let mut rng = Rng::new(plan.seed ^ (rank as u64).wrapping_mul(0x1000_0000_01B3));
     let mut epochs = Vec::with_capacity(plan.epochs as usize);
+    let mut stopped = false;
     for epoch in 1..=plan.epochs {
         reader.start_epoch(epoch);
         let batches = plan.rank_batches(rank, epoch);
-        collective.barrier().map_err(|_| aborted())?;
+        if collective
+            .barrier_agree(stop.load(Ordering::SeqCst))
+            .map_err(|_| aborted())?
+        {
+            stopped = true;
+            break;
+        }
         let start = clock.now();
         if let Some(o) = observer {
             o.epoch_started(epoch, batches.len() as u64, start);
         }
-        let (block, read) = run_epoch(
-            plan, reader, collective, clock, &batches, &mut rng, epoch, observer,
+        let (block, read, stopped_in_epoch) = run_epoch(
+            plan, reader, collective, clock, &batches, &mut rng, epoch, observer, stop,
         )?;
         let e = RankEpoch {
             epoch,
@@ -309,8 +341,16 @@ pub fn run_rank(
             o.epoch_ended(e.clone());
         }
         epochs.push(e);
+        if stopped_in_epoch {
+            stopped = true;
+            break;
+        }
     }
-    Ok(RankResult { rank, epochs })
+    Ok(RankResult {
+        rank,
+        epochs,
+        stopped,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -323,7 +363,8 @@ fn run_epoch(
     rng: &mut Rng,
     epoch: u32,
     observer: Option<&dyn TrainObserver>,
-) -> Result<(BlockTimings, ReadStats), BenchError> {
+    stop_request: &AtomicBool,
+) -> Result<(BlockTimings, ReadStats, bool), BenchError> {
     let workers = plan.read_threads;
     let stop = AtomicBool::new(false);
     let read_total = Mutex::new(ReadStats::default());
@@ -360,14 +401,15 @@ fn run_epoch(
             epoch,
             observer,
             &read_total,
+            stop_request,
         );
         stop.store(true, Ordering::Relaxed);
         drop(receivers); // unblock workers waiting to send
         result
     })
-    .map(|block| {
+    .map(|(block, stopped)| {
         let read = read_total.lock().map(|g| *g).unwrap_or_default();
-        (block, read)
+        (block, read, stopped)
     })
 }
 
@@ -383,7 +425,8 @@ fn consume(
     epoch: u32,
     observer: Option<&dyn TrainObserver>,
     read_total: &Mutex<ReadStats>,
-) -> Result<BlockTimings, BenchError> {
+    stop_request: &AtomicBool,
+) -> Result<(BlockTimings, bool), BenchError> {
     let mut b = BlockTimings {
         start: clock.now(),
         ..BlockTimings::default()
@@ -410,16 +453,20 @@ fn consume(
         b.load.push(t_loaded - t_load);
         b.proc.push(t_done - t_load);
         b.compute.push(t_done - t_compute);
-        collective
-            .barrier()
+        let stop = collective
+            .barrier_agree(stop_request.load(Ordering::SeqCst))
             .map_err(|_| BenchError::Config(ABORTED.into()))?;
         if let Some(o) = observer {
             o.step_done(epoch, step as u64 + 1);
         }
+        if stop {
+            b.end = clock.now();
+            return Ok((b, true));
+        }
         t_load = clock.now();
     }
     b.end = clock.now();
-    Ok(b)
+    Ok((b, false))
 }
 
 /// DLIO's `sleep`: fixed, or Normal(mean, stdev) with `abs()`.

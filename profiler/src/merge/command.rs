@@ -1,0 +1,218 @@
+//! `storprof merge SESSION... -o DIR`: load and analyse every host's
+//! session, merge, and write `merged.json`, `report.md` and
+//! `merged.tar.gz` (every host's session files, secrets redacted, under
+//! `hosts/<label>/`) into DIR. Prints the cluster verdict and stragglers.
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+
+use super::{HostRow, Merged, host_labels, merge, report::render_markdown};
+use crate::analysis::analyze;
+use crate::cli::exit;
+use crate::commands::{ThresholdArgs, load_thresholds};
+use crate::output::bundle::{redact_json, redact_text};
+use crate::session::load::{LoadError, load};
+
+/// Files written into the output directory.
+pub mod files {
+    pub const MERGED_JSON: &str = "merged.json";
+    pub const REPORT: &str = "report.md";
+    pub const BUNDLE: &str = "merged.tar.gz";
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Session directories, one per host (`storprof record --output DIR/<host>` on each host).
+    #[arg(value_name = "SESSION", required = true, num_args = 1..)]
+    pub sessions: Vec<PathBuf>,
+    /// Output directory for merged.json, report.md and merged.tar.gz.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+}
+
+/// Load, analyse and merge `sessions` (no files written).
+pub fn merge_sessions(
+    sessions: &[PathBuf],
+    thresholds: &crate::analysis::Thresholds,
+) -> Result<Merged, LoadError> {
+    let mut loaded = Vec::with_capacity(sessions.len());
+    for dir in sessions {
+        loaded.push(load(dir)?);
+    }
+    let names: Vec<(String, String)> = loaded
+        .iter()
+        .zip(sessions)
+        .map(|(s, dir)| (s.info.hostname.clone(), dir_name(dir)))
+        .collect();
+    let labels = host_labels(&names);
+    let rows: Vec<HostRow> = loaded
+        .iter()
+        .zip(labels)
+        .map(|(s, label)| {
+            let a = analyze(s, thresholds);
+            HostRow::new(
+                label,
+                s.info.hostname.clone(),
+                s.dir.display().to_string(),
+                &a,
+                s.is_complete(),
+            )
+        })
+        .collect();
+    Ok(merge(rows))
+}
+
+fn dir_name(dir: &Path) -> String {
+    fs::canonicalize(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .file_name()
+        .map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+}
+
+/// Runs `storprof merge`.
+pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
+    let thresholds = load_thresholds(args.thresholds.thresholds.as_deref())?;
+    let merged = match merge_sessions(&args.sessions, &thresholds) {
+        Ok(m) => m,
+        Err(
+            e @ (LoadError::MissingDir(_) | LoadError::NotADir(_) | LoadError::NotASession { .. }),
+        ) => {
+            eprintln!("storprof: error: {e}");
+            return Ok(exit::USAGE);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let labels: Vec<&str> = merged.hosts.iter().map(|h| h.host.as_str()).collect();
+    if let Some(dup) = labels
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| labels[..i].contains(l).then_some(*l))
+    {
+        eprintln!(
+            "storprof: error: two sessions are both named '{dup}' (same hostname and directory name); \
+             record each host into its own directory named after it"
+        );
+        return Ok(exit::USAGE);
+    }
+    write_outputs(&merged, &args.sessions, &args.output)?;
+    println!(
+        "cluster verdict: {} — {}",
+        merged.cluster_verdict, merged.cluster_headline
+    );
+    for h in &merged.hosts {
+        println!(
+            "  {:<16} {:<18} readers waiting on I/O {:>5.1}%  {}",
+            h.host,
+            h.verdict.to_string(),
+            h.reader_io_wait_share * 100.0,
+            if merged.stragglers.iter().any(|s| s.host == h.host) {
+                "STRAGGLER"
+            } else {
+                ""
+            }
+        );
+    }
+    eprintln!(
+        "storprof: merged report written to {}",
+        args.output.join(files::REPORT).display()
+    );
+    Ok(exit::OK)
+}
+
+/// Write merged.json, report.md and the bundle into `out`.
+pub fn write_outputs(m: &Merged, sessions: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+    fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let json = serde_json::to_string_pretty(m)? + "\n";
+    let report = render_markdown(m);
+    fs::write(out.join(files::MERGED_JSON), &json)
+        .with_context(|| format!("cannot write {}", out.join(files::MERGED_JSON).display()))?;
+    fs::write(out.join(files::REPORT), &report)
+        .with_context(|| format!("cannot write {}", out.join(files::REPORT).display()))?;
+    let bundle = out.join(files::BUNDLE);
+    let file =
+        fs::File::create(&bundle).with_context(|| format!("cannot write {}", bundle.display()))?;
+    let mut tar = tar::Builder::new(GzEncoder::new(file, Compression::default()));
+    let top = "storprof-merged";
+    append(
+        &mut tar,
+        &format!("{top}/{}", files::MERGED_JSON),
+        json.as_bytes(),
+    )?;
+    append(
+        &mut tar,
+        &format!("{top}/{}", files::REPORT),
+        report.as_bytes(),
+    )?;
+    for (host, dir) in m.hosts.iter().zip(sessions) {
+        let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+            .with_context(|| format!("cannot read {}", dir.display()))?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.path())
+            .filter(|p| !p.to_string_lossy().ends_with(".tar.gz"))
+            .collect();
+        entries.sort();
+        for path in entries {
+            let bytes =
+                fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            append(
+                &mut tar,
+                &format!("{top}/hosts/{}/{name}", host.host),
+                &redacted(&path, bytes),
+            )?;
+        }
+    }
+    tar.into_inner()
+        .and_then(|gz| gz.finish())
+        .with_context(|| format!("cannot finish {}", bundle.display()))?;
+    Ok(())
+}
+
+/// JSON and text files pass through the bundle's redaction; others as they are.
+fn redacted(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "json" => match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(mut v) => {
+                redact_json(&mut v);
+                let mut s = serde_json::to_vec_pretty(&v).unwrap_or(bytes);
+                s.push(b'\n');
+                s
+            }
+            Err(_) => redact_text(&String::from_utf8_lossy(&bytes)).into_bytes(),
+        },
+        "md" | "log" | "txt" | "yaml" | "yml" => {
+            redact_text(&String::from_utf8_lossy(&bytes)).into_bytes()
+        }
+        _ => bytes,
+    }
+}
+
+fn append(
+    tar: &mut tar::Builder<GzEncoder<fs::File>>,
+    name: &str,
+    bytes: &[u8],
+) -> anyhow::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(0o644);
+    header.set_mtime(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    );
+    header.set_cksum();
+    tar.append_data(&mut header, name, bytes)
+        .with_context(|| format!("cannot add {name} to the bundle"))
+}

@@ -1,0 +1,363 @@
+//! Diagnosis across hosts: several hosts' sessions (one `storprof record` per
+//! host, since eBPF sees one kernel) merged into one cluster diagnosis.
+//!
+//! ```text
+//!  session dirs ─► session::load::load ─► analysis::analyze (per host, unchanged)
+//!        │ host_label: session.json hostname, or the directory name when
+//!        │             hostnames collide (network-namespace hosts share a kernel)
+//!        ▼
+//!  HostRow per host (verdict + figures) ─► merge() (pure):
+//!        imbalance of the reader's I/O-wait share over hosts (Drishti-style)
+//!        ─► stragglers (hosts near the max wait while the spread is large)
+//!        ─► cluster verdict (the stragglers' verdict, else the hosts' majority)
+//!  ─► command::run writes DIR/merged.json, DIR/report.md, DIR/merged.tar.gz
+//!     (every host's session files, secrets redacted, under hosts/<label>/)
+//! ```
+//! In a synchronous data-parallel job (DLIO's barrier after every step) the
+//! whole job runs at the pace of its slowest host: one host whose readers
+//! sit in uninterruptible I/O while the others' readers idle (their prefetch
+//! queues are full because their consumers wait at the barrier) is the
+//! straggler, and its verdict is the cluster's.
+pub mod command;
+pub mod report;
+
+use serde::Serialize;
+
+use crate::analysis::{Analysis, VerdictId};
+
+/// Drishti's `imbalance_stragglers` (0.15): a spread `(max − min) / max` of a
+/// per-rank figure above this is an imbalance worth calling out. Applied
+/// here to the hosts' reader I/O-wait shares.
+pub const STRAGGLER_IMBALANCE: f64 = 0.15;
+/// A straggler's readers wait on I/O at least this share of their time
+/// (Drishti's `imbalance_operations` 0.10 used as the floor), so that a
+/// large relative spread of negligible waits calls out nobody.
+pub const STRAGGLER_MIN_IO_WAIT_SHARE: f64 = 0.10;
+/// Hosts within this fraction of the largest wait count as stragglers too
+/// (the same 0.15: the spread among stragglers is not itself an imbalance).
+pub const STRAGGLER_NEAR_MAX: f64 = STRAGGLER_IMBALANCE;
+
+/// One host's figures, side by side in the merged report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostRow {
+    /// The host's name in the merged outputs (see [`host_labels`]).
+    pub host: String,
+    /// session.json `hostname`.
+    pub hostname: String,
+    pub session_dir: String,
+    pub verdict: VerdictId,
+    pub headline: String,
+    pub confidence: f64,
+    pub duration_s: f64,
+    /// Reader threads' share of time in uninterruptible sleep (block I/O,
+    /// page-cache misses): the figure compared across hosts.
+    pub reader_io_wait_share: f64,
+    pub reader_on_cpu_share: f64,
+    /// Readers asleep (idle: prefetch queue full, or waiting for work).
+    pub reader_sleeping_share: f64,
+    /// Consumer (simulated accelerator) time asleep in computation, from the kernel side.
+    pub consumer_sleep_share: Option<f64>,
+    /// DLIO AU (%) from the bench summary, when this host's session has one.
+    pub bench_au_percentage: Option<f64>,
+    pub read_syscall_mib_per_s: f64,
+    pub device_read_mib_per_s: Option<f64>,
+    pub device_utilization: Option<f64>,
+    pub device_latency_p50_us: Option<f64>,
+    pub cpus_used: f64,
+    pub complete: bool,
+}
+
+impl HostRow {
+    /// The row of one host's analysis.
+    pub fn new(
+        host: String,
+        hostname: String,
+        session_dir: String,
+        a: &Analysis,
+        complete: bool,
+    ) -> Self {
+        let f = &a.features;
+        HostRow {
+            host,
+            hostname,
+            session_dir,
+            verdict: a.verdict.verdict,
+            headline: a.verdict.headline.clone(),
+            confidence: a.verdict.confidence,
+            duration_s: f.duration_s,
+            reader_io_wait_share: f.reader_blocked_io_share,
+            reader_on_cpu_share: f.reader_on_cpu_share,
+            reader_sleeping_share: f.reader_sleeping_share,
+            consumer_sleep_share: f.consumer.as_ref().map(|c| c.sleep_share),
+            bench_au_percentage: f.bench.as_ref().and_then(|b| b.au_percentage),
+            read_syscall_mib_per_s: f.read_syscall_mib_per_s,
+            device_read_mib_per_s: f.top_device.as_ref().map(|d| d.read_mib_per_s),
+            device_utilization: f.top_device.as_ref().map(|d| d.utilization),
+            device_latency_p50_us: f.top_device.as_ref().and_then(|d| d.latency_p50_us),
+            cpus_used: f.cpus_used,
+            complete,
+        }
+    }
+}
+
+/// A host called out as a straggler, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Straggler {
+    pub host: String,
+    pub verdict: VerdictId,
+    pub reader_io_wait_share: f64,
+    /// Median I/O-wait share of the other hosts.
+    pub others_median_io_wait_share: f64,
+    pub text: String,
+}
+
+/// The merged diagnosis (`merged.json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Merged {
+    pub format_version: u32,
+    pub hosts: Vec<HostRow>,
+    pub cluster_verdict: VerdictId,
+    pub cluster_headline: String,
+    /// `(max − min) / max` of the hosts' reader I/O-wait shares (0 when all are 0).
+    pub io_wait_imbalance: f64,
+    pub stragglers: Vec<Straggler>,
+    pub thresholds: MergeThresholds,
+}
+
+/// The constants above, recorded in `merged.json` for the reader of a report.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MergeThresholds {
+    pub straggler_imbalance: f64,
+    pub straggler_min_io_wait_share: f64,
+    pub straggler_near_max: f64,
+}
+
+impl Default for MergeThresholds {
+    fn default() -> Self {
+        MergeThresholds {
+            straggler_imbalance: STRAGGLER_IMBALANCE,
+            straggler_min_io_wait_share: STRAGGLER_MIN_IO_WAIT_SHARE,
+            straggler_near_max: STRAGGLER_NEAR_MAX,
+        }
+    }
+}
+
+/// Labels for sessions: each session's `hostname`, except that sessions
+/// sharing a hostname (hosts made as network namespaces on one kernel, or
+/// the same host recorded twice) are named by their directory's name.
+pub fn host_labels(sessions: &[(String, String)]) -> Vec<String> {
+    sessions
+        .iter()
+        .map(|(hostname, dir_name)| {
+            let shared = sessions.iter().filter(|(h, _)| h == hostname).count() > 1;
+            if shared || hostname.is_empty() {
+                dir_name.clone()
+            } else {
+                hostname.clone()
+            }
+        })
+        .collect()
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// Merge per-host rows into the cluster diagnosis.
+pub fn merge(hosts: Vec<HostRow>) -> Merged {
+    let waits: Vec<f64> = hosts.iter().map(|h| h.reader_io_wait_share).collect();
+    let max = waits.iter().copied().fold(0.0, f64::max);
+    let min = waits.iter().copied().fold(f64::INFINITY, f64::min);
+    let imbalance = if max > 0.0 && hosts.len() > 1 {
+        (max - min) / max
+    } else {
+        0.0
+    };
+    let mut stragglers = Vec::new();
+    if hosts.len() > 1 && imbalance > STRAGGLER_IMBALANCE && max >= STRAGGLER_MIN_IO_WAIT_SHARE {
+        for h in &hosts {
+            if h.reader_io_wait_share < max * (1.0 - STRAGGLER_NEAR_MAX) {
+                continue;
+            }
+            let others = median(
+                hosts
+                    .iter()
+                    .filter(|o| o.host != h.host)
+                    .map(|o| o.reader_io_wait_share)
+                    .collect(),
+            );
+            let waiting: Vec<&str> = hosts
+                .iter()
+                .filter(|o| o.reader_io_wait_share < max * (1.0 - STRAGGLER_NEAR_MAX))
+                .map(|o| o.host.as_str())
+                .collect();
+            stragglers.push(Straggler {
+                host: h.host.clone(),
+                verdict: h.verdict,
+                reader_io_wait_share: h.reader_io_wait_share,
+                others_median_io_wait_share: others,
+                text: format!(
+                    "{} is the straggler: its readers wait on I/O {:.1}% of their time against a median of {:.1}% \
+                     on the other hosts (imbalance {:.0}% > {:.0}%), and it is {}; {} wait for it at the \
+                     barrier after every step",
+                    h.host,
+                    h.reader_io_wait_share * 100.0,
+                    others * 100.0,
+                    imbalance * 100.0,
+                    STRAGGLER_IMBALANCE * 100.0,
+                    h.verdict,
+                    if waiting.is_empty() {
+                        "the other hosts".to_string()
+                    } else {
+                        waiting.join(", ")
+                    }
+                ),
+            });
+        }
+    }
+    let (cluster_verdict, cluster_headline) = if let Some(first) = stragglers.first() {
+        let names: Vec<&str> = stragglers.iter().map(|s| s.host.as_str()).collect();
+        (
+            first.verdict,
+            format!(
+                "{} on {} (straggler{}): the job runs at the pace of the slowest host",
+                first.verdict,
+                names.join(", "),
+                if names.len() > 1 { "s" } else { "" }
+            ),
+        )
+    } else {
+        let v = majority(&hosts);
+        let agree = hosts.iter().filter(|h| h.verdict == v).count();
+        (
+            v,
+            format!(
+                "{v} on {agree} of {} host(s); no straggler (I/O-wait imbalance {:.0}%)",
+                hosts.len(),
+                imbalance * 100.0
+            ),
+        )
+    };
+    Merged {
+        format_version: 1,
+        hosts,
+        cluster_verdict,
+        cluster_headline,
+        io_wait_imbalance: imbalance,
+        stragglers,
+        thresholds: MergeThresholds::default(),
+    }
+}
+
+/// The most common verdict; ties go to the higher summed confidence, then the order of `VerdictId::ALL`.
+fn majority(hosts: &[HostRow]) -> VerdictId {
+    let mut best: Option<(usize, f64, VerdictId)> = None;
+    for v in VerdictId::ALL {
+        let n = hosts.iter().filter(|h| h.verdict == v).count();
+        let c: f64 = hosts
+            .iter()
+            .filter(|h| h.verdict == v)
+            .map(|h| h.confidence)
+            .sum();
+        if n == 0 {
+            continue;
+        }
+        if best.is_none_or(|(bn, bc, _)| n > bn || (n == bn && c > bc)) {
+            best = Some((n, c, v));
+        }
+    }
+    best.map_or(VerdictId::ComputeBound, |(_, _, v)| v)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn row(host: &str, verdict: VerdictId, wait: f64) -> HostRow {
+        HostRow {
+            host: host.into(),
+            hostname: host.into(),
+            session_dir: format!("/s/{host}"),
+            verdict,
+            headline: String::new(),
+            confidence: 0.8,
+            duration_s: 10.0,
+            reader_io_wait_share: wait,
+            reader_on_cpu_share: 0.1,
+            reader_sleeping_share: 0.5,
+            consumer_sleep_share: None,
+            bench_au_percentage: None,
+            read_syscall_mib_per_s: 100.0,
+            device_read_mib_per_s: None,
+            device_utilization: None,
+            device_latency_p50_us: None,
+            cpus_used: 0.5,
+            complete: true,
+        }
+    }
+
+    #[test]
+    fn one_slow_host_is_the_straggler() {
+        let m = merge(vec![
+            row("h1", VerdictId::ComputeBound, 0.02),
+            row("h2", VerdictId::StorageBound, 0.70),
+            row("h3", VerdictId::ComputeBound, 0.03),
+        ]);
+        assert_eq!(m.stragglers.len(), 1);
+        assert_eq!(m.stragglers[0].host, "h2");
+        assert_eq!(m.cluster_verdict, VerdictId::StorageBound);
+        assert!(m.cluster_headline.contains("h2"), "{}", m.cluster_headline);
+        assert!(
+            m.stragglers[0].text.contains("h1, h3 wait"),
+            "{}",
+            m.stragglers[0].text
+        );
+        assert!((m.stragglers[0].others_median_io_wait_share - 0.025).abs() < 1e-12);
+    }
+
+    #[test]
+    fn balanced_hosts_have_no_straggler() {
+        // Spread 0.50 vs 0.45: 10% < 15%.
+        let m = merge(vec![
+            row("h1", VerdictId::StorageBound, 0.50),
+            row("h2", VerdictId::StorageBound, 0.45),
+        ]);
+        assert!(m.stragglers.is_empty());
+        assert_eq!(m.cluster_verdict, VerdictId::StorageBound);
+        // Large relative spread of negligible waits: nobody is called out.
+        let m = merge(vec![
+            row("h1", VerdictId::ComputeBound, 0.01),
+            row("h2", VerdictId::ComputeBound, 0.05),
+        ]);
+        assert!(m.stragglers.is_empty());
+        assert_eq!(m.cluster_verdict, VerdictId::ComputeBound);
+    }
+
+    #[test]
+    fn labels_fall_back_to_directory_names_on_shared_hostnames() {
+        let l = host_labels(&[
+            ("vm".into(), "h1".into()),
+            ("vm".into(), "h2".into()),
+            ("other".into(), "x".into()),
+        ]);
+        assert_eq!(l, vec!["h1", "h2", "other"]);
+    }
+
+    #[test]
+    fn majority_breaks_ties_by_confidence() {
+        let mut a = row("a", VerdictId::StorageBound, 0.0);
+        a.confidence = 0.9;
+        let b = row("b", VerdictId::ComputeBound, 0.0);
+        assert_eq!(majority(&[a, b]), VerdictId::StorageBound);
+    }
+}
