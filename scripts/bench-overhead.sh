@@ -37,14 +37,18 @@ __attribute__((noinline)) unsigned long spin(unsigned long n) {
 int main(int argc, char **argv) { sink = spin(strtoul(argv[1], 0, 10)); return 0; }
 C
 gcc -static -O2 -fno-omit-frame-pointer -o "$WORK/spin" "$WORK/spin.c"
-SPIN=${SPIN:-2000000000}
+SPIN=${SPIN:-4000000000} # about 10 s here
 head -c 4096 /dev/urandom > "$WORK/data"
 cat "$WORK/data" > /dev/null
 mount | grep -q tracefs || mount -t tracefs nodev /sys/kernel/tracing
 
 secs() { # run a command, print its wall time in seconds (storm: the helper's own loop time)
+    # and, in $WORK/cpu, its CPU time (user + sys of it and its children).
     local t0 t1 loop
-    t0=$(date +%s.%N); "$@" > /dev/null 2> "$WORK/err" || true; t1=$(date +%s.%N)
+    t0=$(date +%s.%N)
+    /usr/bin/time -f "%U %S" -o "$WORK/time" "$@" > /dev/null 2> "$WORK/err" || true
+    t1=$(date +%s.%N)
+    awk '{print $1 + $2}' "$WORK/time" > "$WORK/cpu"
     loop=$(awk '/^loop_ns/ {print $2}' "$WORK/err" | tail -1)
     if [ -n "$loop" ]; then echo "$loop / 1000000000" | bc -l; else echo "$t1 - $t0" | bc -l; fi
 }
@@ -53,12 +57,14 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 STORM=("$WORK/pread_n" "$WORK/data" "$N" 512)
 BPFTRACE_PROG='tracepoint:raw_syscalls:sys_enter /pid == cpid/ { @[tid, args->id] = count(); }'
-declare -A RESULT
-run_case() { # name, command...
+declare -A RESULT SPREAD CPU
+run_case() { # name, command... (median and min..max of REPS runs; CPU time median)
     local name=$1; shift
-    local times=()
-    for _ in $(seq "$REPS"); do times+=("$(secs "$@")"); done
+    local times=() cpus=()
+    for _ in $(seq "$REPS"); do times+=("$(secs "$@")"); cpus+=("$(cat "$WORK/cpu")"); done
     RESULT[$name]=$(printf '%s\n' "${times[@]}" | median)
+    SPREAD[$name]=$(printf '%s\n' "${times[@]}" | sort -n | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.3f..%.3f", lo, hi}')
+    CPU[$name]=$(printf '%s\n' "${cpus[@]}" | median)
 }
 run_case storm_plain "${STORM[@]}"
 run_case storm_record "$STORPROF" record -o "$WORK/s1" -- "${STORM[@]}"
@@ -70,12 +76,12 @@ run_case cpu_record "$STORPROF" record -o "$WORK/s3" -- "$WORK/spin" "$SPIN"
 # Startup/teardown of record itself (load, attach, write), for reference.
 run_case record_true "$STORPROF" record -o "$WORK/s4" -- /bin/true
 
-printf '\n%-34s %10s %8s %12s\n' case "median s" ratio "ns/syscall"
+printf '\n%-34s %10s %14s %8s %12s %8s\n' case "median s" "min..max" ratio "ns/syscall" "cpu s"
 row() { # name base
     local v=${RESULT[$1]} b=${RESULT[$2]}
     local per=""
     case $1 in storm*) per=$(echo "$v * 1000000000 / $N" | bc -l | xargs printf '%.0f');; esac
-    printf '%-34s %10.3f %8.2f %12s\n' "$1" "$v" "$(echo "$v / $b" | bc -l)" "$per"
+    printf '%-34s %10.3f %14s %8.3f %12s %8.2f\n' "$1" "$v" "${SPREAD[$1]}" "$(echo "$v / $b" | bc -l)" "$per" "${CPU[$1]}"
 }
 row storm_plain storm_plain
 row storm_record storm_plain
@@ -83,6 +89,8 @@ row storm_record_exit_only storm_plain
 row storm_bpftrace storm_plain
 row cpu_plain cpu_plain
 row cpu_record cpu_plain
-printf '%-34s %10.3f\n' "record -- /bin/true (fixed cost)" "${RESULT[record_true]}"
+printf '%-34s %10.3f %14s %8s %12s %8.2f\n' "record -- /bin/true (fixed cost)" "${RESULT[record_true]}" "${SPREAD[record_true]}" "" "" "${CPU[record_true]}"
+echo "cpu s: user+sys of the whole invocation (storprof and the command); cpu_record's CPU"
+echo "ratio: $(echo "${CPU[cpu_record]} / ${CPU[cpu_plain]}" | bc -l | xargs printf '%.3f')"
 echo
-echo "storm: $N pread64 calls of 512 B (static helper); reps=$REPS; kernel $(uname -r); $(nproc) cpus"
+echo "storm: $N pread64 calls of 512 B (static helper); cpu: spin $SPIN; reps=$REPS; load $(cut -d" " -f1-3 /proc/loadavg); kernel $(uname -r); $(nproc) cpus"

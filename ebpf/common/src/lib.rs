@@ -160,6 +160,19 @@ impl Default for SyscallAcc {
     }
 }
 
+/// Syscall statistics live in arrays, not a hash map, so `sys_exit` does no
+/// hashing: a thread claims thread slot `tid % SYSCALL_THREAD_SLOTS` on its
+/// first syscall (an atomic insert into a small hash map: the BPF target has
+/// no compare-and-swap), then (slot, nr) → entry of the slot's own region
+/// of `SYSCALL_SLOT_ENTRIES` statistics, handed out by a counter only that
+/// thread writes. Threads whose slot is taken, and a thread's calls beyond
+/// its region, go to the hash map `SYSCALLS`, so counts stay exact.
+pub const SYSCALL_THREAD_SLOTS: u32 = 2048;
+/// Distinct syscalls per thread slot before falling back to the hash map.
+pub const SYSCALL_SLOT_ENTRIES: u32 = 32;
+/// Syscall numbers below this get an array entry (x86_64 has ~460).
+pub const SYSCALL_NR_SLOTS: u32 = 512;
+
 /// Per-tid slot written at `sys_enter`, read at `sys_exit`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -31,8 +31,9 @@ use aya_ebpf::{
 };
 use storprof_common::{
     BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig, ProcEvent,
-    StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, is_read_family, is_write_family,
-    log2_bucket, lost, offcpu_state, proc_event,
+    SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey,
+    SyscallStart, ThreadAcc, is_read_family, is_write_family, log2_bucket, lost, offcpu_state,
+    proc_event,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -74,8 +75,40 @@ static OFFCPU_STACKS: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 
 #[map]
 static SYSCALL_START: Array<SyscallStart> = Array::with_max_entries(PID_SLOTS, 0);
 
+/// Fallback for threads / entries beyond the array pool below.
 #[map]
-static SYSCALLS: HashMap<SyscallKey, SyscallAcc> = HashMap::with_max_entries(65536, 0);
+static SYSCALLS: HashMap<SyscallKey, SyscallAcc> = HashMap::with_max_entries(16384, 0);
+
+/// tid → its syscall thread slot + 1 (0: not looked up yet, `NO_SLOT`:
+/// the slot belongs to another thread). Cleared at thread exit.
+#[map]
+static SYSCALL_THREAD: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// Thread slot → tid that claimed it (insert-if-absent is atomic).
+#[map]
+static SYSCALL_SLOT_OWNER: HashMap<u32, u32> = HashMap::with_max_entries(SYSCALL_THREAD_SLOTS, 0);
+
+/// Thread slot → entries of its region in use (written by its owner only).
+#[map]
+static SYSCALL_SLOT_USED: Array<u32> = Array::with_max_entries(SYSCALL_THREAD_SLOTS, 0);
+
+/// (thread slot, nr) → entry index within the slot's region + 1 (0: none yet).
+#[map]
+static SYSCALL_INDEX: Array<u32> =
+    Array::with_max_entries(SYSCALL_THREAD_SLOTS * SYSCALL_NR_SLOTS, 0);
+
+/// Per-thread per-syscall statistics, `SYSCALL_SLOT_ENTRIES` per thread slot...
+#[map]
+static SYSCALL_POOL: Array<SyscallAcc> =
+    Array::with_max_entries(SYSCALL_THREAD_SLOTS * SYSCALL_SLOT_ENTRIES, 0);
+
+/// ...and whose they are (written before the entry is published).
+#[map]
+static SYSCALL_POOL_KEY: Array<SyscallKey> =
+    Array::with_max_entries(SYSCALL_THREAD_SLOTS * SYSCALL_SLOT_ENTRIES, 0);
+
+/// `SYSCALL_THREAD` value of a thread without a slot of its own.
+const NO_SLOT: u32 = u32::MAX;
 
 #[map]
 static BLOCK_INFLIGHT: HashMap<BlockKey, BlockInflight> = HashMap::with_max_entries(16384, 0);
@@ -315,6 +348,11 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     if !is_traced(tgid) {
         return 0;
     }
+    // A later thread with this tid gets its own syscall slot.
+    if let Some(slot) = SYSCALL_THREAD.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the exiting thread.
+        unsafe { *slot = 0 };
+    }
     if tid != tgid {
         // Undo the fork-time mark of a thread's tid.
         if let Some(slot) = TRACED.get_ptr_mut(tid) {
@@ -325,6 +363,87 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     let group_dead: u8 = field(&ctx, 32);
     emit_proc_event(proc_event::EXIT, tgid, tid, group_dead as u32);
     0
+}
+
+/// The pooled statistics of (tid, nr): array lookups only once the thread
+/// has its slot. None when the thread has no slot or its region is full.
+#[inline(always)]
+fn pooled_syscall_acc(tgid: u32, tid: u32, nr: u32) -> Option<*mut SyscallAcc> {
+    if nr >= SYSCALL_NR_SLOTS {
+        return None;
+    }
+    let thread_ptr = SYSCALL_THREAD.get_ptr_mut(tid)?;
+    // SAFETY: per-tid slot; only this thread writes it (and its exit).
+    let mut thread = unsafe { *thread_ptr };
+    if thread == NO_SLOT {
+        return None;
+    }
+    if thread == 0 {
+        let slot = tid % SYSCALL_THREAD_SLOTS;
+        thread = if SYSCALL_SLOT_OWNER
+            .insert(slot, tid, BPF_NOEXIST as u64)
+            .is_ok()
+        {
+            slot + 1
+        } else {
+            NO_SLOT
+        };
+        // SAFETY: as above.
+        unsafe { *thread_ptr = thread };
+        if thread == NO_SLOT {
+            return None;
+        }
+    }
+    let slot = thread - 1;
+    let index_ptr = SYSCALL_INDEX.get_ptr_mut(slot * SYSCALL_NR_SLOTS + nr)?;
+    // SAFETY: the slot's row belongs to the thread that claimed it: this one.
+    let mut index = unsafe { *index_ptr };
+    if index == 0 {
+        let used_ptr = SYSCALL_SLOT_USED.get_ptr_mut(slot)?;
+        // SAFETY: as above.
+        let used = unsafe { *used_ptr };
+        if used >= SYSCALL_SLOT_ENTRIES {
+            return None;
+        }
+        let entry = slot * SYSCALL_SLOT_ENTRIES + used;
+        let key_ptr = SYSCALL_POOL_KEY.get_ptr_mut(entry)?;
+        // SAFETY: an entry of this thread's region.
+        unsafe {
+            *key_ptr = SyscallKey {
+                tgid,
+                tid,
+                nr,
+                _pad: 0,
+            };
+            *used_ptr = used + 1;
+        }
+        index = used + 1;
+        // SAFETY: as above.
+        unsafe { *index_ptr = index };
+    }
+    SYSCALL_POOL.get_ptr_mut(slot * SYSCALL_SLOT_ENTRIES + index - 1)
+}
+
+/// The hash-map statistics of (tid, nr), inserted when new.
+#[inline(always)]
+fn hashed_syscall_acc(tgid: u32, tid: u32, nr: u32) -> Option<*mut SyscallAcc> {
+    let key = SyscallKey {
+        tgid,
+        tid,
+        nr,
+        _pad: 0,
+    };
+    if let Some(acc) = SYSCALLS.get_ptr_mut(key) {
+        return Some(acc);
+    }
+    if SYSCALLS
+        .insert(key, SYSCALL_ZERO, BPF_NOEXIST as u64)
+        .is_err()
+    {
+        count_lost(lost::SYSCALLS_MAP_FULL);
+        return None;
+    }
+    SYSCALLS.get_ptr_mut(key)
 }
 
 #[raw_tracepoint(tracepoint = "sys_enter")]
@@ -374,27 +493,12 @@ pub fn sys_exit(ctx: RawTracePointContext) -> u32 {
         }
     };
     let ret: i64 = ctx.arg(1);
-    let key = SyscallKey {
-        tgid,
-        tid,
-        nr: nr as u32,
-        _pad: 0,
-    };
-    let acc = match SYSCALLS.get_ptr_mut(key) {
+    let acc = match pooled_syscall_acc(tgid, tid, nr as u32) {
         Some(acc) => acc,
-        None => {
-            if SYSCALLS
-                .insert(key, SYSCALL_ZERO, BPF_NOEXIST as u64)
-                .is_err()
-            {
-                count_lost(lost::SYSCALLS_MAP_FULL);
-                return 0;
-            }
-            match SYSCALLS.get_ptr_mut(key) {
-                Some(acc) => acc,
-                None => return 0,
-            }
-        }
+        None => match hashed_syscall_acc(tgid, tid, nr as u32) {
+            Some(acc) => acc,
+            None => return 0,
+        },
     };
     // SAFETY: map value keyed by this thread's tid: no concurrent writer.
     unsafe {

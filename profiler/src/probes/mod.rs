@@ -20,8 +20,8 @@ use aya::{
     },
 };
 use storprof_common::{
-    BlockEvent, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig, ProcEvent, StackKey, SyscallAcc,
-    SyscallKey, ThreadAcc, lost,
+    BlockEvent, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig, ProcEvent, SYSCALL_SLOT_ENTRIES,
+    StackKey, SyscallAcc, SyscallKey, ThreadAcc, lost,
 };
 
 use crate::session::model::ProbeStatus;
@@ -178,6 +178,48 @@ pub struct ProbeSet {
     pub status: Vec<ProbeStatus>,
     options: ProbeOptions,
     pid_slots: u32,
+    /// Owned attachments, detached in parallel on drop: each detach waits
+    /// for an RCU grace period (~50-90 ms here), one after the other they
+    /// made up most of a short recording's wall time.
+    links: Vec<Box<dyn Send>>,
+}
+
+impl Drop for ProbeSet {
+    fn drop(&mut self) {
+        let links = std::mem::take(&mut self.links);
+        if links.is_empty() {
+            return;
+        }
+        // The grace periods are waited out by a forked copy of this process
+        // that holds the same link fds: closing them here only drops a
+        // reference, so `record` exits at once; the probes go away as soon
+        // as the copy's closes return (a fraction of a second; the traced
+        // set is dead by then, so they count nothing meanwhile).
+        // SAFETY: fork in a process whose only thread is this one (the
+        // recorder runs single-threaded); the child only closes descriptors
+        // and exits without running destructors or atexit handlers.
+        match unsafe { libc::fork() } {
+            0 => {
+                // SAFETY: the child: detach its standard streams (a parent
+                // reading our stdout must see EOF now), then close the links.
+                unsafe {
+                    let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                    for fd in 0..3 {
+                        libc::dup2(null, fd);
+                    }
+                }
+                drop(links);
+                // SAFETY: ends the child without unwinding or destructors.
+                unsafe { libc::_exit(0) };
+            }
+            pid if pid > 0 => drop(links),
+            _ => std::thread::scope(|scope| {
+                for link in links {
+                    scope.spawn(move || drop(link));
+                }
+            }),
+        }
+    }
 }
 
 /// `kernel.pid_max`: the per-pid arrays are this large.
@@ -200,6 +242,7 @@ impl ProbeSet {
             .map_max_entries("ONCPU_START", pid_slots)
             .map_max_entries("OFFCPU_START", pid_slots)
             .map_max_entries("SYSCALL_START", pid_slots)
+            .map_max_entries("SYSCALL_THREAD", pid_slots)
             .load(PROBE_OBJECT)?;
         let mut set = Self {
             ebpf,
@@ -208,6 +251,7 @@ impl ProbeSet {
             status: Vec::new(),
             options: options.clone(),
             pid_slots,
+            links: Vec::new(),
         };
         let flags = if options.syscall_latency {
             FLAG_SYSCALL_LATENCY
@@ -357,13 +401,16 @@ impl ProbeSet {
                 let cpus = aya::util::online_cpus()
                     .map_err(|(what, e)| format!("online cpus ({what}): {e}"))?;
                 for &cpu in &cpus {
-                    prog.attach(
-                        PerfEventConfig::Software(SoftwareEvent::CpuClock),
-                        PerfEventScope::AllProcessesOneCpu { cpu },
-                        SamplePolicy::Frequency(freq),
-                        false,
-                    )
-                    .map_err(|e| fail(&format!("perf_event on cpu {cpu}"), &e))?;
+                    let id = prog
+                        .attach(
+                            PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                            PerfEventScope::AllProcessesOneCpu { cpu },
+                            SamplePolicy::Frequency(freq),
+                            false,
+                        )
+                        .map_err(|e| fail(&format!("perf_event on cpu {cpu}"), &e))?;
+                    let link = prog.take_link(id).map_err(|e| fail("take link", &e))?;
+                    self.links.push(Box::new(link));
                 }
                 Ok(format!(
                     "perf_event cpu-clock {freq} Hz on {} cpus",
@@ -373,13 +420,17 @@ impl ProbeSet {
             Attach::TracePoint(cat, event) => {
                 let prog: &mut TracePoint = program.try_into().map_err(|e| fail("type", &e))?;
                 prog.load().map_err(|e| fail("load", &e))?;
-                prog.attach(cat, event).map_err(|e| fail("attach", &e))?;
+                let id = prog.attach(cat, event).map_err(|e| fail("attach", &e))?;
+                let link = prog.take_link(id).map_err(|e| fail("take link", &e))?;
+                self.links.push(Box::new(link));
                 Ok(format!("tracepoint {cat}:{event}"))
             }
             Attach::RawTracePoint(tp) => {
                 let prog: &mut RawTracePoint = program.try_into().map_err(|e| fail("type", &e))?;
                 prog.load().map_err(|e| fail("load", &e))?;
-                prog.attach(tp).map_err(|e| fail("attach", &e))?;
+                let id = prog.attach(tp).map_err(|e| fail("attach", &e))?;
+                let link = prog.take_link(id).map_err(|e| fail("take link", &e))?;
+                self.links.push(Box::new(link));
                 Ok(format!("raw_tracepoint {tp}"))
             }
         }
@@ -427,8 +478,7 @@ impl ProbeSet {
             .filter_map(Result::ok)
             .map(|(_, v)| v)
             .collect();
-        let sys_map: HashMap<_, SyscallKey, SyscallAcc> = self.hash("SYSCALLS")?;
-        let syscalls = sys_map.iter().filter_map(Result::ok).collect();
+        let syscalls = self.syscall_stats()?;
         let samples_map: HashMap<_, StackKey, u64> = self.hash("SAMPLES")?;
         let samples = samples_map.iter().filter_map(Result::ok).collect();
         let off_map: HashMap<_, StackKey, u64> = self.hash("OFFCPU_STACKS")?;
@@ -448,6 +498,27 @@ impl ProbeSet {
             offcpu,
             oncpu_start,
         })
+    }
+
+    /// Per-thread per-syscall statistics: the array regions of the claimed
+    /// thread slots merged with the hash-map fallback.
+    fn syscall_stats(&self) -> Result<Vec<(SyscallKey, SyscallAcc)>, ProbeError> {
+        let owners: HashMap<_, u32, u32> = self.hash("SYSCALL_SLOT_OWNER")?;
+        let used: Array<_, u32> = self.array("SYSCALL_SLOT_USED")?;
+        let keys: Array<_, SyscallKey> = self.array("SYSCALL_POOL_KEY")?;
+        let pool: Array<_, SyscallAcc> = self.array("SYSCALL_POOL")?;
+        let mut pooled = Vec::new();
+        for slot in owners.keys().filter_map(Result::ok) {
+            let in_use = used.get(&slot, 0).unwrap_or(0).min(SYSCALL_SLOT_ENTRIES);
+            for i in slot * SYSCALL_SLOT_ENTRIES..slot * SYSCALL_SLOT_ENTRIES + in_use {
+                if let (Ok(key), Ok(acc)) = (keys.get(&i, 0), pool.get(&i, 0)) {
+                    pooled.push((key, acc));
+                }
+            }
+        }
+        let sys_map: HashMap<_, SyscallKey, SyscallAcc> = self.hash("SYSCALLS")?;
+        let hashed = sys_map.iter().filter_map(Result::ok);
+        Ok(merge_syscall_stats(pooled.into_iter().chain(hashed)))
     }
 
     /// Frames (instruction pointers, leaf first) of a stack id.
@@ -487,6 +558,25 @@ impl ProbeSet {
     }
 }
 
+/// Sums entries with the same key (a tid reused during the recording, or a
+/// thread whose calls went partly to the fallback map), ordered by key.
+pub fn merge_syscall_stats(
+    entries: impl IntoIterator<Item = (SyscallKey, SyscallAcc)>,
+) -> Vec<(SyscallKey, SyscallAcc)> {
+    let mut merged: BTreeMap<SyscallKey, SyscallAcc> = BTreeMap::new();
+    for (key, acc) in entries {
+        let slot = merged.entry(key).or_insert(SyscallAcc::ZERO);
+        slot.count += acc.count;
+        slot.errors += acc.errors;
+        slot.total_ns += acc.total_ns;
+        slot.bytes += acc.bytes;
+        for (sum, add) in slot.latency_log2_ns.iter_mut().zip(acc.latency_log2_ns) {
+            *sum += add;
+        }
+    }
+    merged.into_iter().collect()
+}
+
 fn read_pod<T: Copy>(bytes: &[u8]) -> Option<T> {
     if bytes.len() < std::mem::size_of::<T>() {
         return None;
@@ -494,4 +584,42 @@ fn read_pod<T: Copy>(bytes: &[u8]) -> Option<T> {
     // SAFETY: the length is checked above; T is one of the repr(C) integer-only
     // event types from storprof-common, valid for every bit pattern.
     Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acc(count: u64, bytes: u64, bucket: usize) -> SyscallAcc {
+        let mut a = SyscallAcc {
+            count,
+            bytes,
+            total_ns: count * 10,
+            ..SyscallAcc::ZERO
+        };
+        a.latency_log2_ns[bucket] = count;
+        a
+    }
+
+    #[test]
+    fn merges_pool_and_fallback_entries_of_one_key() {
+        let key = |tid, nr| SyscallKey {
+            tgid: 7,
+            tid,
+            nr,
+            _pad: 0,
+        };
+        let merged = merge_syscall_stats([
+            (key(8, 17), acc(3, 1536, 9)),
+            (key(7, 0), acc(1, 10, 4)),
+            (key(8, 17), acc(2, 1024, 10)),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].0, key(7, 0));
+        let (k, a) = merged[1];
+        assert_eq!(k, key(8, 17));
+        assert_eq!((a.count, a.bytes, a.total_ns), (5, 2560, 50));
+        assert_eq!(a.latency_log2_ns[9], 3);
+        assert_eq!(a.latency_log2_ns[10], 2);
+    }
 }

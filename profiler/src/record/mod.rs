@@ -609,6 +609,14 @@ fn write_session(
     let Recorder {
         probes, symbolizer, ..
     } = recorder;
+    // One kallsyms pass for every kernel address (per stack it cost ~5 ms each).
+    let kernel_ips: BTreeSet<u64> = snapshot
+        .samples
+        .iter()
+        .chain(&snapshot.offcpu)
+        .flat_map(|(key, _)| probes.stack(key.kernel_stack))
+        .collect();
+    symbolizer.kernel_frames(&kernel_ips.into_iter().collect::<Vec<_>>());
     let mut frames_of = |key: &StackKey| -> Vec<String> {
         let mut frames: Vec<String> = symbolizer
             .user_frames(key.tgid, &probes.stack(key.user_stack))
