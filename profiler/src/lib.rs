@@ -28,3 +28,4 @@ pub mod probes;
 pub mod record;
 pub mod session;
 pub mod symbolize;
+pub mod unwind;

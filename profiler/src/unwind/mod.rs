@@ -1,0 +1,424 @@
+//! User-space DWARF unwinding of sampled user stacks (no frame pointers
+//! needed).
+//!
+//! Data flow: the perf_event probe copies the user registers (ip, sp, bp)
+//! and a bounded window of the user stack above sp into a ring buffer;
+//! `record` hands each such [`StackSample`] with the process's executable
+//! mappings ([`crate::symbolize::MapEntry`]) to [`DwarfUnwinder::unwind`],
+//! which walks the stack with `framehop` from the binaries' `.eh_frame`
+//! (and `.debug_frame`) and returns the instruction pointers, leaf first,
+//! ready for [`crate::symbolize::Symbolizer::user_frames`]. Unwind sections
+//! are read once per file (keyed by GNU build-id, else path + size + mtime)
+//! and shared by every process mapping that file, so cost stays bounded.
+use std::{
+    collections::HashMap,
+    ops::{Deref, Range},
+    sync::Arc,
+};
+
+use framehop::{
+    ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder,
+    x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64},
+};
+use object::{Object, ObjectSection, ObjectSegment};
+
+use crate::symbolize::MapEntry;
+
+/// Most frames one stack unwinds to (deeper stacks count as stopped early).
+pub const MAX_FRAMES: usize = 128;
+
+/// Bytes shared between processes mapping the same file.
+#[derive(Clone, Debug, Default)]
+pub struct SharedBytes(Arc<Vec<u8>>);
+
+impl Deref for SharedBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// One captured user stack: registers at the sample and the stack bytes
+/// from `sp` upwards.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StackSample {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    /// `stack[i]` is the byte at address `sp + i`.
+    pub stack: Vec<u8>,
+}
+
+/// Why an unwind ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnwindEnd {
+    /// Reached the outermost frame (a zero return address / no caller).
+    Complete,
+    /// Stopped before the outermost frame: the stack window ended, an
+    /// address had no unwind information, or `MAX_FRAMES` was reached.
+    Early,
+}
+
+/// Instruction pointers of one stack (leaf first) and how the walk ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unwound {
+    pub ips: Vec<u64>,
+    pub end: UnwindEnd,
+}
+
+/// Unwind sections of one ELF file, as framehop wants them.
+#[derive(Clone, Debug)]
+struct FileUnwindInfo {
+    /// File offset → SVMA of the executable segment: svma = offset + delta.
+    exec_segments: Vec<(Range<u64>, u64)>,
+    text_svma: Option<Range<u64>>,
+    text: Option<SharedBytes>,
+    eh_frame_svma: Option<Range<u64>>,
+    eh_frame: Option<SharedBytes>,
+    eh_frame_hdr_svma: Option<Range<u64>>,
+    eh_frame_hdr: Option<SharedBytes>,
+    got_svma: Option<Range<u64>>,
+    debug_frame: Option<SharedBytes>,
+}
+
+/// Errors reading a file's unwind information.
+#[derive(Debug, thiserror::Error)]
+pub enum UnwindError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parsing ELF {path}: {source}")]
+    Elf {
+        path: String,
+        #[source]
+        source: object::Error,
+    },
+}
+
+impl FileUnwindInfo {
+    fn parse(path: &str, data: &[u8]) -> Result<Self, UnwindError> {
+        let file = object::File::parse(data).map_err(|source| UnwindError::Elf {
+            path: path.to_string(),
+            source,
+        })?;
+        let section = |name: &str| -> (Option<Range<u64>>, Option<SharedBytes>) {
+            match file.section_by_name(name) {
+                Some(s) => (
+                    Some(s.address()..s.address() + s.size()),
+                    s.uncompressed_data()
+                        .ok()
+                        .map(|d| SharedBytes(Arc::new(d.into_owned()))),
+                ),
+                None => (None, None),
+            }
+        };
+        let (text_svma, text) = section(".text");
+        let (eh_frame_svma, eh_frame) = section(".eh_frame");
+        let (eh_frame_hdr_svma, eh_frame_hdr) = section(".eh_frame_hdr");
+        let (got_svma, _) = section(".got");
+        let (_, debug_frame) = section(".debug_frame");
+        let exec_segments = file
+            .segments()
+            .map(|seg| {
+                let (offset, size) = seg.file_range();
+                (offset..offset + size, seg.address().wrapping_sub(offset))
+            })
+            .collect();
+        Ok(Self {
+            exec_segments,
+            text_svma,
+            text,
+            eh_frame_svma,
+            eh_frame,
+            eh_frame_hdr_svma,
+            eh_frame_hdr,
+            got_svma,
+            debug_frame,
+        })
+    }
+
+    /// SVMA delta (svma − file offset) of the segment holding `offset`.
+    fn delta_at(&self, offset: u64) -> Option<u64> {
+        self.exec_segments
+            .iter()
+            .find(|(range, _)| range.contains(&offset))
+            .map(|(_, delta)| *delta)
+    }
+
+    fn section_info(&self) -> ExplicitModuleSectionInfo<SharedBytes> {
+        ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.text_svma.clone(),
+            text: self.text.clone(),
+            got_svma: self.got_svma.clone(),
+            eh_frame_svma: self.eh_frame_svma.clone(),
+            eh_frame: self.eh_frame.clone(),
+            eh_frame_hdr_svma: self.eh_frame_hdr_svma.clone(),
+            eh_frame_hdr: self.eh_frame_hdr.clone(),
+            debug_frame: self.debug_frame.clone(),
+            stubs_svma: None,
+            stub_helper_svma: None,
+            unwind_info: None,
+            text_segment_svma: None,
+            text_segment: None,
+        }
+    }
+}
+
+/// Identity of a file's contents: its GNU build-id, else path, size and mtime.
+fn file_key(path: &str, data: &[u8]) -> String {
+    if let Ok(file) = object::File::parse(data)
+        && let Ok(Some(id)) = file.build_id()
+    {
+        return id.iter().map(|b| format!("{b:02x}")).collect();
+    }
+    let meta = std::fs::metadata(path).ok();
+    let mtime = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("{path}:{}:{mtime}", data.len())
+}
+
+/// A process's unwinder, built from one layout of its mappings.
+struct ProcessUnwinder {
+    layout: Vec<MapEntry>,
+    unwinder: UnwinderX86_64<SharedBytes>,
+}
+
+/// DWARF unwinder for many processes, with per-file unwind tables cached.
+#[derive(Default)]
+pub struct DwarfUnwinder {
+    /// path → (content key, parsed unwind info); None when unreadable.
+    files_by_path: HashMap<String, Option<Arc<FileUnwindInfo>>>,
+    /// content key → parsed info, shared by paths with the same build-id.
+    files_by_key: HashMap<String, Arc<FileUnwindInfo>>,
+    processes: HashMap<u32, ProcessUnwinder>,
+    cache: Option<CacheX86_64>,
+}
+
+impl DwarfUnwinder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn file_info(&mut self, path: &str) -> Option<Arc<FileUnwindInfo>> {
+        if let Some(info) = self.files_by_path.get(path) {
+            return info.clone();
+        }
+        let info = match std::fs::read(path) {
+            Ok(data) => {
+                let key = file_key(path, &data);
+                match self.files_by_key.get(&key) {
+                    Some(info) => Some(info.clone()),
+                    None => match FileUnwindInfo::parse(path, &data) {
+                        Ok(parsed) => {
+                            let parsed = Arc::new(parsed);
+                            self.files_by_key.insert(key, parsed.clone());
+                            Some(parsed)
+                        }
+                        Err(err) => {
+                            log::debug!("unwind: {err}");
+                            None
+                        }
+                    },
+                }
+            }
+            Err(err) => {
+                log::debug!("unwind: reading {path}: {err}");
+                None
+            }
+        };
+        self.files_by_path.insert(path.to_string(), info.clone());
+        info
+    }
+
+    fn process(&mut self, tgid: u32, layout: &[MapEntry]) -> &ProcessUnwinder {
+        let stale = self
+            .processes
+            .get(&tgid)
+            .is_none_or(|p| p.layout.as_slice() != layout);
+        if stale {
+            let mut unwinder = UnwinderX86_64::new();
+            for entry in layout {
+                let Some(path) = entry.path.as_deref() else {
+                    continue;
+                };
+                let Some(info) = self.file_info(path) else {
+                    continue;
+                };
+                let Some(delta) = info.delta_at(entry.offset) else {
+                    continue;
+                };
+                // avma = base_avma + svma, svma = file offset + delta.
+                let base_avma = entry.start.wrapping_sub(entry.offset).wrapping_sub(delta);
+                unwinder.add_module(Module::new(
+                    path.to_string(),
+                    entry.start..entry.end,
+                    base_avma,
+                    info.section_info(),
+                ));
+            }
+            self.processes.insert(
+                tgid,
+                ProcessUnwinder {
+                    layout: layout.to_vec(),
+                    unwinder,
+                },
+            );
+        }
+        &self.processes[&tgid]
+    }
+
+    /// Forgets a process's unwinder (its unwind tables stay cached per file).
+    pub fn forget(&mut self, tgid: u32) {
+        self.processes.remove(&tgid);
+    }
+
+    /// Unwinds one sample of process `tgid`, whose executable mappings are
+    /// `layout`. Returns the instruction pointers, leaf first (the first is
+    /// the sampled ip, the others return addresses).
+    pub fn unwind(&mut self, tgid: u32, layout: &[MapEntry], sample: &StackSample) -> Unwound {
+        let mut cache = self.cache.take().unwrap_or_default();
+        let process = self.process(tgid, layout);
+        let stack = &sample.stack;
+        let sp = sample.sp;
+        let mut read_stack = |addr: u64| -> Result<u64, ()> {
+            let offset = addr.checked_sub(sp).ok_or(())? as usize;
+            let bytes = stack
+                .get(offset..offset.checked_add(8).ok_or(())?)
+                .ok_or(())?;
+            let mut word = [0u8; 8];
+            word.copy_from_slice(bytes);
+            Ok(u64::from_le_bytes(word))
+        };
+        let regs = UnwindRegsX86_64::new(sample.ip, sample.sp, sample.bp);
+        let mut frames = process
+            .unwinder
+            .iter_frames(sample.ip, regs, &mut cache, &mut read_stack);
+        let mut ips = Vec::new();
+        let end = loop {
+            if ips.len() >= MAX_FRAMES {
+                break UnwindEnd::Early;
+            }
+            match frames.next() {
+                Ok(Some(FrameAddress::InstructionPointer(ip))) => ips.push(ip),
+                Ok(Some(FrameAddress::ReturnAddress(ra))) => ips.push(ra.get()),
+                Ok(None) => break UnwindEnd::Complete,
+                Err(_) => break UnwindEnd::Early,
+            }
+        };
+        self.cache = Some(cache);
+        Unwound { ips, end }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbolize::{Symbolizer, parse_maps};
+
+    /// Captures this thread's registers and `len` bytes of its stack, as the
+    /// probe does for a sampled thread.
+    #[inline(never)]
+    fn capture_own_stack(len: usize) -> StackSample {
+        let (ip, sp, bp): (u64, u64, u64);
+        // SAFETY: reads three registers into locals; no memory is touched.
+        unsafe {
+            std::arch::asm!(
+                "lea {ip}, [rip]",
+                "mov {sp}, rsp",
+                "mov {bp}, rbp",
+                ip = out(reg) ip,
+                sp = out(reg) sp,
+                bp = out(reg) bp,
+            );
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+        let stack_top = maps
+            .lines()
+            .find(|l| l.ends_with("[stack]") || l.contains(" [stack]"))
+            .and_then(|l| l.split(['-', ' ']).nth(1))
+            .and_then(|end| u64::from_str_radix(end, 16).ok())
+            .unwrap_or(u64::MAX);
+        // Test threads run on their own (mmap'ed) stacks: read at most up to
+        // the end of the mapping holding sp.
+        let mapping_end = maps
+            .lines()
+            .filter_map(|l| {
+                let range = l.split(' ').next()?;
+                let (s, e) = range.split_once('-')?;
+                Some((
+                    u64::from_str_radix(s, 16).ok()?,
+                    u64::from_str_radix(e, 16).ok()?,
+                ))
+            })
+            .find(|(s, e)| sp >= *s && sp < *e)
+            .map_or(stack_top, |(_, e)| e);
+        let len = len.min((mapping_end - sp) as usize);
+        // SAFETY: [sp, sp + len) lies inside this thread's mapped stack.
+        let stack = unsafe { std::slice::from_raw_parts(sp as *const u8, len) }.to_vec();
+        StackSample { ip, sp, bp, stack }
+    }
+
+    #[inline(never)]
+    fn nested_capture_level_two(len: usize) -> StackSample {
+        std::hint::black_box(capture_own_stack(len))
+    }
+
+    #[inline(never)]
+    fn nested_capture_level_one(len: usize) -> StackSample {
+        std::hint::black_box(nested_capture_level_two(len))
+    }
+
+    fn symbolized(sample: &StackSample) -> (Vec<String>, UnwindEnd) {
+        let pid = std::process::id();
+        let layout =
+            parse_maps(&std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps"));
+        let mut unwinder = DwarfUnwinder::new();
+        let unwound = unwinder.unwind(pid, &layout, sample);
+        let mut symbolizer = Symbolizer::new();
+        assert!(symbolizer.snapshot_process(pid));
+        (symbolizer.user_frames(pid, &unwound.ips), unwound.end)
+    }
+
+    #[test]
+    fn unwinds_a_captured_sample_of_this_process() {
+        let sample = nested_capture_level_one(1 << 20);
+        let (frames, end) = symbolized(&sample);
+        let pos = |needle: &str| {
+            frames
+                .iter()
+                .position(|f| f.contains(needle))
+                .unwrap_or_else(|| panic!("{needle} not in {frames:#?}"))
+        };
+        let leaf = pos("capture_own_stack");
+        let two = pos("nested_capture_level_two");
+        let one = pos("nested_capture_level_one");
+        let test = pos("unwinds_a_captured_sample_of_this_process");
+        assert!(leaf < two && two < one && one < test, "{frames:#?}");
+        // Through the test harness (std, built without frame pointers) to
+        // the thread's start.
+        assert!(
+            frames.len() > test + 3,
+            "{end:?} {} stack bytes: {frames:#?}",
+            sample.stack.len()
+        );
+    }
+
+    #[test]
+    fn a_short_window_stops_early_but_keeps_the_leaf() {
+        let sample = nested_capture_level_one(64 * 1024);
+        let mut short = sample.clone();
+        short.stack.truncate(64);
+        let (frames, end) = symbolized(&short);
+        assert_eq!(end, UnwindEnd::Early);
+        assert!(frames[0].contains("capture_own_stack"), "{frames:#?}");
+        let (full, _) = symbolized(&sample);
+        assert!(full.len() > frames.len());
+    }
+}
