@@ -3,7 +3,7 @@
 #   1. scripts/setup.sh (installs what a fresh machine lacks)
 #   2. cargo fmt --check, clippy -D warnings on the user crates and on the probe crate
 #   3. cargo test (unit, golden, integration; root-only tests skip with a reason when not root)
-#   4. cross-checks of generated data with pyarrow and numpy (scripts/crosscheck.py), when present
+#   4. cross-checks of generated data with pyarrow and numpy (scripts/crosscheck.sh)
 # Run as root to include the eBPF integration tests and the scenario suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +23,9 @@ cargo clippy --release --workspace --exclude storprof-ebpf --all-targets --featu
 step "clippy (probe crate, bpfel-unknown-none)"
 bash scripts/clippy-ebpf.sh
 
-if [ -f scripts/crosscheck.sh ]; then
-    step "cross-check generated data with pyarrow and numpy"
-    bash scripts/crosscheck.sh
-fi
+step "cross-check generated data with pyarrow and numpy"
+cargo build --release --features storprof/mpi --bin storprof
+bash scripts/crosscheck.sh
 
 step "cargo test"
 # One release build serves the tests and the scenario suite (fast readers, real workloads).
