@@ -5,6 +5,8 @@
 //! bundle redaction through the `storprof` binary.
 //!
 //! Golden files: missing ones are created; `STORPROF_BLESS=1` rewrites them.
+// Tests may unwrap (the guide): a failure here is a test failure.
+#![allow(clippy::unwrap_used)]
 use std::{
     fs,
     path::{Path, PathBuf},
@@ -93,6 +95,43 @@ fn fixture_sessions_get_their_labels() {
         "fixture accuracy: {}/{}",
         SCENARIOS.len() - wrong.len(),
         SCENARIOS.len()
+    );
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Real recordings of the root scenario suite (tests/scenarios.rs, saved with
+/// STORPROF_SAVE_FIXTURES=1), trimmed to the session files: (fixture, label).
+const REAL_SCENARIOS: &[(&str, VerdictId)] = &[
+    ("real-storage-bound", VerdictId::StorageBound),
+    ("real-page-cache-served", VerdictId::PageCacheServed),
+    ("real-cpu-starved", VerdictId::CpuStarved),
+    ("real-lock-contention", VerdictId::LockContention),
+    ("real-cpu-bound-reader", VerdictId::CpuBoundReader),
+    ("real-compute-bound", VerdictId::ComputeBound),
+];
+
+#[test]
+fn real_recordings_get_their_labels_and_golden_verdicts() {
+    let mut wrong = Vec::new();
+    for (name, want) in REAL_SCENARIOS {
+        let session = load::load(&fixture(name)).unwrap();
+        let a = analysis::analyze(&session, &Thresholds::default());
+        println!(
+            "{name:26} -> {:18} {:.2} {}",
+            a.verdict.verdict, a.verdict.confidence, a.verdict.headline
+        );
+        if a.verdict.verdict != *want {
+            wrong.push(format!(
+                "{name}: want {want}, got {} ({})",
+                a.verdict.verdict, a.verdict.headline
+            ));
+        }
+        golden(name, "verdict.json", &report::verdict_json(&a).unwrap());
+    }
+    println!(
+        "real recording accuracy: {}/{}",
+        REAL_SCENARIOS.len() - wrong.len(),
+        REAL_SCENARIOS.len()
     );
     assert!(wrong.is_empty(), "{wrong:#?}");
 }

@@ -167,6 +167,12 @@ pub struct Features {
     pub cpus_used: f64,
     /// Threads on CPU or runnable at least `busy_thread_share` of their life.
     pub busy_threads: u32,
+    /// Σ (on CPU + runnable) of all traced threads / duration: threads wanting
+    /// a CPU at the same time on average (a load average of the command).
+    /// Unlike `busy_threads` it does not add up threads that never overlapped
+    /// (workers started anew each epoch).
+    #[serde(default)]
+    pub cpu_demand_threads: f64,
     pub read_syscall_bytes: u64,
     pub read_syscall_mib_per_s: f64,
     /// Device read bytes attributed to traced processes when the kernel gave
@@ -330,10 +336,37 @@ impl Features {
                 * 1e9
         };
 
-        let futex_ns = sum(&|r| syscall_ns(r, FUTEX_NAMES, nr::FUTEX)).max(offcpu_ns(FUTEX_FRAMES));
+        // Folded stacks name threads by comm only. When a non-reader thread
+        // shares a reader's comm (threads of one program are often all
+        // "python" or "storprof"), its stacks cannot be told apart: a main
+        // thread parked in futex_wait would count as reader lock waits. Then
+        // the per-thread syscall times (exact by tid) decide futex and socket
+        // waits, and stack-based reclaim time is scaled by the readers' part
+        // of those comms' off-CPU time.
+        let comm_shared = threads
+            .iter()
+            .any(|th| !reader_tids.contains(&(th.pid, th.tid)) && reader_comms.contains(&th.comm));
+        let stack_ns = |patterns: &[&str]| {
+            if comm_shared {
+                0.0
+            } else {
+                offcpu_ns(patterns)
+            }
+        };
+        let comm_off: u64 = threads
+            .iter()
+            .filter(|th| reader_comms.contains(&th.comm))
+            .map(|th| th.off_cpu_ns.total())
+            .sum();
+        let reader_part = if comm_shared {
+            ratio(sum(&|r| r.off_cpu_ns.total()), comm_off as f64)
+        } else {
+            1.0
+        };
+        let futex_ns = sum(&|r| syscall_ns(r, FUTEX_NAMES, nr::FUTEX)).max(stack_ns(FUTEX_FRAMES));
         let socket_ns = sum(&|r| syscall_ns(r, SOCKET_RECV_NAMES, nr::SOCKET_RECV))
-            .max(offcpu_ns(SOCKET_FRAMES));
-        let reclaim_ns = offcpu_ns(RECLAIM_FRAMES) + oncpu_ns(RECLAIM_FRAMES);
+            .max(stack_ns(SOCKET_FRAMES));
+        let reclaim_ns = (offcpu_ns(RECLAIM_FRAMES) + oncpu_ns(RECLAIM_FRAMES)) * reader_part;
         let oom_killed = session.info.exit_signal == Some(9)
             && session
                 .info
@@ -457,6 +490,16 @@ impl Features {
                 0.0
             },
             busy_threads,
+            cpu_demand_threads: if duration_s > 0.0 {
+                threads
+                    .iter()
+                    .map(|t| (t.on_cpu_ns + t.off_cpu_ns.runnable) as f64)
+                    .sum::<f64>()
+                    / 1e9
+                    / duration_s
+            } else {
+                0.0
+            },
             read_syscall_bytes,
             read_syscall_mib_per_s: if duration_s > 0.0 {
                 read_syscall_bytes as f64 / (1 << 20) as f64 / duration_s

@@ -218,6 +218,7 @@ mod tests {
         let mut f = base();
         f.num_cpus = 2;
         f.busy_threads = 6;
+        f.cpu_demand_threads = 6.0;
         f.reader_on_cpu_share = 0.33;
         f.reader_runnable_share = 0.66;
         f.reader_user_share = Some(0.99);

@@ -214,7 +214,17 @@ pub fn hot_phrase(hot: &HotFrames, max: usize) -> String {
 fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Finding {
     let user = f.reader_user_share.unwrap_or(0.0);
     let util = top_util(f);
-    let fired = f.reader_on_cpu_share >= t.cpu_bound_on_cpu_share
+    // CPU demand: on CPU, plus waiting for one when the command itself does
+    // not oversubscribe the CPUs (then the wait is other load on the machine
+    // and the readers still need CPU, not I/O). When it does, the runnable
+    // time is cpu-starved's evidence instead.
+    let queued = if oversubscribed(f) {
+        0.0
+    } else {
+        f.reader_runnable_share
+    };
+    let demand = (f.reader_on_cpu_share + queued).min(1.0);
+    let fired = demand >= t.cpu_bound_on_cpu_share
         && user >= t.cpu_bound_user_share
         && util < t.storage_busy_utilization;
     let hot_text = hot_phrase(hot, 2);
@@ -240,6 +250,15 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
             ),
         ),
         ev(
+            "reader_cpu_demand_share",
+            demand,
+            "fraction",
+            format!(
+                "readers on CPU or queued for one (other load) {} of their time",
+                pct(demand)
+            ),
+        ),
+        ev(
             "reader_user_share",
             user,
             "fraction",
@@ -258,7 +277,7 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
     Finding {
         verdict: VerdictId::CpuBoundReader,
         fired,
-        score: f.reader_on_cpu_share * user,
+        score: demand * user,
         summary: format!("CPU-bound in the reader{headline_hot}; {storage}"),
         evidence,
     }
@@ -429,8 +448,17 @@ fn rule_compute_bound(f: &Features, t: &Thresholds) -> Finding {
     }
 }
 
+/// The traced command wants more CPUs at once than there are: on average
+/// more of its threads on CPU or runnable than CPUs online.
+fn oversubscribed(f: &Features) -> bool {
+    f.num_cpus > 0 && f.cpu_demand_threads > f64::from(f.num_cpus)
+}
+
 fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
-    let fired = f.reader_runnable_share >= t.cpu_starved_runnable_share;
+    // Issue 4: runnable but waiting for a CPU *because* there are more busy
+    // threads than cores. Waits caused by load outside the command count as
+    // reader CPU demand (cpu-bound-reader) instead.
+    let fired = f.reader_runnable_share >= t.cpu_starved_runnable_share && oversubscribed(f);
     Finding {
         verdict: VerdictId::CpuStarved,
         fired,
@@ -462,6 +490,15 @@ fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
                 f64::from(f.num_cpus),
                 "cpus",
                 format!("{} CPU(s) online", f.num_cpus),
+            ),
+            ev(
+                "cpu_demand_threads",
+                f.cpu_demand_threads,
+                "threads",
+                format!(
+                    "{:.2} thread(s) on CPU or runnable at once on average",
+                    f.cpu_demand_threads
+                ),
             ),
             ev(
                 "cpus_used",

@@ -1,9 +1,14 @@
 //! `storprof diagnose [record options] -- CMD ARGS...`: record, then report,
 //! then bundle, in one run; prints the verdict at the end and exits with the
-//! command's status.
+//! command's status. Without a command it runs the embedded demo
+//! ([`super::demo`]): dlio-legacy vs raw reader over a cached flux dataset.
 use std::path::PathBuf;
 
-use super::{ThresholdArgs, load_thresholds};
+use super::{
+    ThresholdArgs,
+    demo::{self, DemoOptions, DemoScale},
+    load_thresholds,
+};
 use crate::{
     cli::exit,
     output::{self, BundleSessionOptions, ReportOptions, report::render_terminal},
@@ -19,16 +24,21 @@ pub struct DiagnoseArgs {
     /// Bundle file (default: SESSION_DIR.tar.gz).
     #[arg(long, value_name = "FILE.tar.gz")]
     pub bundle: Option<PathBuf>,
+    /// Without a command: dataset directory of the embedded demo
+    /// (default: $XDG_CACHE_HOME/storprof/demo-data or ~/.cache/storprof/demo-data).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Without a command: size of the demo (tests use `small`).
+    #[arg(long, value_enum, default_value_t, hide = true)]
+    pub demo_scale: DemoScale,
 }
 
 /// Runs `storprof diagnose`.
 pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
-    if args.record.command.is_empty() && args.record.pids.is_empty() {
-        // The embedded default job (dlio-legacy vs raw bench) is not wired yet.
-        eprintln!("storprof: error: give the command to diagnose after `--` (or --pid PID)");
-        return Ok(exit::USAGE);
-    }
     let thresholds = load_thresholds(args.thresholds.thresholds.as_deref())?;
+    if args.record.command.is_empty() && args.record.pids.is_empty() {
+        return run_demo(args, thresholds);
+    }
     let outcome = match record::record(&args.record.to_options()) {
         Ok(o) => o,
         Err(
@@ -60,4 +70,42 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
     eprintln!("storprof: bundle  {}", bundle.display());
     print!("{}", render_terminal(&reported.analysis));
     Ok(outcome.exit_code)
+}
+
+/// `storprof diagnose` without a command: the embedded demo.
+fn run_demo(args: &DiagnoseArgs, thresholds: crate::analysis::Thresholds) -> anyhow::Result<i32> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("storprof: error: {}", RecordError::NotRoot);
+        return Ok(exit::USAGE);
+    }
+    let options = DemoOptions {
+        data_dir: args.data_dir.clone(),
+        results_dir: args
+            .record
+            .output
+            .clone()
+            .unwrap_or_else(demo::default_results_dir),
+        scale: args.demo_scale,
+        freq_hz: args.record.freq.max(1),
+        thresholds,
+        as_root: args.record.as_root,
+    };
+    let outcome = demo::run_demo(&options)?;
+    println!();
+    println!(
+        "storprof bench, dlio-legacy reader (storage #330) vs raw reader, same data, same simulated accelerator:"
+    );
+    println!();
+    print!("{}", outcome.comparison);
+    println!();
+    for r in &outcome.runs {
+        println!("{:<12} session {}", r.reader, r.session_dir.display());
+    }
+    println!(
+        "differential on-CPU flamegraph (red = more in dlio-legacy): {}",
+        outcome.diff_svg.display()
+    );
+    println!("results: {}", outcome.results_dir.display());
+    Ok(exit::OK)
 }

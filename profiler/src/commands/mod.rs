@@ -1,7 +1,8 @@
 //! Subcommands of the analysis side (`report`, `flamegraph`, `bundle`,
-//! `diagnose`): clap `Args` mapped onto the library options, and `run`
+//! `diagnose`, and the embedded demo `diagnose` runs without a command): clap `Args` mapped onto the library options, and `run`
 //! functions returning the process exit code (see [`crate::cli::exit`]).
 pub mod bundle;
+pub mod demo;
 pub mod diagnose;
 pub mod flamegraph;
 pub mod report;
