@@ -134,12 +134,20 @@ fn cpu_burner_tops_oncpu_profile() {
     let tmp = tempfile::tempdir().unwrap();
     let session = tmp.path().join("session");
     let helper = helper("burn");
+    // The helper burns 1.5 s of its own CPU time, however loaded the machine
+    // is, so the figures below do not depend on the load: at 99 Hz that is
+    // about 148 samples, all but a few in the burner.
     record(&session, &[helper.to_str().unwrap(), "1.5"]);
     let folded = std::fs::read_to_string(session.join("oncpu.folded")).unwrap();
     let leaves = leaves(&folded);
     let (top, count) = leaves.iter().max_by_key(|(_, c)| **c).expect("samples");
     assert_eq!(top, "storprof_test_burn_cpu", "folded:\n{folded}");
-    assert!(*count >= 20, "too few samples ({count}) in:\n{folded}");
+    assert!(*count >= 75, "too few samples ({count}) in:\n{folded}");
+    let total: u64 = leaves.values().sum();
+    assert!(
+        *count * 10 >= total * 9,
+        "burner has {count} of {total} samples:\n{folded}"
+    );
     assert!(
         folded
             .lines()
@@ -147,7 +155,7 @@ fn cpu_burner_tops_oncpu_profile() {
         "{folded}"
     );
     let threads: Vec<ThreadStats> = read_json(&session, "threads.json");
-    assert!(threads[0].on_cpu_ns > 200_000_000, "{threads:?}");
+    assert!(threads[0].on_cpu_ns >= 1_500_000_000, "{threads:?}");
 }
 
 /// Whole-disk "MAJ:MIN" of the filesystem holding `path` (partitions map to their disk).
@@ -191,6 +199,15 @@ fn direct_read_reaches_the_device() {
         .unwrap_or_else(|| panic!("device {disk} missing from {:?}", io.devices));
     assert!(dev.read_bytes >= mib << 20, "{dev:?}");
     assert!(dev.traced_read_bytes >= mib << 20, "{dev:?}");
+    // Attributed to dd itself, even for requests a kblockd worker issued
+    // (plug flush): the owner is taken where the request is created.
+    let info: SessionInfo = read_json(&session, "session.json");
+    let dd_bytes: u64 = info
+        .tracked_pids
+        .iter()
+        .filter_map(|pid| dev.by_pid.get(pid))
+        .sum();
+    assert!(dd_bytes >= mib << 20, "{dev:?} {:?}", info.tracked_pids);
     assert!(dev.read_requests > 0 && dev.busy_ns > 0, "{dev:?}");
     assert!(!dev.latency_log2_ns.is_empty());
 }

@@ -1,5 +1,6 @@
-// Burns CPU for SECS seconds in a named, non-inlined function (built with
-// frame pointers) so that it tops the on-CPU profile. With WORKERS > 0 it
+// Burns SECS seconds of CPU time (its own thread's CPU clock, so a loaded
+// machine makes it take longer, not burn less) in a named, non-inlined
+// function (built with frame pointers) so that it tops the on-CPU profile. With WORKERS > 0 it
 // forks that many workers (named worker-I, pids printed as `worker PID`)
 // that each burn, and waits for them.
 // Usage: burn SECS [WORKERS]
@@ -10,18 +11,18 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void) {
+static double cpu_now(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 volatile unsigned long sink;
 
 __attribute__((noinline)) void storprof_test_burn_cpu(double secs) {
-    double end = now() + secs;
+    double end = cpu_now() + secs;
     unsigned long x = 1;
-    while (now() < end) {
+    while (cpu_now() < end) {
         for (int i = 0; i < 100000; i++) {
             x = x * 6364136223846793005UL + 1442695040888963407UL;
         }

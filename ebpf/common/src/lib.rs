@@ -214,7 +214,8 @@ const _: () = assert!(core::mem::size_of::<BlockKey>() == 16);
 pub struct BlockInflight {
     pub issue_ns: u64,
     pub bytes: u32,
-    /// tgid of the task the request was issued from (may be a kworker).
+    /// tgid of the task that created the request (`block_io_start`), or of
+    /// the issuing task (may be a kworker) when the creation was not seen.
     pub tgid: u32,
     /// `rwbs` from the tracepoint ("R", "WS", "FWS", ...), NUL padded.
     pub rwbs: [u8; 8],

@@ -14,6 +14,9 @@
 //! - `sched_process_fork/exec/exit` (tracepoints): the traced set follows descendants.
 //! - `sys_enter`/`sys_exit` (raw tracepoints): per-thread per-syscall counts,
 //!   latency histogram, bytes of the read/write families.
+//! - `block_io_start` (tracepoint, submitter's context): who created a request,
+//!   keyed by (dev, sector), so a request a kworker later issues (plug flush,
+//!   requeue) is still attributed to the process that asked for it.
 //! - `block_rq_issue/complete` (tracepoints): completed requests → ring buffer.
 //! - `filemap_add_to_page_cache` (tracepoint): page-cache misses per thread.
 #![no_std]
@@ -24,7 +27,7 @@ use aya_ebpf::{
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_ktime_get_ns},
     macros::{map, perf_event, raw_tracepoint, tracepoint},
-    maps::{Array, HashMap, PerCpuArray, RingBuf, StackTrace},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf, StackTrace},
     programs::{
         PerfEventContext, RawTracePointContext, TracePointContext, tracing::StackIdContext,
     },
@@ -112,6 +115,12 @@ const NO_SLOT: u32 = u32::MAX;
 
 #[map]
 static BLOCK_INFLIGHT: HashMap<BlockKey, BlockInflight> = HashMap::with_max_entries(16384, 0);
+
+/// tgid that created a request (`block_io_start`), taken at issue. LRU: a
+/// request whose sector changes before issue (front merge) would otherwise
+/// leave its entry behind forever.
+#[map]
+static BLOCK_SUBMITTER: LruHashMap<BlockKey, u32> = LruHashMap::with_max_entries(16384, 0);
 
 #[map]
 static BLOCK_EVENTS: RingBuf = RingBuf::with_byte_size(8 << 20, 0);
@@ -517,6 +526,21 @@ pub fn sys_exit(ctx: RawTracePointContext) -> u32 {
 }
 
 #[tracepoint]
+pub fn block_io_start(ctx: TracePointContext) -> u32 {
+    // Format: dev@8 u32, sector@16 u64. Runs in the task that created the
+    // request (blk_account_io_start from the bio submission path).
+    let key = BlockKey {
+        dev: field(&ctx, 8),
+        _pad: 0,
+        sector: field(&ctx, 16),
+    };
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    // An LRU map evicts instead of failing; nothing to count.
+    let _ = BLOCK_SUBMITTER.insert(key, tgid, 0);
+    0
+}
+
+#[tracepoint]
 pub fn block_rq_issue(ctx: TracePointContext) -> u32 {
     // Format: dev@8 u32, sector@16 u64, bytes@28 u32, rwbs@34 char[10].
     let key = BlockKey {
@@ -524,10 +548,25 @@ pub fn block_rq_issue(ctx: TracePointContext) -> u32 {
         _pad: 0,
         sector: field(&ctx, 16),
     };
+    // Attribution: a re-issued (requeued) request keeps its owner; a new one
+    // belongs to the task that created it; the issuing task only when the
+    // creation was not seen (no block_io_start, or bio-based device).
+    // SAFETY: values are copied out at once.
+    let tgid = match unsafe { BLOCK_INFLIGHT.get(key) } {
+        Some(prev) => prev.tgid,
+        // SAFETY: as above.
+        None => match unsafe { BLOCK_SUBMITTER.get(key) }.copied() {
+            Some(submitter) => {
+                let _ = BLOCK_SUBMITTER.remove(key);
+                submitter
+            }
+            None => (bpf_get_current_pid_tgid() >> 32) as u32,
+        },
+    };
     let inflight = BlockInflight {
         issue_ns: now_ns(),
         bytes: field(&ctx, 28),
-        tgid: (bpf_get_current_pid_tgid() >> 32) as u32,
+        tgid,
         rwbs: field(&ctx, 34),
     };
     if BLOCK_INFLIGHT.insert(key, inflight, 0).is_err() {

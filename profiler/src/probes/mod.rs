@@ -37,6 +37,9 @@ pub mod family {
     pub const PROCESS: &str = "process";
     pub const SYSCALLS: &str = "syscalls";
     pub const BLOCK: &str = "block";
+    /// Request creator attribution (`block_io_start`); without it block
+    /// requests are attributed to the issuing task.
+    pub const BLOCK_SUBMITTER: &str = "block_submitter";
     pub const PAGE_CACHE: &str = "page_cache";
 }
 
@@ -50,6 +53,8 @@ pub const TRACEPOINT_FIELDS: &[(&str, &str, &str, usize)] = &[
     ("sched", "sched_switch", "next_pid", 56),
     ("sched", "sched_process_fork", "child_pid", 20),
     ("sched", "sched_process_exit", "group_dead", 32),
+    ("block", "block_io_start", "dev", 8),
+    ("block", "block_io_start", "sector", 16),
     ("block", "block_rq_issue", "dev", 8),
     ("block", "block_rq_issue", "sector", 16),
     ("block", "block_rq_issue", "bytes", 28),
@@ -100,6 +105,11 @@ pub const PROGRAMS: &[(&str, &str, Attach)] = &[
         "sys_exit",
         family::SYSCALLS,
         Attach::RawTracePoint("sys_exit"),
+    ),
+    (
+        "block_io_start",
+        family::BLOCK_SUBMITTER,
+        Attach::TracePoint("block", "block_io_start"),
     ),
     (
         "block_rq_issue",

@@ -170,7 +170,8 @@ pub struct IoStats {
 }
 
 /// One block device, whole-system (the block layer does not know the process
-/// reliably); `by_pid` attributes issue-time pids where the kernel gave them.
+/// reliably); `by_pid` attributes each request to the process that created it
+/// (`block_io_start`), or to the issuing one when the creation was not seen.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct DeviceStats {
     /// Kernel name ("vda", "nvme0n1", "loop3").
