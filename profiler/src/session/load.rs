@@ -126,7 +126,8 @@ pub struct BenchMeasured {
     #[serde(default)]
     pub read_amplification: Option<f64>,
     #[serde(default)]
-    pub record_size_bytes_real: Option<u64>,
+    /// Written by the bench as a JSON float (2164832.0 for flux).
+    pub record_size_bytes_real: Option<f64>,
 }
 
 /// The parts of `bench-summary.json` (DLIO summary.json keys plus
@@ -420,5 +421,18 @@ mod tests {
         let m = b.measured.unwrap();
         assert_eq!(m.read_mib_per_second, Some(27.3));
         assert_eq!(m.read_bytes, Some(1000));
+    }
+
+    /// The bench's own golden summary.json parses whole: a type mismatch in
+    /// any `measured` field would silently drop the measured figures.
+    #[test]
+    fn bench_golden_summary_measured_parses() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../benchmark/tests/data/summary.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let b = BenchSummary::from_value(serde_json::from_str(&text).unwrap());
+        let m = b.measured.expect("measured{} of the bench's summary.json parses");
+        assert!(m.read_mib_per_second.is_some());
+        assert!(m.record_size_bytes_real.is_some_and(|r| r > 0.0));
+        assert!(b.au_mean_percentage.is_some());
     }
 }
