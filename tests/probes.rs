@@ -29,10 +29,17 @@ macro_rules! require_root {
 
 /// Builds a helper from tests/helpers/NAME.c with `gcc -static` (frame pointers on).
 fn helper(name: &str) -> PathBuf {
+    helper_with(name, &["-fno-omit-frame-pointer"])
+}
+
+/// Builds a helper from tests/helpers/NAME.c with `gcc -static -O2 -g` and `flags`.
+fn helper_with(name: &str, flags: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/helpers/{name}.c"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("helper-{name}"));
     let status = Command::new("gcc")
-        .args(["-static", "-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+        .args(["-static", "-O2", "-g"])
+        .args(flags)
+        .arg("-o")
         .arg(&out)
         .arg(&src)
         .status()
@@ -42,8 +49,13 @@ fn helper(name: &str) -> PathBuf {
 }
 
 fn record(dir: &Path, command: &[&str]) -> Output {
+    record_with(dir, &[], command)
+}
+
+fn record_with(dir: &Path, options: &[&str], command: &[&str]) -> Output {
     let out = Command::new(STORPROF)
         .arg("record")
+        .args(options)
         .arg("--output")
         .arg(dir)
         .arg("--")
@@ -156,6 +168,50 @@ fn cpu_burner_tops_oncpu_profile() {
     );
     let threads: Vec<ThreadStats> = read_json(&session, "threads.json");
     assert!(threads[0].on_cpu_ns >= 1_500_000_000, "{threads:?}");
+}
+
+#[test]
+fn dwarf_unwinding_crosses_code_without_frame_pointers() {
+    require_root!();
+    let tmp = tempfile::tempdir().unwrap();
+    let helper = helper_with(
+        "nofp_chain",
+        &["-fomit-frame-pointer", "-fno-optimize-sibling-calls"],
+    );
+    let chain = "main;storprof_nofp_outer;storprof_nofp_middle;storprof_nofp_inner";
+    // Frame pointers: the walk loses the chain in this code (which is what
+    // makes the DWARF result below mean something).
+    let fp = tmp.path().join("fp");
+    record_with(&fp, &["--unwind", "fp"], &[helper.to_str().unwrap(), "1"]);
+    let folded = std::fs::read_to_string(fp.join("oncpu.folded")).unwrap();
+    assert!(
+        !folded.contains("storprof_nofp_outer;storprof_nofp_middle"),
+        "frame pointers unexpectedly walked the chain:\n{folded}"
+    );
+    // DWARF: the whole chain, in (nearly) every sample of the burner.
+    let dwarf = tmp.path().join("dwarf");
+    record_with(
+        &dwarf,
+        &["--unwind", "dwarf", "--stack-bytes", "16384"],
+        &[helper.to_str().unwrap(), "1"],
+    );
+    let folded = std::fs::read_to_string(dwarf.join("oncpu.folded")).unwrap();
+    let total: u64 = leaves(&folded).values().sum();
+    let full: u64 = folded
+        .lines()
+        .filter(|l| l.contains(chain))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    assert!(full >= 50, "only {full} samples with the chain:\n{folded}");
+    assert!(full * 10 >= total * 9, "{full} of {total}:\n{folded}");
+    let info: SessionInfo = read_json(&dwarf, "session.json");
+    let unwind = info.unwind.expect("unwind stats in session.json");
+    assert_eq!(unwind.mode, "dwarf");
+    assert_eq!(unwind.stack_bytes, 16384);
+    let process = &unwind.processes[0];
+    assert!(process.median_depth >= 4, "{unwind:?}");
+    assert!(process.early_stop_share.unwrap() < 0.1, "{unwind:?}");
+    assert_eq!(info.lost_events.get("user_stack_ringbuf_full"), Some(&0));
 }
 
 /// Whole-disk "MAJ:MIN" of the filesystem holding `path` (partitions map to their disk).

@@ -30,8 +30,49 @@ pub struct ProbeConfig {
     pub root_tgid: u32,
     /// `FLAG_*` bits.
     pub flags: u32,
+    /// Bytes of user stack copied per CPU sample for DWARF unwinding in user
+    /// space (0: none, frame-pointer stacks only). At most `MAX_STACK_BYTES`.
+    pub stack_bytes: u32,
+    pub _pad: u32,
 }
-const _: () = assert!(core::mem::size_of::<ProbeConfig>() == 8);
+const _: () = assert!(core::mem::size_of::<ProbeConfig>() == 16);
+
+/// Largest user-stack window a CPU sample can copy (a power of two: the
+/// probe masks the length with `MAX_STACK_BYTES - 1` for the verifier).
+pub const MAX_STACK_BYTES: u32 = 65536;
+/// Default user-stack window (`--stack-bytes`).
+pub const DEFAULT_STACK_BYTES: u32 = 16384;
+
+/// Header of a user-stack sample (ring buffer `STACK_EVENTS`), followed by
+/// `len` bytes of stack from `sp` upwards.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserStackHeader {
+    pub tgid: u32,
+    pub tid: u32,
+    /// Kernel stack id of the sample (negative: in user mode).
+    pub kernel_stack: i32,
+    /// Frame-pointer user stack id of the same sample (negative: none).
+    pub user_stack: i32,
+    /// User registers (the task's saved user registers when the sample
+    /// landed in the kernel).
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    /// Stack bytes that follow (0 when the stack could not be read).
+    pub len: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<UserStackHeader>() == 48);
+
+/// Per-CPU scratch of the probe: a header and the largest stack window.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UserStackSample {
+    pub header: UserStackHeader,
+    pub stack: [u8; MAX_STACK_BYTES as usize],
+}
+const _: () = assert!(core::mem::size_of::<UserStackSample>() == 48 + MAX_STACK_BYTES as usize);
 
 /// Indices into the `LOST` per-CPU counter array: why an event was dropped.
 pub mod lost {
@@ -51,8 +92,10 @@ pub mod lost {
     pub const PROC_RINGBUF_FULL: u32 = 6;
     /// The stack-trace map was full or had a hash collision.
     pub const STACKS_FULL: u32 = 7;
+    /// The user-stack ring buffer was full (a DWARF-mode sample was lost).
+    pub const STACK_RINGBUF_FULL: u32 = 8;
     /// Number of counters.
-    pub const COUNT: u32 = 8;
+    pub const COUNT: u32 = 9;
     /// Names used in `session.json` `lost_events`, by index.
     pub const NAMES: [&str; COUNT as usize] = [
         "cpu_samples_map_full",
@@ -63,6 +106,7 @@ pub mod lost {
         "block_ringbuf_full",
         "process_ringbuf_full",
         "stack_map_full",
+        "user_stack_ringbuf_full",
     ];
 }
 
@@ -307,7 +351,8 @@ mod pod {
         BlockKey,
         BlockInflight,
         BlockEvent,
-        ProcEvent
+        ProcEvent,
+        UserStackHeader
     );
 }
 

@@ -10,6 +10,8 @@
 //!
 //! Programs:
 //! - `cpu_sample` (perf_event, cpu-clock): samples per (tgid, tid, user stack, kernel stack).
+//!   With `ProbeConfig::stack_bytes` set (`--unwind dwarf`) it also copies the
+//!   task's saved user registers and a user-stack window → `STACK_EVENTS`.
 //! - `sched_switch` (tracepoint): on-CPU time, off-CPU time by state, off-CPU stacks.
 //! - `sched_process_fork/exec/exit` (tracepoints): the traced set follows descendants.
 //! - `sys_enter`/`sys_exit` (raw tracepoints): per-thread per-syscall counts,
@@ -33,10 +35,10 @@ use aya_ebpf::{
     },
 };
 use storprof_common::{
-    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig, ProcEvent,
-    SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey,
-    SyscallStart, ThreadAcc, is_read_family, is_write_family, log2_bucket, lost, offcpu_state,
-    proc_event,
+    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, MAX_STACK_BYTES, OffCpuStart,
+    ProbeConfig, ProcEvent, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey,
+    SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, UserStackHeader, UserStackSample,
+    is_read_family, is_write_family, log2_bucket, lost, offcpu_state, proc_event,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -124,6 +126,17 @@ static BLOCK_SUBMITTER: LruHashMap<BlockKey, u32> = LruHashMap::with_max_entries
 
 #[map]
 static BLOCK_EVENTS: RingBuf = RingBuf::with_byte_size(8 << 20, 0);
+
+/// User-stack samples for DWARF unwinding (header + stack window).
+#[map]
+static STACK_EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
+
+/// Scratch where a user-stack sample is assembled, one slot per CPU
+/// (indexed by CPU id; a per-CPU array cannot hold values over 32 KiB).
+/// User space sizes it to the possible CPUs. A sampling program does not
+/// nest with itself on one CPU, so a slot has one writer at a time.
+#[map]
+static STACK_SCRATCH: Array<UserStackSample> = Array::with_max_entries(1, 0);
 
 #[map]
 static PROC_EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
@@ -227,7 +240,86 @@ pub fn cpu_sample(ctx: PerfEventContext) -> u32 {
         kernel_stack,
     };
     add_to(&SAMPLES, &key, 1, lost::SAMPLES_MAP_FULL);
+    let stack_bytes = CONFIG.get(0).map_or(0, |c| c.stack_bytes);
+    if stack_bytes != 0 {
+        capture_user_stack(key, stack_bytes);
+    }
     0
+}
+
+/// x86_64 `struct pt_regs` word indices.
+const PT_REGS_BP: usize = 4;
+const PT_REGS_IP: usize = 16;
+const PT_REGS_SP: usize = 19;
+
+/// Copies the current task's user registers and up to `stack_bytes` of
+/// its user stack into `STACK_EVENTS`. The registers come from the task's
+/// saved user registers, right both for samples in user mode and in the
+/// kernel (a syscall or a fault).
+#[inline(always)]
+fn capture_user_stack(key: StackKey, stack_bytes: u32) {
+    // SAFETY: helpers without preconditions; `bpf_task_pt_regs` returns the
+    // task's user register frame, read below only through probe_read_kernel.
+    let regs = unsafe {
+        let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
+        aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
+    };
+    let read = |index: usize| -> u64 {
+        // SAFETY: a word of pt_regs, through the checked helper.
+        unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.wrapping_add(index)) }.unwrap_or(0)
+    };
+    // SAFETY: no preconditions.
+    let cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
+    let Some(scratch) = STACK_SCRATCH.get_ptr_mut(cpu) else {
+        return;
+    };
+    let sp = read(PT_REGS_SP);
+    let mut header = UserStackHeader {
+        tgid: key.tgid,
+        tid: key.tid,
+        kernel_stack: key.kernel_stack,
+        user_stack: key.user_stack,
+        ip: read(PT_REGS_IP),
+        sp,
+        bp: read(PT_REGS_BP),
+        len: 0,
+        _pad: 0,
+    };
+    // Near the top of the stack a long read faults: retry shorter.
+    let mut len = stack_bytes;
+    for _ in 0..6 {
+        let bounded = len & (MAX_STACK_BYTES - 1);
+        if bounded == 0 {
+            break;
+        }
+        // SAFETY: `scratch` is this CPU's map value, `bounded` fits its stack array.
+        let rc = unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_user(
+                (*scratch).stack.as_mut_ptr().cast(),
+                bounded,
+                sp as *const core::ffi::c_void,
+            )
+        };
+        if rc == 0 {
+            header.len = bounded;
+            break;
+        }
+        len /= 2;
+    }
+    // SAFETY: as above.
+    unsafe { (*scratch).header = header };
+    // The mask (a power of two minus one) bounds the length for the
+    // verifier; the check below keeps it inside the scratch value.
+    let total = (core::mem::size_of::<UserStackHeader>() as u32 + header.len) as usize
+        & (2 * MAX_STACK_BYTES as usize - 1);
+    if total > core::mem::size_of::<UserStackSample>() {
+        return;
+    }
+    // SAFETY: `total` bytes of this CPU's scratch value.
+    let bytes = unsafe { core::slice::from_raw_parts(scratch.cast::<u8>(), total) };
+    if STACK_EVENTS.output::<[u8]>(bytes, 0).is_err() {
+        count_lost(lost::STACK_RINGBUF_FULL);
+    }
 }
 
 #[tracepoint]

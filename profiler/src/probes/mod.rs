@@ -20,8 +20,8 @@ use aya::{
     },
 };
 use storprof_common::{
-    BlockEvent, FLAG_SYSCALL_LATENCY, OffCpuStart, ProbeConfig, ProcEvent, SYSCALL_SLOT_ENTRIES,
-    StackKey, SyscallAcc, SyscallKey, ThreadAcc, lost,
+    BlockEvent, FLAG_SYSCALL_LATENCY, MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent,
+    SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc, UserStackHeader, lost,
 };
 
 use crate::session::model::ProbeStatus;
@@ -157,6 +157,10 @@ pub struct ProbeOptions {
     /// Attach `sys_enter` too and measure syscall latency. Default true;
     /// false attaches only `sys_exit` (counts and bytes, no latency).
     pub syscall_latency: bool,
+    /// Bytes of user stack (and the user registers) copied per CPU sample
+    /// for DWARF unwinding in user space. Default 0: frame-pointer stacks
+    /// only. Clamped to `MAX_STACK_BYTES`.
+    pub stack_bytes: u32,
 }
 
 impl Default for ProbeOptions {
@@ -164,8 +168,17 @@ impl Default for ProbeOptions {
         Self {
             freq_hz: 99,
             syscall_latency: true,
+            stack_bytes: 0,
         }
     }
+}
+
+/// One user-stack sample of the DWARF mode: header and stack window.
+#[derive(Clone, Debug)]
+pub struct UserStackEvent {
+    pub header: UserStackHeader,
+    /// `stack[i]` is the byte at `header.sp + i`.
+    pub stack: Vec<u8>,
 }
 
 /// Everything read back from the maps at one instant.
@@ -184,6 +197,7 @@ pub struct ProbeSet {
     ebpf: Ebpf,
     proc_events: Option<RingBuf<MapData>>,
     block_events: Option<RingBuf<MapData>>,
+    stack_events: Option<RingBuf<MapData>>,
     /// Per family: did it attach, and if not why.
     pub status: Vec<ProbeStatus>,
     options: ProbeOptions,
@@ -253,11 +267,17 @@ impl ProbeSet {
             .map_max_entries("OFFCPU_START", pid_slots)
             .map_max_entries("SYSCALL_START", pid_slots)
             .map_max_entries("SYSCALL_THREAD", pid_slots)
+            // One stack scratch slot per possible CPU, ~64 KiB each.
+            .map_max_entries(
+                "STACK_SCRATCH",
+                aya::util::nr_cpus().map_or(1024, |n| n as u32).max(1),
+            )
             .load(PROBE_OBJECT)?;
         let mut set = Self {
             ebpf,
             proc_events: None,
             block_events: None,
+            stack_events: None,
             status: Vec::new(),
             options: options.clone(),
             pid_slots,
@@ -271,10 +291,18 @@ impl ProbeSet {
         set.write_config(ProbeConfig {
             root_tgid: 0,
             flags,
+            stack_bytes: set.stack_bytes(),
+            _pad: 0,
         })?;
         set.proc_events = Some(set.take_ringbuf("PROC_EVENTS")?);
         set.block_events = Some(set.take_ringbuf("BLOCK_EVENTS")?);
+        set.stack_events = Some(set.take_ringbuf("STACK_EVENTS")?);
         Ok(set)
+    }
+
+    /// The stack window the probe copies (0: none), at most `MAX_STACK_BYTES`.
+    fn stack_bytes(&self) -> u32 {
+        self.options.stack_bytes.min(MAX_STACK_BYTES)
     }
 
     fn take_ringbuf(&mut self, name: &'static str) -> Result<RingBuf<MapData>, ProbeError> {
@@ -327,6 +355,8 @@ impl ProbeSet {
         self.write_config(ProbeConfig {
             root_tgid: tgid,
             flags,
+            stack_bytes: self.stack_bytes(),
+            _pad: 0,
         })
     }
 
@@ -464,6 +494,23 @@ impl ProbeSet {
                 if let Some(event) = read_pod::<ProcEvent>(&item) {
                     f(event);
                 }
+            }
+        }
+    }
+
+    /// Hands every pending user-stack sample (DWARF mode) to `f`.
+    pub fn drain_user_stacks(&mut self, mut f: impl FnMut(UserStackEvent)) {
+        let header_len = std::mem::size_of::<UserStackHeader>();
+        if let Some(ring) = self.stack_events.as_mut() {
+            while let Some(item) = ring.next() {
+                let Some(header) = read_pod::<UserStackHeader>(&item) else {
+                    continue;
+                };
+                let end = header_len
+                    .saturating_add(header.len as usize)
+                    .min(item.len());
+                let stack = item.get(header_len..end).unwrap_or_default().to_vec();
+                f(UserStackEvent { header, stack });
             }
         }
     }

@@ -9,7 +9,7 @@ use storprof_common::{
 };
 
 use crate::session::model::{
-    DeviceSeries, DeviceStats, OffCpuNs, SyscallStats, ThreadSeries, ThreadStats,
+    DeviceSeries, DeviceStats, OffCpuNs, ProcessUnwind, SyscallStats, ThreadSeries, ThreadStats,
 };
 
 /// Name of an x86_64 syscall number ("sys_<nr>" when not in the table).
@@ -464,6 +464,39 @@ pub fn fold(
     out
 }
 
+/// Stack depth distribution per process from (tgid, user depth, stopped
+/// early (None: unknown, fp mode), samples) entries.
+pub fn process_unwind(entries: &[(u32, u32, Option<bool>, u64)]) -> Vec<ProcessUnwind> {
+    let mut per: BTreeMap<u32, ProcessUnwind> = BTreeMap::new();
+    for &(tgid, depth, early, n) in entries {
+        let p = per.entry(tgid).or_insert_with(|| ProcessUnwind {
+            pid: tgid,
+            ..ProcessUnwind::default()
+        });
+        p.samples += n;
+        *p.depth_samples.entry(depth).or_insert(0) += n;
+        if let Some(early) = early {
+            *p.early_stop_samples.get_or_insert(0) += if early { n } else { 0 };
+        }
+    }
+    for p in per.values_mut() {
+        let half = p.samples.div_ceil(2);
+        let mut seen = 0;
+        for (&depth, &n) in &p.depth_samples {
+            seen += n;
+            if seen >= half {
+                p.median_depth = depth;
+                break;
+            }
+        }
+        p.early_stop_share = p
+            .early_stop_samples
+            .filter(|_| p.samples > 0)
+            .map(|e| e as f64 / p.samples as f64);
+    }
+    per.into_values().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -633,5 +666,26 @@ mod tests {
         assert_eq!(direction(b"FWS\0\0\0\0\0"), Direction::Write);
         assert_eq!(direction(b"RM\0\0\0\0\0\0"), Direction::Read);
         assert_eq!(direction(b"D\0\0\0\0\0\0\0"), Direction::Other);
+    }
+
+    #[test]
+    fn process_unwind_gives_depths_median_and_early_share() {
+        let entries = [
+            (7, 2, Some(true), 1),
+            (7, 5, Some(false), 2),
+            (7, 6, Some(false), 1),
+            (9, 1, None, 4),
+        ];
+        let out = process_unwind(&entries);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].pid, 7);
+        assert_eq!(out[0].samples, 4);
+        assert_eq!(out[0].median_depth, 5);
+        assert_eq!(out[0].early_stop_samples, Some(1));
+        assert_eq!(out[0].early_stop_share, Some(0.25));
+        assert_eq!(out[0].depth_samples.get(&5), Some(&2));
+        assert_eq!(out[1].median_depth, 1);
+        assert_eq!(out[1].early_stop_samples, None);
+        assert_eq!(out[1].early_stop_share, None);
     }
 }

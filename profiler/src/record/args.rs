@@ -26,6 +26,15 @@ pub struct RecordArgs {
     /// Count syscalls at exit only: cheaper, but no syscall latency.
     #[arg(long)]
     pub no_syscall_latency: bool,
+    /// How to unwind user stacks: `fp` (frame pointers, cheap) or `dwarf`
+    /// (copies --stack-bytes of stack per sample, unwinds code built
+    /// without frame pointers from its .eh_frame).
+    #[arg(long, value_enum, default_value_t = super::UnwindMode::Fp)]
+    pub unwind: super::UnwindMode,
+    /// Bytes of user stack copied per sample in dwarf mode (at most 65536).
+    #[arg(long, default_value_t = storprof_common::DEFAULT_STACK_BYTES, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(64..=65536))]
+    pub stack_bytes: u32,
     /// The command to run and trace, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -66,6 +75,8 @@ impl RecordArgs {
             output: self.output.clone().unwrap_or_else(default_output),
             as_root: self.as_root,
             syscall_latency: !self.no_syscall_latency,
+            unwind: self.unwind,
+            stack_bytes: self.stack_bytes,
         }
     }
 }

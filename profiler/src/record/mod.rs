@@ -30,6 +30,7 @@ use crate::{
         TimeSeries,
     },
     symbolize::Symbolizer,
+    unwind::{DwarfUnwinder, StackSample, UnwindEnd},
 };
 
 /// Options of one recording. Defaults are documented per field.
@@ -52,6 +53,31 @@ pub struct RecordOptions {
     /// Default true; false halves the per-syscall cost but leaves
     /// `total_ns` and the latency histograms empty.
     pub syscall_latency: bool,
+    /// How user stacks are unwound. Default `Fp` (frame pointers, in the kernel).
+    pub unwind: UnwindMode,
+    /// Bytes of user stack copied per sample in `Dwarf` mode. Default 16384.
+    pub stack_bytes: u32,
+}
+
+/// How user stacks of CPU samples are unwound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnwindMode {
+    /// Frame pointers, walked by the kernel (cheap; stops at code built
+    /// without frame pointers).
+    #[default]
+    Fp,
+    /// A copy of the user registers and stack window per sample, unwound in
+    /// user space from `.eh_frame`/`.debug_frame` (no frame pointers needed).
+    Dwarf,
+}
+
+impl UnwindMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fp => "fp",
+            Self::Dwarf => "dwarf",
+        }
+    }
 }
 
 impl Default for RecordOptions {
@@ -64,6 +90,8 @@ impl Default for RecordOptions {
             output: PathBuf::from("storprof-session"),
             as_root: false,
             syscall_latency: true,
+            unwind: UnwindMode::Fp,
+            stack_bytes: storprof_common::DEFAULT_STACK_BYTES,
         }
     }
 }
@@ -181,6 +209,20 @@ struct Recorder {
     fresh: BTreeMap<u32, Instant>,
     series: Vec<aggregate::ThreadCumulative>,
     start_mono: u64,
+    /// DWARF mode only: the unwinder and what it produced.
+    unwinder: Option<DwarfUnwinder>,
+    dwarf: DwarfSamples,
+}
+
+/// On-CPU samples unwound in user space: counts per key whose `user_stack`
+/// indexes `chains` (leaf-first instruction pointers).
+#[derive(Default)]
+struct DwarfSamples {
+    chains: Vec<Vec<u64>>,
+    chain_ids: std::collections::HashMap<Vec<u64>, i32>,
+    counts: BTreeMap<StackKey, u64>,
+    /// (tgid, depth, stopped early) → samples.
+    depths: BTreeMap<(u32, u32, bool), u64>,
 }
 
 impl Recorder {
@@ -197,6 +239,9 @@ impl Recorder {
             }
             proc_event::EXEC => {
                 self.tracked.insert(event.tgid);
+                if let Some(unwinder) = self.unwinder.as_mut() {
+                    unwinder.forget(event.tgid);
+                }
                 self.symbolizer.snapshot_process(event.tgid);
                 self.fresh.insert(event.tgid, Instant::now());
             }
@@ -218,7 +263,59 @@ impl Recorder {
         let fresh: Vec<u32> = self.fresh.keys().copied().collect();
         for tgid in fresh {
             self.symbolizer.snapshot_process(tgid);
+            // The loader is still mapping libraries: rebuild the unwinder
+            // (unwind tables stay cached per file).
+            if let Some(unwinder) = self.unwinder.as_mut() {
+                unwinder.forget(tgid);
+            }
         }
+        if self.unwinder.is_some() {
+            let mut stacks = Vec::new();
+            self.probes.drain_user_stacks(|e| stacks.push(e));
+            for event in stacks {
+                self.unwind_sample(event);
+            }
+        }
+    }
+
+    /// Unwinds one DWARF-mode sample with the process's current layout.
+    fn unwind_sample(&mut self, event: probes::UserStackEvent) {
+        let h = event.header;
+        let Some(unwinder) = self.unwinder.as_mut() else {
+            return;
+        };
+        if !self.symbolizer.knows(h.tgid) {
+            self.symbolizer.snapshot_process(h.tgid);
+        }
+        let layout = self.symbolizer.layout(h.tgid).unwrap_or_default();
+        let sample = StackSample {
+            ip: h.ip,
+            sp: h.sp,
+            bp: h.bp,
+            stack: event.stack,
+        };
+        let unwound = unwinder.unwind(h.tgid, layout, &sample);
+        let dwarf = &mut self.dwarf;
+        let depth = unwound.ips.len() as u32;
+        let next_id = dwarf.chains.len() as i32;
+        let id = *dwarf
+            .chain_ids
+            .entry(unwound.ips.clone())
+            .or_insert(next_id);
+        if id == next_id {
+            dwarf.chains.push(unwound.ips);
+        }
+        let key = StackKey {
+            tgid: h.tgid,
+            tid: h.tid,
+            user_stack: id,
+            kernel_stack: h.kernel_stack,
+        };
+        *dwarf.counts.entry(key).or_insert(0) += 1;
+        *dwarf
+            .depths
+            .entry((h.tgid, depth, unwound.end == UnwindEnd::Early))
+            .or_insert(0) += 1;
     }
 
     /// On-CPU time of slices in progress at `now` (not yet accounted).
@@ -303,9 +400,15 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     })?;
     let dir_abs = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
 
+    let dwarf_mode = options.unwind == UnwindMode::Dwarf;
     let probe_options = ProbeOptions {
         freq_hz: options.freq_hz,
         syscall_latency: options.syscall_latency,
+        stack_bytes: if dwarf_mode {
+            options.stack_bytes.max(64)
+        } else {
+            0
+        },
     };
     let mut probes = ProbeSet::load(&probe_options)?;
     probes.attach_all();
@@ -326,6 +429,8 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         fresh: BTreeMap::new(),
         series: Vec::new(),
         start_mono,
+        unwinder: dwarf_mode.then(DwarfUnwinder::new),
+        dwarf: DwarfSamples::default(),
     };
 
     // Attached pids and their existing descendants.
@@ -607,8 +712,13 @@ fn write_session(
     let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();
     // Folded stacks, symbolized.
     let Recorder {
-        probes, symbolizer, ..
+        probes,
+        symbolizer,
+        dwarf,
+        unwinder,
+        ..
     } = recorder;
+    let dwarf_mode = unwinder.is_some();
     // One kallsyms pass for every kernel address (per stack it cost ~5 ms each).
     let kernel_ips: BTreeSet<u64> = snapshot
         .samples
@@ -617,9 +727,19 @@ fn write_session(
         .flat_map(|(key, _)| probes.stack(key.kernel_stack))
         .collect();
     symbolizer.kernel_frames(&kernel_ips.into_iter().collect::<Vec<_>>());
-    let mut frames_of = |key: &StackKey| -> Vec<String> {
+    // DWARF-mode on-CPU keys index the unwound chains; the others are
+    // kernel stack ids. Off-CPU stacks stay frame-pointer stacks.
+    let mut frames_with = |key: &StackKey, chains: Option<&Vec<Vec<u64>>>| -> Vec<String> {
+        let user_ips = match chains {
+            Some(chains) => usize::try_from(key.user_stack)
+                .ok()
+                .and_then(|i| chains.get(i))
+                .cloned()
+                .unwrap_or_default(),
+            None => probes.stack(key.user_stack),
+        };
         let mut frames: Vec<String> = symbolizer
-            .user_frames(key.tgid, &probes.stack(key.user_stack))
+            .user_frames(key.tgid, &user_ips)
             .into_iter()
             .rev()
             .collect();
@@ -632,8 +752,37 @@ fn write_session(
         frames
     };
     let comm_of_key = |key: &StackKey| comm_of(key.tgid, key.tid);
-    let oncpu = aggregate::fold(&snapshot.samples, 1, &comm_of_key, &mut frames_of);
-    let offcpu = aggregate::fold(&snapshot.offcpu, 1000, &comm_of_key, &mut frames_of);
+    let (oncpu, unwind_entries) = if dwarf_mode {
+        let samples: Vec<(StackKey, u64)> = dwarf.counts.iter().map(|(k, v)| (*k, *v)).collect();
+        let chains = &dwarf.chains;
+        let folded = aggregate::fold(&samples, 1, &comm_of_key, &mut |k| {
+            frames_with(k, Some(chains))
+        });
+        let entries: Vec<(u32, u32, Option<bool>, u64)> = dwarf
+            .depths
+            .iter()
+            .map(|(&(tgid, depth, early), &n)| (tgid, depth, Some(early), n))
+            .collect();
+        (folded, entries)
+    } else {
+        let folded = aggregate::fold(&snapshot.samples, 1, &comm_of_key, &mut |k| {
+            frames_with(k, None)
+        });
+        let entries: Vec<(u32, u32, Option<bool>, u64)> = snapshot
+            .samples
+            .iter()
+            .map(|(k, n)| (k.tgid, probes.stack(k.user_stack).len() as u32, None, *n))
+            .collect();
+        (folded, entries)
+    };
+    let offcpu = aggregate::fold(&snapshot.offcpu, 1000, &comm_of_key, &mut |k| {
+        frames_with(k, None)
+    });
+    let unwind = model::UnwindStats {
+        mode: options.unwind.name().to_string(),
+        stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
+        processes: aggregate::process_unwind(&unwind_entries),
+    };
 
     let mut features = BTreeMap::new();
     features.insert("tracefs".to_string(), tracefs_line);
@@ -687,6 +836,7 @@ fn write_session(
         features,
         lost_events: probes.lost_events(),
         notes,
+        unwind: Some(unwind),
     };
     use model::files;
     write_json(dir, files::SESSION, &info)?;

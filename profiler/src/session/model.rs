@@ -81,6 +81,9 @@ pub struct SessionInfo {
     /// Free-form notes for the reader of the session (what is missing and why).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// How user stacks were unwound, and how deep they got per process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwind: Option<UnwindStats>,
 }
 
 /// Whether one probe ran.
@@ -234,4 +237,38 @@ pub struct DeviceSeries {
     pub write_bytes: Vec<u64>,
     #[serde(default)]
     pub busy_ns: Vec<u64>,
+}
+
+/// User-stack unwinding of a recording (`storprof record --unwind`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct UnwindStats {
+    /// "fp" (frame pointers, in the kernel) or "dwarf" (copied stack
+    /// windows unwound in user space from `.eh_frame`/`.debug_frame`).
+    pub mode: String,
+    /// Bytes of user stack copied per sample (dwarf mode; 0 in fp mode).
+    #[serde(default)]
+    pub stack_bytes: u32,
+    /// One entry per process with on-CPU samples.
+    #[serde(default)]
+    pub processes: Vec<ProcessUnwind>,
+}
+
+/// Stack depths of one process's on-CPU samples.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProcessUnwind {
+    pub pid: u32,
+    pub samples: u64,
+    /// User frames per stack → samples with that depth.
+    #[serde(default)]
+    pub depth_samples: BTreeMap<u32, u64>,
+    /// Median user-stack depth.
+    #[serde(default)]
+    pub median_depth: u32,
+    /// Samples whose unwinding stopped before the outermost frame (dwarf
+    /// mode; `None` in fp mode, where the kernel does not say).
+    #[serde(default)]
+    pub early_stop_samples: Option<u64>,
+    /// `early_stop_samples / samples`.
+    #[serde(default)]
+    pub early_stop_share: Option<f64>,
 }

@@ -150,6 +150,11 @@ impl Symbolizer {
         }
     }
 
+    /// The last layout read of `tgid` (executable mappings).
+    pub fn layout(&self, tgid: u32) -> Option<&[MapEntry]> {
+        self.maps.get(&tgid).map(Vec::as_slice)
+    }
+
     pub fn knows(&self, tgid: u32) -> bool {
         self.maps.contains_key(&tgid)
     }
