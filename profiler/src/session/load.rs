@@ -427,10 +427,15 @@ mod tests {
     /// any `measured` field would silently drop the measured figures.
     #[test]
     fn bench_golden_summary_measured_parses() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../benchmark/tests/data/summary.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../benchmark/tests/data/summary.json"
+        );
         let text = std::fs::read_to_string(path).unwrap();
         let b = BenchSummary::from_value(serde_json::from_str(&text).unwrap());
-        let m = b.measured.expect("measured{} of the bench's summary.json parses");
+        let m = b
+            .measured
+            .expect("measured{} of the bench's summary.json parses");
         assert!(m.read_mib_per_second.is_some());
         assert!(m.record_size_bytes_real.is_some_and(|r| r > 0.0));
         assert!(b.au_mean_percentage.is_some());
