@@ -6,7 +6,7 @@
 #   STORPROF=path/to/storprof  (default: target/release/storprof, built if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STORPROF=${STORPROF:-target/release/storprof}
+STORPROF=${STORPROF:-${CARGO_TARGET_DIR:-target}/release/storprof}
 [ -x "$STORPROF" ] || cargo build --release --bin storprof
 VENV=${STORPROF_VENV:-target/venv}
 if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import pyarrow, numpy' 2>/dev/null; then

@@ -11,4 +11,4 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 STORPROF_SETUP_QUIET=${STORPROF_SETUP_QUIET:-1} bash scripts/setup.sh
 cargo build --release --bin storprof
-exec target/release/storprof diagnose "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/storprof" diagnose "$@"
