@@ -13,7 +13,7 @@ use super::{HostRow, Merged, host_labels, merge, report::render_markdown};
 use crate::analysis::analyze;
 use crate::cli::exit;
 use crate::commands::{ThresholdArgs, load_thresholds};
-use crate::output::bundle::{redact_json, redact_text};
+use crate::output::bundle::{append, redacted_bytes};
 use crate::session::load::{LoadError, load};
 
 /// Files written into the output directory.
@@ -141,15 +141,18 @@ pub fn write_outputs(m: &Merged, sessions: &[PathBuf], out: &Path) -> anyhow::Re
         fs::File::create(&bundle).with_context(|| format!("cannot write {}", bundle.display()))?;
     let mut tar = tar::Builder::new(GzEncoder::new(file, Compression::default()));
     let top = "storprof-merged";
+    // The same tar entries and redaction as a single-host bundle.
     append(
         &mut tar,
         &format!("{top}/{}", files::MERGED_JSON),
         json.as_bytes(),
+        &bundle,
     )?;
     append(
         &mut tar,
         &format!("{top}/{}", files::REPORT),
         report.as_bytes(),
+        &bundle,
     )?;
     for (host, dir) in m.hosts.iter().zip(sessions) {
         let mut entries: Vec<PathBuf> = fs::read_dir(dir)
@@ -170,7 +173,8 @@ pub fn write_outputs(m: &Merged, sessions: &[PathBuf], out: &Path) -> anyhow::Re
             append(
                 &mut tar,
                 &format!("{top}/hosts/{}/{name}", host.host),
-                &redacted(&path, bytes),
+                &redacted_bytes(&path, bytes),
+                &bundle,
             )?;
         }
     }
@@ -178,41 +182,4 @@ pub fn write_outputs(m: &Merged, sessions: &[PathBuf], out: &Path) -> anyhow::Re
         .and_then(|gz| gz.finish())
         .with_context(|| format!("cannot finish {}", bundle.display()))?;
     Ok(())
-}
-
-/// JSON and text files pass through the bundle's redaction; others as they are.
-fn redacted(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
-    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
-        "json" => match serde_json::from_slice::<serde_json::Value>(&bytes) {
-            Ok(mut v) => {
-                redact_json(&mut v);
-                let mut s = serde_json::to_vec_pretty(&v).unwrap_or(bytes);
-                s.push(b'\n');
-                s
-            }
-            Err(_) => redact_text(&String::from_utf8_lossy(&bytes)).into_bytes(),
-        },
-        "md" | "log" | "txt" | "yaml" | "yml" => {
-            redact_text(&String::from_utf8_lossy(&bytes)).into_bytes()
-        }
-        _ => bytes,
-    }
-}
-
-fn append(
-    tar: &mut tar::Builder<GzEncoder<fs::File>>,
-    name: &str,
-    bytes: &[u8],
-) -> anyhow::Result<()> {
-    let mut header = tar::Header::new_gnu();
-    header.set_size(bytes.len() as u64);
-    header.set_mode(0o644);
-    header.set_mtime(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-    );
-    header.set_cksum();
-    tar.append_data(&mut header, name, bytes)
-        .with_context(|| format!("cannot add {name} to the bundle"))
 }

@@ -205,7 +205,7 @@ impl BundleOptions {
 /// Largest file copied from a bench results directory (logs can be huge).
 const MAX_BENCH_FILE_BYTES: u64 = 16 << 20;
 
-fn redacted_bytes(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
+pub(crate) fn redacted_bytes(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "json" => match serde_json::from_slice::<serde_json::Value>(&bytes) {
@@ -227,7 +227,7 @@ fn redacted_bytes(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
     }
 }
 
-fn append(
+pub(crate) fn append(
     tar: &mut tar::Builder<GzEncoder<File>>,
     name: &str,
     bytes: &[u8],
