@@ -227,6 +227,27 @@ pub(crate) fn redacted_bytes(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
     }
 }
 
+/// Pack one file, redacted, as `<dir_in_tar>/<file name>`; returns the entry name.
+fn append_file(
+    tar: &mut tar::Builder<GzEncoder<File>>,
+    dir_in_tar: &str,
+    path: &Path,
+    out: &Path,
+) -> Result<String, BundleError> {
+    let bytes = fs::read(path).map_err(|source| BundleError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let name = format!(
+        "{dir_in_tar}/{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    );
+    append(tar, &name, &redacted_bytes(path, bytes), out)?;
+    Ok(name)
+}
+
 pub(crate) fn append(
     tar: &mut tar::Builder<GzEncoder<File>>,
     name: &str,
@@ -288,18 +309,7 @@ pub fn write(options: &BundleOptions) -> Result<(PathBuf, Vec<String>), BundleEr
         {
             continue;
         }
-        let bytes = fs::read(&path).map_err(|source| BundleError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        let name = format!(
-            "{top}/{}",
-            path.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        );
-        append(&mut tar, &name, &redacted_bytes(&path, bytes), &out)?;
-        names.push(name);
+        names.push(append_file(&mut tar, &top, &path, &out)?);
     }
     if let Some(system) = &options.system_json {
         let mut v = system.clone();
@@ -319,18 +329,12 @@ pub fn write(options: &BundleOptions) -> Result<(PathBuf, Vec<String>), BundleEr
             if !small || !matches!(ext, "json" | "log" | "yaml" | "yml" | "txt") {
                 continue;
             }
-            let bytes = fs::read(&path).map_err(|source| BundleError::Read {
-                path: path.clone(),
-                source,
-            })?;
-            let name = format!(
-                "{top}/bench-results/{}",
-                path.file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default()
-            );
-            append(&mut tar, &name, &redacted_bytes(&path, bytes), &out)?;
-            names.push(name);
+            names.push(append_file(
+                &mut tar,
+                &format!("{top}/bench-results"),
+                &path,
+                &out,
+            )?);
         }
     }
     let gz = tar.into_inner().map_err(|source| BundleError::Write {
