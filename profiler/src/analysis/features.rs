@@ -45,6 +45,24 @@ pub const SOCKET_FRAMES: &[&str] = &[
 ];
 /// Kernel frames that mean "waiting on a futex".
 pub const FUTEX_FRAMES: &[&str] = &["futex_wait", "futex_q_lock", "do_futex"];
+/// Kernel frames of on-CPU stacks that mean "copying file data out of the
+/// page cache": the read path of read/pread/readv and faults on file
+/// mappings. The reader's other kernel time (faulting in fresh anonymous
+/// buffers, allocation) is its own work.
+pub const CACHE_COPY_FRAMES: &[&str] = &[
+    "filemap_read",
+    "filemap_get_pages",
+    "copy_page_to_iter",
+    "generic_file_read_iter",
+    "ksys_read",
+    "ksys_pread64",
+    "vfs_read",
+    "vfs_readv",
+    "do_iter_readv_writev",
+    "filemap_fault",
+    "filemap_map_pages",
+    "do_read_fault",
+];
 /// Kernel frames that mean reclaim, swap-in or OOM handling.
 pub const RECLAIM_FRAMES: &[&str] = &[
     "try_to_free_pages",
@@ -157,6 +175,10 @@ pub struct Features {
     pub reader_blocked_io_share: f64,
     /// Of reader on-CPU samples, the share in user space (None: no samples).
     pub reader_user_share: Option<f64>,
+    /// Of reader on-CPU samples, the share copying file data out of the page
+    /// cache ([`CACHE_COPY_FRAMES`]); 0 without samples.
+    #[serde(default)]
+    pub reader_cache_copy_share: f64,
     pub reader_read_syscall_share: f64,
     pub reader_futex_share: f64,
     pub reader_socket_recv_share: f64,
@@ -290,6 +312,22 @@ fn select_readers<'a>(
 }
 
 impl Features {
+    /// Of reader CPU, the share that is the reader's own work: user code,
+    /// faulting in its own buffers, allocation — everything but copying from
+    /// the page cache. A reader that reads `a`× the bytes it returns (bench
+    /// read amplification) caused `1 − 1/a` of its copies itself, so only
+    /// `copy/a` is discounted. None without CPU samples.
+    pub fn reader_own_work_share(&self) -> Option<f64> {
+        self.reader_user_share?;
+        let amplification = self
+            .bench
+            .as_ref()
+            .and_then(|b| b.read_amplification)
+            .filter(|a| a.is_finite() && *a > 1.0)
+            .unwrap_or(1.0);
+        Some((1.0 - self.reader_cache_copy_share / amplification).clamp(0.0, 1.0))
+    }
+
     /// Extracts the features of `session`. Pure; never fails: absent data
     /// gives zeros and `None`s, and `missing_files` says why.
     pub fn extract(session: &Session, t: &Thresholds) -> Self {
@@ -476,6 +514,7 @@ impl Features {
             reader_sleeping_share: ratio(sum(&|r| r.off_cpu_ns.sleeping), life),
             reader_blocked_io_share: ratio(sum(&|r| r.off_cpu_ns.uninterruptible), life),
             reader_user_share,
+            reader_cache_copy_share: frames::share_matching(&reader_oncpu, CACHE_COPY_FRAMES, true),
             reader_read_syscall_share: ratio(
                 sum(&|r| syscall_ns(r, READ_NAMES, nr::READ_FAMILY)),
                 life,

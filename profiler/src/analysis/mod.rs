@@ -138,6 +138,7 @@ mod tests {
         let mut f = base();
         f.reader_on_cpu_share = 0.95;
         f.reader_user_share = Some(0.2);
+        f.reader_cache_copy_share = 0.78;
         f.read_syscall_bytes = 2 << 30;
         f.read_syscall_mib_per_s = 200.0;
         f.page_cache_hit_ratio = Some(0.999);
@@ -148,6 +149,53 @@ mod tests {
             v.headline.starts_with("Served from the page cache"),
             "{}",
             v.headline
+        );
+    }
+
+    /// A reader that faults in a fresh buffer per sample spends kernel time
+    /// that is its own work, not page-cache serving: it stays cpu-bound even
+    /// with less than half its samples in user space.
+    #[test]
+    fn kernel_time_outside_cache_copies_is_the_readers_own_work() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.95;
+        f.reader_user_share = Some(0.45);
+        f.reader_cache_copy_share = 0.3;
+        f.read_syscall_bytes = 1 << 30;
+        f.read_syscall_mib_per_s = 750.0;
+        f.page_cache_hit_ratio = Some(1.0);
+        f.reader_read_syscall_share = 0.35;
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::CpuBoundReader, "{}", v.headline);
+        assert_eq!(v.runners_up[0].verdict, VerdictId::PageCacheServed);
+    }
+
+    /// Copies out of the page cache split by the bench's read amplification:
+    /// a reader that reads 8× what it returns caused 7/8 of its copies.
+    #[test]
+    fn read_amplification_makes_cache_copies_the_readers_own_work() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.95;
+        f.reader_user_share = Some(0.35);
+        f.reader_cache_copy_share = 0.6;
+        f.read_syscall_bytes = 1 << 30;
+        f.read_syscall_mib_per_s = 750.0;
+        f.page_cache_hit_ratio = Some(1.0);
+        f.reader_read_syscall_share = 0.5;
+        // Without amplification the copies win: page-cache-served.
+        assert_eq!(decide(&f).verdict, VerdictId::PageCacheServed);
+        f.bench = Some(BenchFeature {
+            read_amplification: Some(8.0),
+            ..BenchFeature::default()
+        });
+        let own = f.reader_own_work_share().unwrap();
+        assert!((own - (1.0 - 0.6 / 8.0)).abs() < 1e-9, "{own}");
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::CpuBoundReader, "{}", v.headline);
+        assert!(
+            v.notes.iter().any(|n| n.contains("read amplification")),
+            "{:?}",
+            v.notes
         );
     }
 

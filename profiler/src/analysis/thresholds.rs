@@ -30,8 +30,11 @@ pub struct Thresholds {
     /// Readers on CPU at least this share of their time. Default 0.5: more
     /// time computing than waiting for anything.
     pub cpu_bound_on_cpu_share: f64,
-    /// ... and at least this share of their samples in user space. Default 0.5.
-    pub cpu_bound_user_share: f64,
+    /// ... and at least this share of their CPU samples their own work (user
+    /// code, faulting in their own buffers), not copies out of the page
+    /// cache (those are page-cache-served's evidence). Default 0.5.
+    #[serde(alias = "cpu_bound_user_share")]
+    pub cpu_bound_own_work_share: f64,
 
     // ---- storage ----
     /// Device utilization below which storage counts as idle / little used.
@@ -95,7 +98,7 @@ impl Default for Thresholds {
             busy_thread_share: 0.5,
             consumer_sleep_share: 0.1,
             cpu_bound_on_cpu_share: 0.5,
-            cpu_bound_user_share: 0.5,
+            cpu_bound_own_work_share: 0.5,
             storage_idle_utilization: 0.2,
             storage_busy_utilization: 0.6,
             storage_bound_blocked_share: 0.3,

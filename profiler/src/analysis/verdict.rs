@@ -213,6 +213,7 @@ pub fn hot_phrase(hot: &HotFrames, max: usize) -> String {
 
 fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Finding {
     let user = f.reader_user_share.unwrap_or(0.0);
+    let own = f.reader_own_work_share().unwrap_or(0.0);
     let util = top_util(f);
     // CPU demand: on CPU, plus waiting for one when the command itself does
     // not oversubscribe the CPUs (then the wait is other load on the machine
@@ -225,7 +226,7 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
     };
     let demand = (f.reader_on_cpu_share + queued).min(1.0);
     let fired = demand >= t.cpu_bound_on_cpu_share
-        && user >= t.cpu_bound_user_share
+        && own >= t.cpu_bound_own_work_share
         && util < t.storage_busy_utilization;
     let hot_text = hot_phrase(hot, 2);
     let storage = if util < t.storage_idle_utilization {
@@ -264,6 +265,22 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
             "fraction",
             format!("{} of reader CPU samples in user space", pct(user)),
         ),
+        ev(
+            "reader_own_work_share",
+            own,
+            "fraction",
+            format!(
+                "{} of reader CPU is the reader's own work (not copies out of the page cache{})",
+                pct(own),
+                match f.bench.as_ref().and_then(|b| b.read_amplification) {
+                    Some(a) if a > 1.0 => format!(
+                        ", of which it caused {:.0}% itself by reading {a:.1}× the bytes it returned",
+                        (1.0 - 1.0 / a) * 100.0
+                    ),
+                    _ => String::new(),
+                }
+            ),
+        ),
     ];
     for c in hot.categories.iter().take(3) {
         evidence.push(ev(
@@ -277,7 +294,7 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
     Finding {
         verdict: VerdictId::CpuBoundReader,
         fired,
-        score: demand * user,
+        score: demand * own,
         summary: format!("CPU-bound in the reader{headline_hot}; {storage}"),
         evidence,
     }
@@ -333,9 +350,9 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
     let fired = f.read_syscall_bytes >= t.page_cache_min_read_bytes
         && hit >= t.page_cache_hit_ratio
         && util < t.storage_idle_utilization;
-    let kernel_cpu = f.reader_on_cpu_share * (1.0 - f.reader_user_share.unwrap_or(1.0));
+    let copy_cpu = f.reader_on_cpu_share * f.reader_cache_copy_share;
     let score = if fired {
-        f.reader_read_syscall_share.max(kernel_cpu)
+        f.reader_read_syscall_share.max(copy_cpu)
     } else {
         0.0
     };
@@ -361,12 +378,12 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
             ),
         ),
         ev(
-            "reader_kernel_cpu_share",
-            kernel_cpu,
+            "reader_cache_copy_cpu_share",
+            copy_cpu,
             "fraction",
             format!(
-                "readers on CPU in the kernel {} of their time",
-                pct(kernel_cpu)
+                "readers on CPU copying out of the page cache {} of their time",
+                pct(copy_cpu)
             ),
         ),
     ]
