@@ -109,6 +109,11 @@ pub struct Measured {
     pub derived_over_measured: f64,
     /// True when DLIO's derived I/O figure and the measured one differ by more than 10 %.
     pub derived_measured_disagree: bool,
+    /// Requests the storage issued during training, per kind (S3 only: GETs
+    /// of footers/headers, data reads and their part GETs, HEAD, LIST), by
+    /// the reporting process (under mpirun: rank 0's process only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_by_kind: Option<crate::storage::RequestCounts>,
 }
 
 impl Measured {
@@ -163,7 +168,14 @@ impl Measured {
                 / mib,
             derived_over_measured: ratio,
             derived_measured_disagree: (ratio - 1.0).abs() > 0.10,
+            requests_by_kind: None,
         }
+    }
+
+    /// The same figures with the storage's per-kind request counts.
+    pub fn with_requests(mut self, counts: Option<crate::storage::RequestCounts>) -> Self {
+        self.requests_by_kind = counts;
+        self
     }
 }
 
@@ -227,6 +239,23 @@ pub fn metric_block(
             x.read_mib_per_second,
             x.read_amplification
         );
+        if let Some(r) = &x.requests_by_kind {
+            let mib = |b: u64| b as f64 / 1048576.0;
+            let _ = writeln!(
+                s,
+                "[STORPROF] Requests: {} GETs ({:.1} MiB): {} data reads in {} part GETs ({:.1} MiB), \
+                 {} footer/header GETs ({:.3} MiB); {} HEAD, {} LIST",
+                r.get_requests,
+                mib(r.get_bytes),
+                r.data_reads,
+                r.data_get_requests,
+                mib(r.data_get_bytes),
+                r.metadata_get_requests,
+                mib(r.metadata_get_bytes),
+                r.head_requests,
+                r.list_requests
+            );
+        }
         if x.derived_measured_disagree {
             let _ = writeln!(
                 s,

@@ -10,6 +10,7 @@ use storprof_bench::metrics::{
 };
 use storprof_bench::output::{HostFacts, Measured, SummaryFacts, metric_block, summary_json};
 use storprof_bench::reader::ReadStats;
+use storprof_bench::storage::RequestCounts;
 
 fn golden(name: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -68,7 +69,22 @@ fn fixture() -> (storprof_bench::metrics::RunMetrics, Measured) {
         samples: 48 * 20 * 2,
         sample_bytes: 48 * 20 * 2 * 2_164_832,
     };
-    let measured = Measured::new("raw".into(), false, read, 40.0, 65536.0, 2_164_832.0, &m);
+    // As over S3: 80 row groups of 99 MiB in 16 MiB parts, one footer GET per file.
+    let requests = RequestCounts {
+        get_requests: 80 * 7 + 4,
+        get_bytes: 80 * 103_906_944 + 4 * 2_000,
+        metadata_get_requests: 4,
+        metadata_get_bytes: 4 * 2_000,
+        data_reads: 80,
+        data_get_requests: 80 * 7,
+        data_get_bytes: 80 * 103_906_944,
+        head_requests: 4,
+        list_requests: 1,
+        put_objects: 0,
+        put_bytes: 0,
+    };
+    let measured = Measured::new("raw".into(), false, read, 40.0, 65536.0, 2_164_832.0, &m)
+        .with_requests(Some(requests));
     (m, measured)
 }
 
@@ -82,6 +98,10 @@ fn metric_block_golden() {
     assert!(
         text.contains("[STORPROF] WARNING"),
         "65536 vs real reads must disagree:\n{text}"
+    );
+    assert!(
+        text.contains("[STORPROF] Requests: 564 GETs"),
+        "per-kind requests line:\n{text}"
     );
     golden("metric_block.txt", &text);
 }
@@ -161,6 +181,9 @@ fn summary_json_golden() {
         "measured.requests",
         "measured.read_amplification",
         "measured.record_size_bytes_real",
+        "measured.requests_by_kind.get_requests",
+        "measured.requests_by_kind.data_get_requests",
+        "measured.requests_by_kind.metadata_get_requests",
     ] {
         assert!(k.iter().any(|x| x == want), "summary.json lacks {want}");
     }

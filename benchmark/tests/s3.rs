@@ -390,7 +390,29 @@ fn datagen_and_bench_end_to_end_over_s3() {
             std::fs::read_to_string(results.path().join(format!("{reader:?}/summary.json")))
                 .unwrap();
         assert!(summary.contains("read_bytes"), "{reader:?}");
-        drop(report);
+        let r = report.measured.requests_by_kind.unwrap();
+        assert!(r.data_reads > 0 && r.data_get_requests >= r.data_reads, "{reader:?} {r:?}");
+        assert_eq!(
+            r.get_requests,
+            r.data_get_requests + r.metadata_get_requests,
+            "{reader:?}"
+        );
+        assert!(r.get_bytes > 0 && r.put_objects == 0, "{reader:?} {r:?}");
+        if reader != ReaderKind::DlioLegacy {
+            // raw/decode: one footer read per file, counted as metadata.
+            assert!(r.metadata_get_requests >= 4, "{reader:?} {r:?}");
+            assert_eq!(r.get_bytes, r.data_get_bytes + r.metadata_get_bytes);
+            assert_eq!(
+                r.data_get_bytes,
+                report.measured.read_bytes - r.metadata_get_bytes,
+                "{reader:?}: the storage's byte count is the reader's"
+            );
+        }
+        let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        assert_eq!(
+            v["measured"]["requests_by_kind"]["get_requests"].as_u64(),
+            Some(r.get_requests)
+        );
     }
     // A missing prefix: a clear error, nothing written.
     let b = BenchOptions {

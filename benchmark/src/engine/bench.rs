@@ -343,6 +343,7 @@ pub fn run_bench_on(
     } else {
         &never
     };
+    let requests_before = storage.request_counts();
     let Some(trained) = ranks.train(&p.plan, &readers, &console, stop)? else {
         return Ok(None);
     };
@@ -392,6 +393,11 @@ pub fn run_bench_on(
         p.cfg.record_size_dlio(),
         p.cfg.record_size_real(),
         &metrics,
+    )
+    .with_requests(
+        storage
+            .request_counts()
+            .map(|now| requests_before.map_or(now, |b| now.since(&b))),
     );
 
     // Results directory.

@@ -37,7 +37,7 @@ impl<L> LayoutCache<L> {
         if let Some(l) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(file) {
             return Ok(l.clone());
         }
-        let (l, read) = load()?;
+        let (l, read) = crate::storage::metadata_reads(load)?;
         stats.bytes_read += read;
         stats.requests += 1;
         let l = Arc::new(l);

@@ -23,7 +23,9 @@ mod s3;
 pub use aligned::AlignedBuf;
 pub use local::{LocalStorage, dio_alignment};
 pub use pool::{BufferPool, DEFAULT_POOL_BYTES, PooledBuf};
-pub use s3::{S3Counters, S3Options, S3Storage, S3Url, is_loopback_endpoint};
+pub use s3::{
+    RequestCounts, S3Counters, S3Options, S3Storage, S3Url, is_loopback_endpoint, metadata_reads,
+};
 
 /// One opened object/file that can be read at any offset from many threads.
 pub trait RandomAccess: Send + Sync {
@@ -68,6 +70,11 @@ pub trait Storage: Send + Sync {
     fn exists(&self, path: &str) -> Result<bool, BenchError>;
     /// Human-readable description for messages ("local files under /data").
     fn describe(&self) -> String;
+    /// Requests issued so far, per kind, for backends that count them (S3).
+    /// Default `None`.
+    fn request_counts(&self) -> Option<RequestCounts> {
+        None
+    }
     /// Stream a new object. The default buffers in memory and calls `put`.
     fn create(&self, path: &str) -> Result<Box<dyn ObjectWriter + '_>, BenchError> {
         Ok(Box::new(BufferedPut {

@@ -13,8 +13,10 @@
 //!
 //! The sync [`Storage`] seam is kept: calls block on a small tokio runtime
 //! owned by the storage, so formats and readers work unchanged over S3.
-//! Every GET is counted ([`S3Storage::counters`]) so readers and summaries
-//! can report measured requests and bytes.
+//! Every request is counted by kind ([`S3Storage::counters`],
+//! [`Storage::request_counts`]): small GETs (footers, headers), data reads
+//! and the part GETs they were split into, HEAD, LIST, PUT; `storprof bench`
+//! reports them in `summary.json` `measured.requests_by_kind`.
 use std::{
     collections::HashMap,
     ops::Range,
@@ -145,17 +147,119 @@ pub fn is_loopback_endpoint(endpoint: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// GET/PUT counters of one storage (shared by its clones and objects).
+/// Reads below this size go into one buffer without the read-buffer pool.
+const SMALL_READ_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// Set while this thread reads footers/headers ([`metadata_reads`]).
+    static METADATA_READS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with its storage reads counted as metadata reads (footers, NPZ
+/// headers) rather than data reads. Readers wrap their layout loads in it.
+pub fn metadata_reads<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            METADATA_READS.with(|m| m.set(self.0));
+        }
+    }
+    let _reset = Reset(METADATA_READS.with(|m| m.replace(true)));
+    f()
+}
+
+/// Request counters of one storage (shared by its clones and objects).
 #[derive(Debug, Default)]
 pub struct S3Counters {
     /// GET requests issued (ranged or whole), retries not included.
     pub gets: AtomicU64,
     /// Body bytes received by GETs.
     pub get_bytes: AtomicU64,
+    /// GETs of metadata reads (footers, headers: see [`metadata_reads`]).
+    pub metadata_gets: AtomicU64,
+    /// Body bytes of those GETs.
+    pub metadata_get_bytes: AtomicU64,
+    /// Other reads (row groups, arrays); each is one or more part GETs.
+    pub data_reads: AtomicU64,
+    /// Part GETs of data reads.
+    pub data_gets: AtomicU64,
+    /// Body bytes of those GETs.
+    pub data_get_bytes: AtomicU64,
     /// HEAD and LIST requests.
     pub metadata_requests: AtomicU64,
+    /// HEAD requests.
+    pub heads: AtomicU64,
+    /// LIST requests.
+    pub lists: AtomicU64,
+    /// Objects uploaded (PUT or completed multipart upload).
+    pub puts: AtomicU64,
     /// Bytes uploaded.
     pub put_bytes: AtomicU64,
+}
+
+impl S3Counters {
+    /// A plain snapshot of the counters.
+    pub fn snapshot(&self) -> RequestCounts {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        RequestCounts {
+            get_requests: l(&self.gets),
+            get_bytes: l(&self.get_bytes),
+            metadata_get_requests: l(&self.metadata_gets),
+            metadata_get_bytes: l(&self.metadata_get_bytes),
+            data_reads: l(&self.data_reads),
+            data_get_requests: l(&self.data_gets),
+            data_get_bytes: l(&self.data_get_bytes),
+            head_requests: l(&self.heads),
+            list_requests: l(&self.lists),
+            put_objects: l(&self.puts),
+            put_bytes: l(&self.put_bytes),
+        }
+    }
+}
+
+/// Requests a storage issued, per kind (`summary.json` `measured.requests_by_kind`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RequestCounts {
+    /// All GETs (metadata + data), retries not included.
+    pub get_requests: u64,
+    pub get_bytes: u64,
+    /// GETs of small reads (footers, NPZ headers).
+    pub metadata_get_requests: u64,
+    pub metadata_get_bytes: u64,
+    /// Data reads (row groups / coalesced row groups / arrays) ...
+    pub data_reads: u64,
+    /// ... and the part GETs they were split into.
+    pub data_get_requests: u64,
+    pub data_get_bytes: u64,
+    pub head_requests: u64,
+    pub list_requests: u64,
+    pub put_objects: u64,
+    pub put_bytes: u64,
+}
+
+impl RequestCounts {
+    /// `self − earlier`, field by field (saturating).
+    pub fn since(&self, earlier: &RequestCounts) -> RequestCounts {
+        RequestCounts {
+            get_requests: self.get_requests.saturating_sub(earlier.get_requests),
+            get_bytes: self.get_bytes.saturating_sub(earlier.get_bytes),
+            metadata_get_requests: self
+                .metadata_get_requests
+                .saturating_sub(earlier.metadata_get_requests),
+            metadata_get_bytes: self
+                .metadata_get_bytes
+                .saturating_sub(earlier.metadata_get_bytes),
+            data_reads: self.data_reads.saturating_sub(earlier.data_reads),
+            data_get_requests: self
+                .data_get_requests
+                .saturating_sub(earlier.data_get_requests),
+            data_get_bytes: self.data_get_bytes.saturating_sub(earlier.data_get_bytes),
+            head_requests: self.head_requests.saturating_sub(earlier.head_requests),
+            list_requests: self.list_requests.saturating_sub(earlier.list_requests),
+            put_objects: self.put_objects.saturating_sub(earlier.put_objects),
+            put_bytes: self.put_bytes.saturating_sub(earlier.put_bytes),
+        }
+    }
 }
 
 /// Objects under `s3://bucket/prefix`.
@@ -285,6 +389,13 @@ impl S3Storage {
         &self.counters
     }
 
+    fn count_meta(&self, kind: &AtomicU64) {
+        kind.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .metadata_requests
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The data-dir URL.
     pub fn url(&self) -> &S3Url {
         &self.url
@@ -318,9 +429,7 @@ impl S3Storage {
         {
             return Ok(*s);
         }
-        self.counters
-            .metadata_requests
-            .fetch_add(1, Ordering::Relaxed);
+        self.count_meta(&self.counters.heads);
         let meta = self
             .runtime
             .block_on(self.store.head(&ObjPath::from(key)))
@@ -349,9 +458,7 @@ impl Storage for S3Storage {
     fn list(&self, dir: &str) -> Result<Vec<String>, BenchError> {
         let key = self.key(dir);
         let prefix = ObjPath::from(key.as_str());
-        self.counters
-            .metadata_requests
-            .fetch_add(1, Ordering::Relaxed);
+        self.count_meta(&self.counters.lists);
         let res = self
             .runtime
             .block_on(self.store.list_with_delimiter(Some(&prefix)))
@@ -377,6 +484,7 @@ impl Storage for S3Storage {
         self.counters
             .put_bytes
             .fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.counters.puts.fetch_add(1, Ordering::Relaxed);
         self.sizes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -386,9 +494,7 @@ impl Storage for S3Storage {
 
     fn exists(&self, path: &str) -> Result<bool, BenchError> {
         let key = self.key(path);
-        self.counters
-            .metadata_requests
-            .fetch_add(1, Ordering::Relaxed);
+        self.count_meta(&self.counters.heads);
         match self
             .runtime
             .block_on(self.store.head(&ObjPath::from(key.as_str())))
@@ -397,9 +503,7 @@ impl Storage for S3Storage {
             Err(object_store::Error::NotFound { .. }) => {
                 // A "directory": any object under key/.
                 let prefix = ObjPath::from(key.as_str());
-                self.counters
-                    .metadata_requests
-                    .fetch_add(1, Ordering::Relaxed);
+                self.count_meta(&self.counters.lists);
                 let res = self
                     .runtime
                     .block_on(self.store.list_with_delimiter(Some(&prefix)))
@@ -408,6 +512,10 @@ impl Storage for S3Storage {
             }
             Err(e) => Err(os_err(&self.obj_url(&key), e)),
         }
+    }
+
+    fn request_counts(&self) -> Option<RequestCounts> {
+        Some(self.counters.snapshot())
     }
 
     fn describe(&self) -> String {
@@ -478,6 +586,7 @@ impl ObjectWriter for S3Writer<'_> {
             .counters
             .put_bytes
             .fetch_add(self.written, Ordering::Relaxed);
+        self.storage.counters.puts.fetch_add(1, Ordering::Relaxed);
         self.storage
             .sizes
             .lock()
@@ -520,7 +629,7 @@ impl S3Object {
     }
 
     /// One ranged GET streamed into `dst`; errors unless exactly `dst.len()` bytes arrive.
-    async fn get_into(&self, offset: u64, dst: &mut [u8]) -> Result<(), BenchError> {
+    async fn get_into(&self, offset: u64, dst: &mut [u8], data: bool) -> Result<(), BenchError> {
         let want = dst.len();
         let range: Range<u64> = offset..offset + want as u64;
         let st = &self.storage;
@@ -550,6 +659,13 @@ impl S3Object {
         st.counters
             .get_bytes
             .fetch_add(at as u64, Ordering::Relaxed);
+        let (n, b) = if data {
+            (&st.counters.data_gets, &st.counters.data_get_bytes)
+        } else {
+            (&st.counters.metadata_gets, &st.counters.metadata_get_bytes)
+        };
+        n.fetch_add(1, Ordering::Relaxed);
+        b.fetch_add(at as u64, Ordering::Relaxed);
         if at != want {
             return Err(self.short(offset, want, at as u64));
         }
@@ -560,10 +676,17 @@ impl S3Object {
     fn fetch(&self, offset: u64, dst: &mut [u8]) -> Result<(), BenchError> {
         let part = self.storage.part_size;
         let parallel = self.storage.parallel_gets;
+        let data = !METADATA_READS.with(std::cell::Cell::get);
+        if data {
+            self.storage
+                .counters
+                .data_reads
+                .fetch_add(1, Ordering::Relaxed);
+        }
         self.storage.runtime.block_on(async {
             futures_util::stream::iter(dst.chunks_mut(part).enumerate().map(|(i, d)| {
                 let off = offset + (i * part) as u64;
-                self.get_into(off, d)
+                self.get_into(off, d, data)
             }))
             .buffer_unordered(parallel)
             .try_collect::<()>()
@@ -601,7 +724,7 @@ impl RandomAccess for S3Object {
         if len == 0 {
             return Ok(Bytes::new());
         }
-        if len < (1 << 20) {
+        if len < SMALL_READ_BYTES {
             let mut v = vec![0u8; len];
             self.fetch(offset, &mut v)?;
             return Ok(Bytes::from(v));
