@@ -133,6 +133,11 @@ pub struct BenchArgs {
     /// Epochs (train.epochs).
     #[arg(long)]
     pub epochs: Option<u32>,
+    /// When the reader memory estimate (accelerators × read threads ×
+    /// prefetch_workers × bytes per fetch + caches) exceeds 90% of
+    /// MemAvailable, lower reader.prefetch_workers to fit instead of refusing.
+    #[arg(long)]
+    pub fit_memory: bool,
 }
 
 impl DatagenArgs {
@@ -174,6 +179,8 @@ impl BenchArgs {
             progress: std::io::stderr().is_terminal(),
             print: true,
             handle_signals: true,
+            fit_memory: self.fit_memory,
+            memory_available: None,
         }
     }
 }
@@ -192,16 +199,38 @@ pub fn run_datagen(args: &DatagenArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `storprof bench`; returns the exit code (0, or 128 + signal when interrupted).
+/// Exit code of a usage error (`storprof::cli::exit::USAGE`): the memory
+/// guard's refusal is one (the settings are too large for this host).
+pub const EXIT_USAGE: i32 = 2;
+
+/// `storprof bench`; returns the exit code (0, 2 when the memory guard
+/// refuses the settings, or 128 + signal when interrupted).
 pub fn run_bench(args: &BenchArgs) -> anyhow::Result<i32> {
     let opts = args.options();
     let report = match crate::engine::mpi::launched_world_size() {
-        Some(n) if n > 1 => mpi_bench(&opts, &args.s3.options())?,
-        _ => Some(run_bench_on(&opts, &args.s3.options())?),
+        Some(n) if n > 1 => mpi_bench(&opts, &args.s3.options()),
+        _ => run_bench_on(&opts, &args.s3.options()).map(Some),
+    };
+    let report = match report {
+        Err(e) if is_memory_refusal(&e) => {
+            eprintln!("storprof: error: {e:#}");
+            return Ok(EXIT_USAGE);
+        }
+        r => r?,
     };
     Ok(report
         .and_then(|r| r.interrupted_by)
         .map_or(0, crate::engine::interrupt::exit_code))
+}
+
+/// Whether `e` is the memory guard's refusal.
+pub fn is_memory_refusal(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<crate::error::BenchError>(),
+            Some(crate::error::BenchError::MemoryGuard(_))
+        )
+    })
 }
 
 /// Run the benchmark over local files (or an s3:// data dir configured from

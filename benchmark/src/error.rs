@@ -22,4 +22,7 @@ pub enum BenchError {
     BadParam { key: String, reason: String },
     #[error("{0}")]
     Config(String),
+    /// The memory guard refused the run (a usage error: exit 2 at the CLI).
+    #[error("{0}")]
+    MemoryGuard(String),
 }

@@ -348,6 +348,8 @@ fn datagen_and_bench_end_to_end_over_s3() {
         "dataset.parquet.columns=[{name: t5_encodings, dtype: float32, size: 8192}, {name: timestamp, dtype: float32, size: 7}]",
         "reader.batch_size=4",
         "reader.read_threads=2",
+        "reader.coalesce_rgs=2",
+        "reader.prefetch_workers=2",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -391,7 +393,10 @@ fn datagen_and_bench_end_to_end_over_s3() {
                 .unwrap();
         assert!(summary.contains("read_bytes"), "{reader:?}");
         let r = report.measured.requests_by_kind.unwrap();
-        assert!(r.data_reads > 0 && r.data_get_requests >= r.data_reads, "{reader:?} {r:?}");
+        assert!(
+            r.data_reads > 0 && r.data_get_requests >= r.data_reads,
+            "{reader:?} {r:?}"
+        );
         assert_eq!(
             r.get_requests,
             r.data_get_requests + r.metadata_get_requests,
@@ -433,4 +438,72 @@ fn datagen_and_bench_end_to_end_over_s3() {
         "{e}"
     );
     assert!(!results.path().join("none").exists());
+}
+
+/// `coalesce_rgs` and `prefetch_workers` over S3 and over local files: the
+/// same samples, `coalesce_rgs` row groups per data read, read-ahead served
+/// from the cache to the next call.
+#[test]
+fn coalesced_reads_and_read_ahead() {
+    let Some(m) = start_moto(&[]) else { return };
+    assert_eq!(http(m.port, "PUT", "/knobs"), 200);
+    let st = Arc::new(s3("s3://knobs/ds", &opts(m.port)));
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let local: Arc<dyn Storage> = Arc::new(LocalStorage::new(d.path()));
+    // 8 rows in 4 row groups of 2 rows (1.2 MB rows).
+    let f = "f.parquet";
+    write_parquet_file(&*st, f, &schema(), 8, 2, 9).unwrap();
+    write_parquet_file(&*local, f, &schema(), 8, 2, 9).unwrap();
+    let reader = |storage: Arc<dyn Storage>, coalesce: usize, prefetch: usize| {
+        make_reader(
+            FormatKind::Parquet,
+            ReaderKind::Raw,
+            storage,
+            ReaderOptions {
+                coalesce_rgs: coalesce,
+                prefetch_workers: prefetch,
+                ..ReaderOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let data_reads = || st.counters().snapshot().data_reads;
+    let mut baseline = None;
+    for (coalesce, prefetch) in [(1, 1), (2, 1), (4, 1), (1, 3), (2, 2)] {
+        for storage in [st.clone() as Arc<dyn Storage>, local.clone()] {
+            let is_s3 = Arc::ptr_eq(&storage, &(st.clone() as Arc<dyn Storage>));
+            let r = reader(storage, coalesce, prefetch);
+            let before = data_reads();
+            // Batches of 2 rows, in order, as one read thread sees them.
+            let mut total = storprof_bench::reader::ReadStats::default();
+            let mut first_call_requests = 0;
+            for b in 0..4u64 {
+                let s = r.read_samples(f, &[2 * b, 2 * b + 1]).unwrap();
+                if b == 0 {
+                    first_call_requests = s.requests;
+                }
+                total += s;
+            }
+            let what = format!("coalesce {coalesce} prefetch {prefetch} s3 {is_s3}");
+            assert_eq!(total.samples, 8, "{what}");
+            let units = 4usize.div_ceil(coalesce) as u64;
+            // One footer read + one read per unit; nothing read twice.
+            assert_eq!(total.requests, 1 + units, "{what}: {total:?}");
+            // The first call reads its unit and up to prefetch - 1 more ahead.
+            assert_eq!(
+                first_call_requests,
+                1 + (prefetch as u64).min(units),
+                "{what}"
+            );
+            if is_s3 {
+                assert_eq!(data_reads() - before, units, "{what}: storage data reads");
+            }
+            // Same bytes delivered whatever the knobs.
+            let delivered = (total.sample_bytes, total.bytes_read);
+            match baseline {
+                None => baseline = Some(delivered),
+                Some(b) => assert_eq!(b, delivered, "{what}"),
+            }
+        }
+    }
 }

@@ -182,6 +182,11 @@ keys! {
     "profiling.profiler" => Str, Ignored;
     "profiling.iostat_devices" => Any, Ignored;
     "metric.au" => Float, Used;
+    // s3dlio's Parquet reader knobs (the seed-002 study's): row groups per
+    // storage read (default 1) and reads in flight per read thread,
+    // read-ahead included (default 1: no read-ahead).
+    "reader.coalesce_rgs" => UInt, Used;
+    "reader.prefetch_workers" => UInt, Used;
     // Aliases accepted for `--param` convenience (not DLIO keys).
     "dataset.parquet_row_group_size" => UInt, Used;
 }

@@ -523,6 +523,7 @@ impl ParquetColumn {
 /// Defaults (DLIO `ConfigArguments`): `num_files_eval` 0, `record_length_bytes`
 /// 65536, `parquet.row_group_size` 1024, `prefetch_size` 2, `seed` 123,
 /// `seed_change_epoch` True, `sample_shuffle` off, `odirect` False,
+/// `coalesce_rgs` 1, `prefetch_workers` 1 (s3dlio reader knobs, storprof's defaults),
 /// `file_prefix` "img", `metric.au` 0.90, `exclude_start_steps` 1,
 /// `exclude_end_steps` 0, `epochs` 1, `computation_time` 0.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -547,6 +548,12 @@ pub struct DlioConfig {
     pub batch_size: u64,
     pub read_threads: u64,
     pub prefetch_size: u64,
+    /// `reader.coalesce_rgs`: Parquet row groups per storage read (raw reader). Default 1.
+    pub coalesce_rgs: u64,
+    /// `reader.prefetch_workers`: storage reads in flight per read thread, the
+    /// needed ones plus read-ahead of the file's next units (raw reader,
+    /// Parquet). Default 1 (no read-ahead).
+    pub prefetch_workers: u64,
     pub sample_shuffle: Shuffle,
     pub odirect: bool,
     pub epochs: u32,
@@ -637,6 +644,8 @@ impl DlioConfig {
             batch_size: u("reader.batch_size", 1),
             read_threads: u("reader.read_threads", 1),
             prefetch_size: u("reader.prefetch_size", 2),
+            coalesce_rgs: u("reader.coalesce_rgs", 1).max(1),
+            prefetch_workers: u("reader.prefetch_workers", 1).max(1),
             sample_shuffle: shuffle("reader.sample_shuffle"),
             odirect: b("reader.odirect", false),
             epochs: u32::try_from(u("train.epochs", 1))

@@ -64,6 +64,11 @@ pub struct BenchOptions {
     /// Install SIGINT/SIGTERM handlers that stop the run at the next step
     /// boundary (results are still written, marked interrupted).
     pub handle_signals: bool,
+    /// When the reader memory estimate exceeds the budget, lower
+    /// `reader.prefetch_workers` to fit instead of refusing. Default false.
+    pub fit_memory: bool,
+    /// Memory the guard plans against, bytes. Default `None`: MemAvailable.
+    pub memory_available: Option<u64>,
 }
 
 impl Default for BenchOptions {
@@ -84,6 +89,8 @@ impl Default for BenchOptions {
             progress: false,
             print: true,
             handle_signals: false,
+            fit_memory: false,
+            memory_available: None,
         }
     }
 }
@@ -296,7 +303,9 @@ pub fn run_bench_on(
     make_reader: &ReaderFactory<'_>,
     ranks: &dyn RankSet,
 ) -> Result<Option<BenchReport>, BenchError> {
-    let p = prepare_for(opts, storage, ranks.size())?;
+    let mut p = prepare_for(opts, storage, ranks.size())?;
+    let local_ranks = ranks.local_ranks().len() as u64;
+    guard_memory(opts, storage, &mut p, local_ranks, ranks.is_reporter())?;
     let readers = ranks
         .local_ranks()
         .into_iter()
@@ -476,6 +485,94 @@ pub fn run_bench_on(
         summary,
         interrupted_by,
     }))
+}
+
+/// The reader memory model of a prepared run (see [`super::memory`]):
+/// bytes per fetch from the first training file's footer.
+pub fn reader_memory(
+    p: &Prepared,
+    storage: &dyn Storage,
+    reader: ReaderKind,
+    local_ranks: u64,
+) -> Result<super::memory::ReaderMemory, BenchError> {
+    let first = p
+        .plan
+        .files
+        .first()
+        .ok_or_else(|| BenchError::Config("no training files".into()))?;
+    let ra = storage.open(first)?;
+    let coalesce = usize::try_from(p.cfg.coalesce_rgs.max(1)).unwrap_or(1);
+    let bytes_per_fetch = crate::storage::metadata_reads(|| -> Result<u64, BenchError> {
+        Ok(match p.cfg.format {
+            config::DataFormat::Parquet => {
+                let (l, _) = crate::format::parquet::read_layout(&*ra, first)?;
+                let n = l.row_groups.len();
+                (0..n.div_ceil(coalesce))
+                    .map(|u| {
+                        let (s, e) = crate::reader::row_groups_range(
+                            &l,
+                            u * coalesce..((u + 1) * coalesce).min(n),
+                        );
+                        e - s
+                    })
+                    .max()
+                    .unwrap_or(0)
+            }
+            config::DataFormat::Npz => crate::format::npz::read_layout(&*ra, first)?.0.x.data_len,
+        })
+    })?;
+    let comm = p.plan.comm_size.max(1) as u64;
+    let shard = p.dataset_bytes.div_ceil(comm);
+    Ok(super::memory::ReaderMemory {
+        accelerators: local_ranks,
+        read_threads: p.cfg.read_threads,
+        prefetch_depth: p.cfg.prefetch_workers.max(1),
+        bytes_per_fetch,
+        copies_per_fetch: if reader == ReaderKind::Raw { 1 } else { 2 },
+        cache_bytes_per_rank: crate::reader::ReaderOptions::default()
+            .cache_bytes
+            .min(shard),
+        per_rank_overhead: super::memory::PER_RANK_OVERHEAD,
+        shared_bytes: crate::storage::DEFAULT_POOL_BYTES.min(p.dataset_bytes),
+    })
+}
+
+/// The memory guard before a run: refuse, or with `fit_memory` lower
+/// `reader.prefetch_workers` in `p` so the estimate fits.
+fn guard_memory(
+    opts: &BenchOptions,
+    storage: &dyn Storage,
+    p: &mut Prepared,
+    local_ranks: u64,
+    reporter: bool,
+) -> Result<(), BenchError> {
+    let m = reader_memory(p, storage, opts.reader, local_ranks)?;
+    let available = match opts.memory_available {
+        Some(b) => b,
+        None => super::memory::mem_available()?,
+    };
+    match super::memory::check(&m, available, opts.fit_memory)? {
+        super::memory::MemoryDecision::Fits { .. } => {}
+        super::memory::MemoryDecision::Capped {
+            depth,
+            estimate,
+            budget,
+        } => {
+            if reporter {
+                log::warn!(
+                    "memory guard (--fit-memory): reader.prefetch_workers lowered from {} to {depth} \
+                     (estimate {:.2} GiB within the {:.2} GiB budget)",
+                    m.prefetch_depth,
+                    estimate as f64 / f64::from(1u32 << 30),
+                    budget as f64 / f64::from(1u32 << 30)
+                );
+            }
+            p.cfg.prefetch_workers = depth;
+            p.raw
+                .set("reader.prefetch_workers", serde_yaml::Value::from(depth))?;
+        }
+    }
+    Ok(())
 }
 
 /// How many epochs (from the first) DLIO's aggregation covers. A complete
@@ -685,6 +782,8 @@ pub fn make_local_reader(
     let options = crate::reader::ReaderOptions {
         odirect: cfg.odirect,
         total_rank_samples: rank_samples,
+        coalesce_rgs: usize::try_from(cfg.coalesce_rgs).unwrap_or(1),
+        prefetch_workers: usize::try_from(cfg.prefetch_workers).unwrap_or(1),
         ..crate::reader::ReaderOptions::default()
     };
     crate::reader::make_reader(format, kind, storage, options)

@@ -21,6 +21,7 @@
 pub mod bench;
 pub mod collective;
 pub mod interrupt;
+pub mod memory;
 pub mod mpi;
 pub mod rng;
 pub mod sampler;

@@ -25,7 +25,7 @@ pub use cache::LoadCache;
 pub use chunk::StorageChunkReader;
 pub use decode::{DecodeNpz, DecodeParquet, NpzArray, decode_row_group};
 pub use legacy::{LegacyNpz, LegacyParquet, format_global_index_map};
-pub use raw::{RawNpz, RawParquet};
+pub use raw::{RawNpz, RawParquet, row_groups_range};
 
 /// Which reader strategy to use (`--reader`).
 #[derive(
@@ -89,6 +89,12 @@ pub struct ReaderOptions {
     pub total_rank_samples: u64,
     /// `decode` checks NPZ member CRC32s (numpy's zipfile does). Default true.
     pub verify_crc: bool,
+    /// `raw` Parquet: row groups per storage read (`reader.coalesce_rgs`). Default 1.
+    pub coalesce_rgs: usize,
+    /// `raw` Parquet: storage reads in flight per `read_samples` call, the
+    /// needed units first, then read-ahead of the file's next units
+    /// (`reader.prefetch_workers`). Default 1 (no read-ahead).
+    pub prefetch_workers: usize,
 }
 
 impl Default for ReaderOptions {
@@ -98,6 +104,8 @@ impl Default for ReaderOptions {
             cache_bytes: 2 << 30,
             total_rank_samples: 0,
             verify_crc: true,
+            coalesce_rgs: 1,
+            prefetch_workers: 1,
         }
     }
 }

@@ -49,11 +49,17 @@ impl<L> LayoutCache<L> {
     }
 }
 
-/// Raw Parquet row-group reader.
+/// Raw Parquet row-group reader. Reads whole units of `coalesce_rgs`
+/// consecutive row groups (one storage read each, contiguous bytes), up to
+/// `prefetch_workers` units at once per call: the units the call needs, then
+/// read-ahead of the file's next units, which the shared cache hands to the
+/// read thread that needs them next (or makes it wait for the load in flight).
 pub struct RawParquet {
     storage: Arc<dyn Storage>,
     layouts: LayoutCache<parquet::ParquetLayout>,
     cache: LoadCache<Bytes>,
+    coalesce: usize,
+    in_flight: usize,
 }
 
 impl RawParquet {
@@ -62,6 +68,8 @@ impl RawParquet {
             storage,
             layouts: LayoutCache::new(),
             cache: LoadCache::new(options.cache_bytes),
+            coalesce: options.coalesce_rgs.max(1),
+            in_flight: options.prefetch_workers.max(1),
         }
     }
 }
@@ -87,26 +95,145 @@ pub(crate) fn load_row_group(
     layout: &parquet::ParquetLayout,
     rg: usize,
 ) -> Result<(Bytes, u64), BenchError> {
-    let g = &layout.row_groups[rg];
-    let (start, end) = g.byte_range();
+    load_row_groups(storage, file, layout, rg..rg + 1)
+}
+
+/// Byte range `[start, end)` of row groups `rgs` (consecutive groups are contiguous).
+pub fn row_groups_range(
+    layout: &parquet::ParquetLayout,
+    rgs: std::ops::Range<usize>,
+) -> (u64, u64) {
+    let mut start = u64::MAX;
+    let mut end = 0;
+    for g in &layout.row_groups[rgs] {
+        let (s, e) = g.byte_range();
+        start = start.min(s);
+        end = end.max(e);
+    }
+    (start.min(end), end)
+}
+
+/// Read row groups `rgs` in one storage read.
+pub(crate) fn load_row_groups(
+    storage: &dyn Storage,
+    file: &str,
+    layout: &parquet::ParquetLayout,
+    rgs: std::ops::Range<usize>,
+) -> Result<(Bytes, u64), BenchError> {
+    let (start, end) = row_groups_range(layout, rgs);
     let ra = storage.open(file)?;
     let b = ra.read_range(start, (end - start) as usize)?;
     Ok((b, end - start))
+}
+
+/// A unit's bytes and whether this call read them, or the read's error.
+type UnitLoad = Result<(Bytes, bool), BenchError>;
+
+impl RawParquet {
+    /// Row groups of unit `u`.
+    fn unit_rgs(&self, layout: &parquet::ParquetLayout, u: usize) -> std::ops::Range<usize> {
+        let first = u * self.coalesce;
+        first..(first + self.coalesce).min(layout.row_groups.len())
+    }
+
+    /// Unit `u` of `file` from the cache or storage; `true` when this call read it.
+    fn unit(
+        &self,
+        file: &str,
+        layout: &parquet::ParquetLayout,
+        u: usize,
+    ) -> Result<(Bytes, bool), BenchError> {
+        self.cache.get_or_load((file, u), || {
+            load_row_groups(&*self.storage, file, layout, self.unit_rgs(layout, u))
+        })
+    }
+
+    /// Load `units` with up to `in_flight` reads at once; results in order.
+    fn load_units(
+        &self,
+        file: &str,
+        layout: &parquet::ParquetLayout,
+        units: &[usize],
+    ) -> Vec<UnitLoad> {
+        if units.len() <= 1 || self.in_flight <= 1 {
+            return units.iter().map(|&u| self.unit(file, layout, u)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<UnitLoad>>> = units.iter().map(|_| Mutex::new(None)).collect();
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&u) = units.get(i) else { break };
+                let r = self.unit(file, layout, u);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            }
+        };
+        std::thread::scope(|s| {
+            for _ in 1..self.in_flight.min(units.len()) {
+                s.spawn(work);
+            }
+            work();
+        });
+        slots
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(|| {
+                        Err(BenchError::Config("a prefetch read did not run".into()))
+                    })
+            })
+            .collect()
+    }
 }
 
 impl SampleReader for RawParquet {
     fn read_samples(&self, file: &str, rows: &[u64]) -> Result<ReadStats, BenchError> {
         let mut stats = ReadStats::default();
         let layout = parquet_layout(&*self.storage, &self.layouts, file, &mut stats)?;
-        for (rg, rs) in group_rows(rows, |r| layout.row_group_of(r), file, layout.num_rows)? {
-            let (bytes, loaded) = self.cache.get_or_load((file, rg), || {
-                load_row_group(&*self.storage, file, &layout, rg)
-            })?;
-            if loaded {
+        let groups = group_rows(rows, |r| layout.row_group_of(r), file, layout.num_rows)?;
+        // Units this call needs, then read-ahead up to `in_flight` units.
+        let mut units: Vec<usize> = Vec::new();
+        for (rg, _) in &groups {
+            let u = rg / self.coalesce;
+            if !units.contains(&u) {
+                units.push(u);
+            }
+        }
+        let needed = units.len();
+        let n_units = layout.row_groups.len().div_ceil(self.coalesce);
+        let mut ahead = units.last().map_or(n_units, |u| u + 1);
+        while units.len() < self.in_flight && ahead < n_units {
+            units.push(ahead);
+            ahead += 1;
+        }
+        let mut loaded: HashMap<usize, Bytes> = HashMap::with_capacity(needed);
+        for (i, (&u, r)) in units
+            .iter()
+            .zip(self.load_units(file, &layout, &units))
+            .enumerate()
+        {
+            let (bytes, did_read) = r?;
+            if did_read {
                 stats.bytes_read += bytes.len() as u64;
                 stats.requests += 1;
             }
-            // Each sample's share of the group's bytes is handed out.
+            if i < needed {
+                loaded.insert(u, bytes);
+            }
+        }
+        for (rg, rs) in groups {
+            let u = rg / self.coalesce;
+            let Some(unit) = loaded.get(&u) else {
+                return Err(BenchError::Config(format!(
+                    "{file}: row group {rg} was not loaded"
+                )));
+            };
+            // The group's slice of its unit; each sample's share of it is handed out.
+            let (unit_start, _) = row_groups_range(&layout, self.unit_rgs(&layout, u));
+            let (g_start, g_end) = row_groups_range(&layout, rg..rg + 1);
+            let at0 = (g_start - unit_start) as usize;
+            let bytes = unit.slice(at0..at0 + (g_end - g_start) as usize);
             let g = &layout.row_groups[rg];
             let per_row = bytes.len() as u64 / g.num_rows.max(1);
             for r in &rs {
