@@ -140,6 +140,111 @@ pub struct BenchArgs {
     pub fit_memory: bool,
 }
 
+/// Run the NP × RT grid of bench runs (seed 002's study) and write the
+/// table (markdown, CSV), the AU projection and an SVG plot.
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Simulated accelerators per cell, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2, 4])]
+    pub np: Vec<usize>,
+    /// Read threads per accelerator per cell (reader.read_threads), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u64, 2, 4])]
+    pub rt: Vec<u64>,
+    /// Project each cell's AU and per-accelerator throughput to these
+    /// computation times (seconds), comma-separated, e.g. 0.5,1.35.
+    #[arg(long, value_delimiter = ',')]
+    pub project: Vec<f64>,
+    /// Workload (DLIO model): flux or unet3d.
+    #[arg(long, value_enum, required_unless_present = "config")]
+    pub workload: Option<Workload>,
+    /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml.
+    #[arg(long, value_enum, default_value_t = Accelerator::B200)]
+    pub accelerator_type: Accelerator,
+    /// Dataset root (as given to datagen). A path, file://PATH or s3://BUCKET/PREFIX.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub s3: S3Args,
+    /// Seconds of simulated compute per step (train.computation_time).
+    #[arg(long)]
+    pub computation_time: Option<f64>,
+    /// Reader strategy.
+    #[arg(long, value_enum, default_value_t = ReaderKind::Raw)]
+    pub reader: ReaderKind,
+    /// Read with O_DIRECT (reader.odirect=True).
+    #[arg(long)]
+    pub odirect: bool,
+    /// Override a DLIO workload key, e.g. reader.prefetch_workers=2 (repeatable).
+    #[arg(long = "param", value_name = "KEY=VALUE", num_args = 1..)]
+    pub params: Vec<String>,
+    /// A DLIO workload YAML used instead of the embedded one.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Epochs per cell (train.epochs).
+    #[arg(long)]
+    pub epochs: Option<u32>,
+    /// Cap reader.prefetch_workers per cell to fit memory instead of refusing the cell.
+    #[arg(long)]
+    pub fit_memory: bool,
+    /// Where to write the table, plot and each cell's results
+    /// (default results/sweep/<model>/<YYYYMMDD_HHMMSS>).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
+}
+
+impl SweepArgs {
+    /// The library options these arguments stand for.
+    pub fn options(&self) -> crate::sweep::SweepOptions {
+        crate::sweep::SweepOptions {
+            bench: BenchOptions {
+                workload: self.workload,
+                accelerator: self.accelerator_type,
+                config_file: self.config.clone(),
+                params: self.params.clone(),
+                data_dir: PathBuf::from(strip_file_scheme(&self.data_dir.to_string_lossy())),
+                computation_time: self.computation_time,
+                epochs: self.epochs,
+                odirect: self.odirect,
+                reader: self.reader,
+                handle_signals: true,
+                fit_memory: self.fit_memory,
+                ..BenchOptions::default()
+            },
+            s3: self.s3.options(),
+            nps: self.np.clone(),
+            rts: self.rt.clone(),
+            project: self.project.clone(),
+            results_dir: self.results_dir.clone(),
+            progress: std::io::stderr().is_terminal(),
+            print: true,
+        }
+    }
+}
+
+/// `storprof sweep`; returns the exit code (0, 2 when the memory guard
+/// refused every cell, 128 + signal when interrupted).
+pub fn run_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
+    if args.project.iter().any(|c| !c.is_finite() || *c < 0.0) {
+        eprintln!("storprof: error: --project takes non-negative seconds, e.g. 0.5,1.35");
+        return Ok(EXIT_USAGE);
+    }
+    let report = crate::sweep::run_sweep(&args.options()).context("sweep")?;
+    if let Some(sig) = report.interrupted_by {
+        return Ok(crate::engine::interrupt::exit_code(sig));
+    }
+    if report
+        .rows
+        .iter()
+        .all(|r| r.figures.is_none() && r.notes.iter().any(|n| n.contains("memory guard")))
+    {
+        eprintln!(
+            "storprof: error: the memory guard refused every cell (see the notes in the table)"
+        );
+        return Ok(EXIT_USAGE);
+    }
+    Ok(0)
+}
+
 impl DatagenArgs {
     /// The library options these arguments stand for.
     pub fn options(&self) -> DatagenOptions {
@@ -228,7 +333,7 @@ pub fn is_memory_refusal(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         matches!(
             c.downcast_ref::<crate::error::BenchError>(),
-            Some(crate::error::BenchError::MemoryGuard(_))
+            Some(crate::error::BenchError::MemoryGuard { .. })
         )
     })
 }

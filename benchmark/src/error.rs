@@ -23,6 +23,13 @@ pub enum BenchError {
     #[error("{0}")]
     Config(String),
     /// The memory guard refused the run (a usage error: exit 2 at the CLI).
-    #[error("{0}")]
-    MemoryGuard(String),
+    #[error("{message}")]
+    MemoryGuard {
+        /// Estimated reader memory, bytes.
+        estimate: u64,
+        /// What the run may use (a share of MemAvailable), bytes.
+        budget: u64,
+        /// The refusal with the largest safe settings.
+        message: String,
+    },
 }

@@ -12,6 +12,8 @@
 //!            │ step timings, ReadStats
 //!            ▼
 //!         metrics (DLIO formulas, pure) ──► output ([OUTPUT]/[METRIC], summary.json)
+//!
+//!  sweep: the NP × RT grid of bench runs ──► table (markdown, CSV), AU projection, SVG plot
 //! ```
 pub mod cli;
 pub mod config;
@@ -23,5 +25,6 @@ pub mod metrics;
 pub mod output;
 pub mod reader;
 pub mod storage;
+pub mod sweep;
 
 pub use error::BenchError;

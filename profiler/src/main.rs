@@ -18,6 +18,8 @@ enum Command {
     Datagen(storprof_bench::cli::DatagenArgs),
     /// Emulate DLIO training over a dataset and report DLIO's metrics.
     Bench(storprof_bench::cli::BenchArgs),
+    /// Run the NP × RT grid of bench runs: table (markdown, CSV), AU projection, SVG plot.
+    Sweep(storprof_bench::cli::SweepArgs),
     /// Record a session: run a command (or attach to pids) under the eBPF probes.
     Record(storprof::record::args::RecordArgs),
     /// Check that this machine can run the probes (root, BTF, tracefs, tracepoints, perf_event).
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Datagen(args) => storprof_bench::cli::run_datagen(&args).map(|()| exit::OK),
         Command::Bench(args) => storprof_bench::cli::run_bench(&args),
+        Command::Sweep(args) => storprof_bench::cli::run_sweep(&args),
         Command::Record(args) => storprof::record::args::run_record(&args),
         Command::Doctor(args) => storprof::record::args::run_doctor(&args),
         Command::Report(args) => storprof::commands::report::run(&args),

@@ -133,6 +133,12 @@ pub struct BenchReport {
     pub summary: serde_json::Value,
     /// The signal that stopped the run early, if one did.
     pub interrupted_by: Option<i32>,
+    /// Every rank's step timings (what the metrics were computed from).
+    pub result: TrainResult,
+    /// The steps DLIO's metrics leave out (`output.metric.exclude_*_steps`).
+    pub exclude: ExcludeSteps,
+    /// Epochs (from the first) the metrics cover.
+    pub epochs_in_metrics: usize,
 }
 
 /// Where the simulated accelerators run, and how rank 0 learns every rank's timings.
@@ -484,6 +490,9 @@ pub fn run_bench_on(
         measured,
         summary,
         interrupted_by,
+        result,
+        exclude,
+        epochs_in_metrics: counted,
     }))
 }
 

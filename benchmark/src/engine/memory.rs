@@ -165,9 +165,11 @@ pub fn check(m: &ReaderMemory, available: u64, fit: bool) -> Result<MemoryDecisi
             budget,
         });
     }
-    Err(BenchError::MemoryGuard(refusal_message(
-        m, need, available, budget,
-    )))
+    Err(BenchError::MemoryGuard {
+        estimate: need,
+        budget,
+        message: refusal_message(m, need, available, budget),
+    })
 }
 
 fn gib(b: u64) -> String {
