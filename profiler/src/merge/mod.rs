@@ -9,6 +9,9 @@
 //!  HostRow per host (verdict + figures) ─► merge() (pure):
 //!        imbalance of the reader's I/O-wait share over hosts (Drishti-style)
 //!        ─► stragglers (hosts near the max wait while the spread is large)
+//!        ─► straggler verdict: storage-bound when that finding fired on the
+//!           host (the imbalance is in I/O wait, which is what it measures),
+//!           else the host's own verdict
 //!        ─► cluster verdict (the stragglers' verdict, else the hosts' majority)
 //!  ─► command::run writes DIR/merged.json, DIR/report.md, DIR/merged.tar.gz
 //!     (every host's session files, secrets redacted, under hosts/<label>/)
@@ -65,6 +68,9 @@ pub struct HostRow {
     pub device_latency_p50_us: Option<f64>,
     pub cpus_used: f64,
     pub complete: bool,
+    /// The host's storage-bound finding fired (its readers' block-I/O wait
+    /// reached the threshold), as its verdict or as a runner-up.
+    pub storage_bound_fired: bool,
 }
 
 impl HostRow {
@@ -96,6 +102,12 @@ impl HostRow {
             device_latency_p50_us: f.top_device.as_ref().and_then(|d| d.latency_p50_us),
             cpus_used: f.cpus_used,
             complete,
+            storage_bound_fired: (a.verdict.verdict == VerdictId::StorageBound
+                && !a.verdict.inconclusive)
+                || a.verdict
+                    .runners_up
+                    .iter()
+                    .any(|r| r.verdict == VerdictId::StorageBound && r.fired),
         }
     }
 }
@@ -104,7 +116,11 @@ impl HostRow {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Straggler {
     pub host: String,
+    /// Why it straggles: storage-bound when that finding fired on the host,
+    /// else the host's own verdict.
     pub verdict: VerdictId,
+    /// The host's own (single-host) verdict.
+    pub host_verdict: VerdictId,
     pub reader_io_wait_share: f64,
     /// Median I/O-wait share of the other hosts.
     pub others_median_io_wait_share: f64,
@@ -195,6 +211,27 @@ pub fn merge(hosts: Vec<HostRow>) -> Merged {
                     .map(|o| o.reader_io_wait_share)
                     .collect(),
             );
+            // A straggler is picked by its I/O wait: when the host's
+            // storage-bound finding fired, that is what makes it slower than
+            // the others, even if another finding ranks first on the host
+            // alone (seen on real data: blkio-throttled O_DIRECT reads whose
+            // block requests the kernel issues from the throttle's context,
+            // so the host's device bytes undercount and page-cache-served
+            // outranks storage-bound).
+            let verdict = if h.storage_bound_fired {
+                VerdictId::StorageBound
+            } else {
+                h.verdict
+            };
+            let own = if verdict == h.verdict {
+                String::new()
+            } else {
+                format!(
+                    " (its own verdict reads {}, with storage-bound fired as a runner-up: the imbalance is in \
+                     I/O wait, which is what storage-bound measures)",
+                    h.verdict
+                )
+            };
             let waiting: Vec<&str> = hosts
                 .iter()
                 .filter(|o| o.reader_io_wait_share < max * (1.0 - STRAGGLER_NEAR_MAX))
@@ -202,19 +239,20 @@ pub fn merge(hosts: Vec<HostRow>) -> Merged {
                 .collect();
             stragglers.push(Straggler {
                 host: h.host.clone(),
-                verdict: h.verdict,
+                verdict,
+                host_verdict: h.verdict,
                 reader_io_wait_share: h.reader_io_wait_share,
                 others_median_io_wait_share: others,
                 text: format!(
                     "{} is the straggler: its readers wait on I/O {:.1}% of their time against a median of {:.1}% \
-                     on the other hosts (imbalance {:.0}% > {:.0}%), and it is {}; {} wait for it at the \
+                     on the other hosts (imbalance {:.0}% > {:.0}%), and it is {}{own}; {} wait for it at the \
                      barrier after every step",
                     h.host,
                     h.reader_io_wait_share * 100.0,
                     others * 100.0,
                     imbalance * 100.0,
                     STRAGGLER_IMBALANCE * 100.0,
-                    h.verdict,
+                    verdict,
                     if waiting.is_empty() {
                         "the other hosts".to_string()
                     } else {
@@ -303,6 +341,7 @@ mod tests {
             device_latency_p50_us: None,
             cpus_used: 0.5,
             complete: true,
+            storage_bound_fired: verdict == VerdictId::StorageBound,
         }
     }
 
@@ -323,6 +362,31 @@ mod tests {
             m.stragglers[0].text
         );
         assert!((m.stragglers[0].others_median_io_wait_share - 0.025).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_straggler_waiting_on_io_is_storage_bound_when_that_finding_fired() {
+        let mut slow = row("h2", VerdictId::PageCacheServed, 0.94);
+        slow.storage_bound_fired = true;
+        let m = merge(vec![row("h1", VerdictId::ComputeBound, 0.02), slow]);
+        assert_eq!(m.stragglers.len(), 1);
+        assert_eq!(m.stragglers[0].verdict, VerdictId::StorageBound);
+        assert_eq!(m.stragglers[0].host_verdict, VerdictId::PageCacheServed);
+        assert_eq!(m.cluster_verdict, VerdictId::StorageBound);
+        assert!(
+            m.stragglers[0]
+                .text
+                .contains("its own verdict reads page-cache-served"),
+            "{}",
+            m.stragglers[0].text
+        );
+        // Without a fired storage-bound finding the host's verdict stands.
+        let m = merge(vec![
+            row("h1", VerdictId::ComputeBound, 0.02),
+            row("h2", VerdictId::CpuStarved, 0.40),
+        ]);
+        assert_eq!(m.stragglers[0].verdict, VerdictId::CpuStarved);
+        assert_eq!(m.cluster_verdict, VerdictId::CpuStarved);
     }
 
     #[test]

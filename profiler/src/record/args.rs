@@ -5,12 +5,21 @@ use std::path::PathBuf;
 use super::{RecordError, RecordOptions, record};
 use crate::cli::exit;
 
-/// `storprof record [--pid PID]... [--duration SECS] [--freq HZ] [--output DIR] [-- CMD ARGS...]`
+/// `storprof record [--pid PID]... [--netns NAME|PATH] [--duration SECS] [--freq HZ] [--output DIR] [-- CMD ARGS...]`
 #[derive(clap::Args, Debug, Clone)]
 pub struct RecordArgs {
     /// Trace this running process and its descendants (repeatable).
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
+    /// Trace every process in this network namespace: a name from
+    /// `ip netns list` or a path such as /proc/PID/ns/net. Processes already
+    /// in it are traced at start, newcomers within 100 ms (rescans), their
+    /// children from their fork on. For test hosts sharing one kernel (one
+    /// `record` per host); the session is named after the host
+    /// ($STORPROF_HOST, else the namespace's own host name, else the
+    /// `ip netns` name). Records until --duration or Ctrl-C.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub netns: Option<String>,
     /// Stop recording after this many seconds (the command gets SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
@@ -67,6 +76,7 @@ impl RecordArgs {
         RecordOptions {
             command: self.command.clone(),
             pids: self.pids.clone(),
+            netns: self.netns.clone(),
             duration: self
                 .duration
                 .filter(|d| d.is_finite() && *d > 0.0)
@@ -92,7 +102,8 @@ pub fn run_record(args: &RecordArgs) -> anyhow::Result<i32> {
             err @ (RecordError::NotRoot
             | RecordError::NothingToRecord
             | RecordError::UnknownCommand(_)
-            | RecordError::NoSuchPid(_)),
+            | RecordError::NoSuchPid(_)
+            | RecordError::Select(_)),
         ) => {
             eprintln!("storprof: error: {err}");
             Ok(exit::USAGE)

@@ -13,6 +13,7 @@
 pub mod aggregate;
 pub mod args;
 pub mod launch;
+pub mod select;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -41,6 +42,9 @@ pub struct RecordOptions {
     pub command: Vec<String>,
     /// Running processes to trace (with descendants forked after attach).
     pub pids: Vec<u32>,
+    /// Trace every process of this network namespace (an `ip netns` name or
+    /// an nsfs path), rescanned every [`select::RESCAN_INTERVAL`]. Default none.
+    pub netns: Option<String>,
     /// Stop after this long. Default: until the command exits (or Ctrl-C).
     pub duration: Option<std::time::Duration>,
     /// CPU sampling frequency. Default 99 Hz.
@@ -85,6 +89,7 @@ impl Default for RecordOptions {
         Self {
             command: Vec::new(),
             pids: Vec::new(),
+            netns: None,
             duration: None,
             freq_hz: 99,
             output: PathBuf::from("storprof-session"),
@@ -113,7 +118,7 @@ pub enum RecordError {
     NotRoot,
     #[error("not implemented yet")]
     NotImplemented,
-    #[error("nothing to record: give a command after `--` or at least one --pid")]
+    #[error("nothing to record: give a command after `--`, at least one --pid, or --netns")]
     NothingToRecord,
     #[error("command not found or not executable: {0}")]
     UnknownCommand(String),
@@ -125,6 +130,8 @@ pub enum RecordError {
     },
     #[error("no such process: {0}")]
     NoSuchPid(u32),
+    #[error(transparent)]
+    Select(#[from] select::SelectError),
     #[error(transparent)]
     Probes(#[from] probes::ProbeError),
     #[error("tracefs: {0}")]
@@ -212,6 +219,8 @@ struct Recorder {
     /// DWARF mode only: the unwinder and what it produced.
     unwinder: Option<DwarfUnwinder>,
     dwarf: DwarfSamples,
+    /// `--netns`: the namespace's processes, rescanned from the loop.
+    selector: Option<select::NetnsSelector>,
 }
 
 /// On-CPU samples unwound in user space: counts per key whose `user_stack`
@@ -226,6 +235,20 @@ struct DwarfSamples {
 }
 
 impl Recorder {
+    /// Traces the processes that entered the selected namespace since the last scan.
+    fn add_selected(&mut self) -> Result<(), RecordError> {
+        let Some(selector) = self.selector.as_mut() else {
+            return Ok(());
+        };
+        for pid in selector.scan() {
+            self.probes.trace_tgid(pid)?;
+            self.tracked.insert(pid);
+            self.symbolizer.snapshot_process(pid);
+            self.fresh.insert(pid, Instant::now());
+        }
+        Ok(())
+    }
+
     fn handle_proc_event(&mut self, event: ProcEvent) {
         match event.kind {
             proc_event::FORK => {
@@ -377,7 +400,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     if unsafe { libc::geteuid() } != 0 {
         return Err(RecordError::NotRoot);
     }
-    if options.command.is_empty() && options.pids.is_empty() {
+    if options.command.is_empty() && options.pids.is_empty() && options.netns.is_none() {
         return Err(RecordError::NothingToRecord);
     }
     let program = match options.command.first() {
@@ -392,6 +415,11 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             return Err(RecordError::NoSuchPid(pid));
         }
     }
+    let selector = options
+        .netns
+        .as_deref()
+        .map(select::NetnsSelector::open)
+        .transpose()?;
     let tracefs_line = probes::tracefs::ensure_mounted().map_err(RecordError::Tracefs)?;
     let dir = options.output.clone();
     std::fs::create_dir_all(&dir).map_err(|source| RecordError::Write {
@@ -431,7 +459,19 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         start_mono,
         unwinder: dwarf_mode.then(DwarfUnwinder::new),
         dwarf: DwarfSamples::default(),
+        selector,
     };
+    recorder.add_selected()?;
+    if let Some(selector) = &recorder.selector {
+        eprintln!(
+            "storprof: recording host {}: {} processes of {} now, newcomers within {} ms; \
+             --duration or Ctrl-C ends it",
+            selector.host_name(),
+            selector.selected(),
+            selector.describe(),
+            select::RESCAN_INTERVAL.as_millis()
+        );
+    }
 
     // Attached pids and their existing descendants.
     for &pid in &options.pids {
@@ -512,6 +552,7 @@ fn run_loop(
     let mut next_tick = Instant::now() + Duration::from_secs(1);
     let mut interrupted_at: Option<Instant> = None;
     let mut terminated_at: Option<Instant> = None;
+    let mut next_scan = Instant::now() + select::RESCAN_INTERVAL;
     let proc_fd = recorder_proc_fd(recorder);
     loop {
         let timeout = if recorder.fresh.is_empty() { 100 } else { 20 };
@@ -527,6 +568,10 @@ fn run_loop(
             std::thread::sleep(Duration::from_millis(timeout as u64));
         }
         recorder.drain();
+        if Instant::now() >= next_scan {
+            recorder.add_selected()?;
+            next_scan = Instant::now() + select::RESCAN_INTERVAL;
+        }
         if Instant::now() >= next_tick {
             recorder.tick_series()?;
             next_tick += Duration::from_secs(1);
@@ -547,7 +592,10 @@ fn run_loop(
                 exit_signal: signal,
             });
         }
-        if child_pid.is_none() && options.pids.iter().all(|p| !launch::alive(*p)) {
+        if child_pid.is_none()
+            && recorder.selector.is_none()
+            && options.pids.iter().all(|p| !launch::alive(*p))
+        {
             return Ok(Ending {
                 reason: "exited",
                 exit_code: None,
@@ -716,6 +764,7 @@ fn write_session(
         symbolizer,
         dwarf,
         unwinder,
+        selector,
         ..
     } = recorder;
     let dwarf_mode = unwinder.is_some();
@@ -804,6 +853,13 @@ fn write_session(
         .to_string(),
     );
     let mut notes = Vec::new();
+    if let Some(selector) = selector {
+        notes.push(format!(
+            "processes selected by {}: {} seen",
+            selector.describe(),
+            selector.selected()
+        ));
+    }
     for status in &probes.status {
         if !status.attached {
             notes.push(format!("probe {} disabled: {}", status.name, status.note));
@@ -818,9 +874,9 @@ fn write_session(
             .map(|p| p.display().to_string()),
         attached_pids: options.pids.clone(),
         tracked_pids,
-        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
+        hostname: selector
+            .as_ref()
+            .map_or_else(select::default_host_name, select::NetnsSelector::host_name),
         kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_default(),
