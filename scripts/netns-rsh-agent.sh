@@ -4,9 +4,11 @@
 # mpirun calls it as `AGENT HOST COMMAND...` to start its daemon on HOST; the
 # daemon and the ranks it forks then run inside HOST's namespace with
 # STORPROF_HOST=HOST, so summary.json and the host list name the test hosts
-# (they share this machine's hostname).
+# (they share this machine's hostname). Used by tests/multihost.rs.
 #
-# With STORPROF_RECORD_DIR set, each host records itself: the daemon runs under
+# To record each host, run `storprof record --netns HOST --output DIR/HOST`
+# beside the job (it finds the daemon and ranks in HOST's namespace), or set
+# STORPROF_RECORD_DIR: the daemon then runs under
 # `storprof record --output $STORPROF_RECORD_DIR/HOST`, so the host's ranks land
 # in one session named after the host; merge them with
 # `storprof merge $STORPROF_RECORD_DIR/* -o MERGED`.

@@ -69,6 +69,31 @@ fn throttled_host_is_the_storage_bound_straggler() {
     );
 }
 
+/// Sessions recorded by tests/multihost.rs (`record --netns` on two
+/// network-namespace hosts, storprof-h2 blkio-throttled, O_DIRECT reads).
+#[test]
+fn real_netns_recording_names_the_throttled_host() {
+    let sessions: Vec<PathBuf> = ["storprof-h1", "storprof-h2"]
+        .iter()
+        .map(|h| fixture("real-netns", h))
+        .collect();
+    let m = merge_sessions(&sessions, &Thresholds::default()).unwrap();
+    let hosts: Vec<&str> = m.hosts.iter().map(|h| h.host.as_str()).collect();
+    assert_eq!(hosts, vec!["storprof-h1", "storprof-h2"]);
+    assert_eq!(m.stragglers.len(), 1, "{:?}", m.stragglers);
+    let s = &m.stragglers[0];
+    assert_eq!(s.host, "storprof-h2");
+    assert_eq!(s.verdict, VerdictId::StorageBound);
+    assert_eq!(m.cluster_verdict, VerdictId::StorageBound);
+    assert!(s.reader_io_wait_share > 0.5, "{s:?}");
+    assert!(s.others_median_io_wait_share < 0.1, "{s:?}");
+    assert!(m.hosts[1].storage_bound_fired && !m.hosts[0].storage_bound_fired);
+    golden(
+        "real-netns-report.md",
+        &storprof::merge::report::render_markdown(&m),
+    );
+}
+
 #[test]
 fn balanced_hosts_give_the_majority_verdict_and_no_straggler() {
     let sessions: Vec<PathBuf> = ["h1", "h2"]
