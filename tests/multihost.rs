@@ -22,6 +22,7 @@
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -250,6 +251,53 @@ fn run_within(mut cmd: Command, limit: Duration, what: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// `mpirun` of one rank on each test host, through `agent`.
+fn mpirun_across_hosts(agent: &Path) -> Command {
+    let mut mpirun = Command::new("mpirun");
+    mpirun
+        .args(["--allow-run-as-root", "-n", "2", "--host"])
+        .arg(HOSTS.map(|h| format!("{h}:1")).join(","))
+        .args(["--mca", "plm_rsh_agent"])
+        .arg(agent)
+        .args(["--mca", "btl", "tcp,self"])
+        .args(["--mca", "btl_tcp_if_include", SUBNET])
+        .args(["--mca", "oob_tcp_if_include", SUBNET])
+        .args(["-x", "STORPROF_MPI_TIMEOUT"])
+        .env("STORPROF_MPI_TIMEOUT", "60")
+        .env("STORPROF", BIN)
+        .env_remove("STORPROF_HOST")
+        .env_remove("STORPROF_RECORD_DIR");
+    mpirun
+}
+
+/// The test hosts have fixed names: one test at a time makes them.
+static HOSTS_IN_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A scratch directory on a real disk (not tmpfs) under this build's target
+/// dir, so the blkio throttle has a block device to act on.
+fn scratch() -> tempfile::TempDir {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("multihost");
+    fs::create_dir_all(&base).unwrap();
+    tempfile::tempdir_in(&base).unwrap()
+}
+
+/// `storprof datagen` of the small flux dataset into DIR/data.
+fn datagen(dir: &Path) -> PathBuf {
+    let data = dir.join("data");
+    let out = Command::new(BIN)
+        .args(["datagen", "--workload", "flux", "--data-dir"])
+        .arg(&data)
+        .args(params())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "datagen: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    data
+}
+
 fn params() -> Vec<String> {
     [
         "dataset.num_files_train=4",
@@ -345,24 +393,10 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
         eprintln!("skipped: {why}");
         return;
     }
+    let _serial = HOSTS_IN_USE.lock().unwrap_or_else(|e| e.into_inner());
     let t0 = Instant::now();
-    // A real disk (not tmpfs) under this build's target dir, so the blkio
-    // throttle has a block device to act on.
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("multihost");
-    fs::create_dir_all(&base).unwrap();
-    let tmp = tempfile::tempdir_in(&base).unwrap();
-    let data = tmp.path().join("data");
-    let out = Command::new(BIN)
-        .args(["datagen", "--workload", "flux", "--data-dir"])
-        .arg(&data)
-        .args(params())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "datagen: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let tmp = scratch();
+    let data = datagen(tmp.path());
 
     let mut hosts = TestHosts::create();
     let procs = hosts.throttle(&data, SLOW_BPS);
@@ -396,20 +430,8 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
     eprintln!("recorders ready: {:.1} s", t0.elapsed().as_secs_f64());
 
     let results = tmp.path().join("results");
-    let mut mpirun = Command::new("mpirun");
+    let mut mpirun = mpirun_across_hosts(&agent);
     mpirun
-        .args(["--allow-run-as-root", "-n", "2", "--host"])
-        .arg(HOSTS.map(|h| format!("{h}:1")).join(","))
-        .args(["--mca", "plm_rsh_agent"])
-        .arg(&agent)
-        .args(["--mca", "btl", "tcp,self"])
-        .args(["--mca", "btl_tcp_if_include", SUBNET])
-        .args(["--mca", "oob_tcp_if_include", SUBNET])
-        .args(["-x", "STORPROF_MPI_TIMEOUT"])
-        .env("STORPROF_MPI_TIMEOUT", "60")
-        .env("STORPROF", BIN)
-        .env_remove("STORPROF_HOST")
-        .env_remove("STORPROF_RECORD_DIR")
         .args([
             BIN,
             "bench",
@@ -533,4 +555,122 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
             .contains(HOSTS_MARKER)
     );
     assert!(!Path::new("/run/netns").join(SLOW).exists());
+}
+
+/// Ctrl-C at the terminal of `mpirun ... storprof bench` across the two
+/// hosts (SIGINT to mpirun's process group; OpenMPI puts the ranks in their
+/// own groups and forwards SIGTERM through its daemons): every rank stops
+/// at the next barrier, rank 0 writes the results of the completed steps
+/// marked interrupted, and nothing is left running on the hosts.
+#[test]
+fn ctrl_c_of_mpirun_stops_every_rank_with_results_written() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _serial = HOSTS_IN_USE.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = scratch();
+    let data = datagen(tmp.path());
+    let hosts = TestHosts::create();
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/netns-rsh-agent.sh");
+    let results = tmp.path().join("results");
+    let mut mpirun = mpirun_across_hosts(&agent);
+    mpirun
+        .args([
+            BIN,
+            "bench",
+            "--workload",
+            "flux",
+            "--computation-time",
+            "0.05",
+        ])
+        .args(["--epochs", "1000", "--data-dir"])
+        .arg(&data)
+        .arg("--results-dir")
+        .arg(&results)
+        .args(params())
+        // Its own process group, as a terminal's foreground job.
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut job = Children(vec![mpirun.spawn().expect("start mpirun")]);
+    let stdout = job.0[0].stdout.take().unwrap();
+    let stderr = job.0[0].stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let out_reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Training is under way on both hosts once epoch 2 ended (a barrier
+    // after every step).
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .unwrap_or_default();
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains("Ending epoch 2 ") => break,
+            Ok(_) => {}
+            Err(_) => panic!("the job did not reach epoch 2 within 90 s"),
+        }
+    }
+    let pgid = job.0[0].id() as i32;
+    // SAFETY: kill(2) of the process group of the mpirun this test started.
+    unsafe { libc::kill(-pgid, libc::SIGINT) };
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(s) = job.0[0].try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(60),
+            "mpirun still running 60 s after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stop_s = stopped.elapsed().as_secs_f64();
+    let stdout = out_reader.join().unwrap();
+    let stderr = err_reader.join().unwrap();
+    eprintln!("mpirun ended {stop_s:.1} s after Ctrl-C ({status})");
+    assert!(stdout.contains("Interrupted by SIG"), "{stdout}\n{stderr}");
+    let summary = json(&results.join("summary.json"));
+    assert_eq!(summary["interrupted"], true, "{summary}");
+    assert_eq!(summary["num_hosts"], 2, "{summary}");
+    for rank in 0..2 {
+        let o = results.join(format!("{rank}_output.json"));
+        assert!(o.exists(), "{} missing\n{stdout}\n{stderr}", o.display());
+    }
+    // Every rank and daemon is gone from the hosts (within a moment of mpirun's exit).
+    let gone = Instant::now();
+    for host in HOSTS {
+        loop {
+            let out = Command::new("ip")
+                .args(["netns", "pids", host])
+                .output()
+                .unwrap();
+            let left = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                gone.elapsed() < Duration::from_secs(5),
+                "processes left on {host} after the job: {left}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    drop(hosts);
 }
