@@ -17,7 +17,7 @@ use crate::config::{Accelerator, Workload};
 use crate::datagen::{self, DatagenOptions};
 use crate::engine::bench::{self, BenchOptions};
 use crate::reader::ReaderKind;
-use crate::storage::{S3Options, storage_for_data_dir, strip_file_scheme};
+use crate::storage::{S3Options, storage_for_data_dir, storage_for_workload, strip_file_scheme};
 
 /// S3 connection flags (for `--data-dir s3://BUCKET/PREFIX`). Unset values
 /// come from the AWS environment variables (AWS_ENDPOINT_URL, AWS_REGION,
@@ -358,7 +358,7 @@ pub fn run_bench_ranks(
     ranks: &dyn bench::RankSet,
 ) -> anyhow::Result<Option<bench::BenchReport>> {
     let cfg = opts.raw_config()?.to_config()?;
-    let storage = storage_for_data_dir(&opts.data_dir.to_string_lossy(), cfg.odirect, s3)?;
+    let storage = storage_for_workload(&opts.data_dir.to_string_lossy(), &cfg, opts.reader, s3)?;
     let kind = opts.reader;
     let rank_samples =
         (cfg.num_files_train * cfg.num_samples_per_file).div_ceil(ranks.size() as u64);

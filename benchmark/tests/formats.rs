@@ -454,3 +454,23 @@ fn large_reads_pooled_and_mmap_match_the_file() {
     }
     assert!(pool.idle_bytes() > 0, "pooled buffers were returned");
 }
+
+/// A file truncated after it was opened: the mapped read fails with a clear
+/// error (populating reports it) instead of a SIGBUS that kills the run.
+#[test]
+fn mmap_read_of_a_file_truncated_after_open_is_an_error() {
+    let d = tmp();
+    let path = d.path().join("t.bin");
+    std::fs::write(&path, vec![7u8; 8 << 20]).unwrap();
+    let s = LocalStorage::new(d.path()).with_mmap(true);
+    let ra = s.open("t.bin").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let e = ra.read_range(2 << 20, 4 << 20).unwrap_err().to_string();
+    assert!(e.contains("t.bin"), "{e}");
+    assert!(ra.read_range(0, 1 << 20).is_ok());
+}

@@ -120,7 +120,7 @@ keys! {
     "dataset.hdf5.chunk_dims" => List, Ignored;
     "dataset.hdf5.num_dset_per_record" => UInt, Ignored;
     "dataset.hdf5.max_shape" => List, Ignored;
-    "reader.dont_use_mmap" => Bool, Ignored;
+    "reader.dont_use_mmap" => Bool, Used;
     "reader.reader_classname" => Str, Ignored;
     "reader.multiprocessing_context" => Enum(&["fork", "spawn", "forkserver"]), Ignored;
     "reader.data_loader" => Enum(&["pytorch", "tensorflow", "dali", "native_dali", "synthetic", "none"]), Ignored;

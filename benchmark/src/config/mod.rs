@@ -556,6 +556,9 @@ pub struct DlioConfig {
     pub prefetch_workers: u64,
     pub sample_shuffle: Shuffle,
     pub odirect: bool,
+    /// `reader.dont_use_mmap`: read local files with `pread` into buffers
+    /// instead of mapping them (DLIO's default is to map). Default false.
+    pub dont_use_mmap: bool,
     pub epochs: u32,
     pub total_training_steps: i64,
     pub computation_time: TimeSpec,
@@ -648,6 +651,7 @@ impl DlioConfig {
             prefetch_workers: u("reader.prefetch_workers", 1).max(1),
             sample_shuffle: shuffle("reader.sample_shuffle"),
             odirect: b("reader.odirect", false),
+            dont_use_mmap: b("reader.dont_use_mmap", false),
             epochs: u32::try_from(u("train.epochs", 1))
                 .map_err(|_| bad("train.epochs", "too large"))?,
             total_training_steps: raw

@@ -44,13 +44,14 @@ impl LocalStorage {
         }
     }
 
-    /// Serve large buffered `read_range`s by mapping the file range
-    /// (`mmap(MAP_POPULATE)`, zero-copy, like pyarrow's `memory_map=True` /
-    /// DLIO's `storage_options.memory_map`) instead of `pread` into a buffer.
-    /// The populate still reads missing pages from storage in the calling
-    /// thread. Caveat of any mmap loader: a file truncated while mapped, or
-    /// a device error on a page that could not be populated, raises SIGBUS
-    /// when touched; hence off by default. Ignored with O_DIRECT.
+    /// Serve large (≥ 1 MiB) buffered `read_range`s by mapping the file
+    /// range and populating it (zero-copy, like pyarrow's `memory_map=True`,
+    /// DLIO's default unless `reader.dont_use_mmap`) instead of `pread` into
+    /// a buffer. Missing pages are read from storage in the calling thread
+    /// with whole-range readahead; a truncated file or a device error is an
+    /// error at read time. Caveat of any mmap loader: a file truncated
+    /// *after* it was read, while its bytes are still in use, raises SIGBUS
+    /// on touch. Ignored with O_DIRECT.
     pub fn with_mmap(mut self, mmap: bool) -> Self {
         self.mmap = mmap;
         self
@@ -239,12 +240,20 @@ struct LocalFile {
 }
 
 impl LocalFile {
-    /// Map `[offset, offset+len)` (len > 0, in bounds) read-only, populated.
+    /// Map `[offset, offset+len)` (len > 0, in bounds) read-only and
+    /// populate it: `MADV_WILLNEED` first starts readahead of the whole range
+    /// in large requests (a plain fault-in would read missing pages in
+    /// `read_ahead_kb` pieces), then `MADV_POPULATE_READ` waits for every page
+    /// and maps it. Populating reports a truncated file or a device error as
+    /// an error here instead of a SIGBUS on first touch.
     fn map_range(&self, offset: u64, len: usize) -> Result<MappedRange, BenchError> {
         let page = 4096u64;
         let map_off = offset - offset % page;
         let lead = (offset - map_off) as usize;
         let map_len = lead + len;
+        if offset + len as u64 > self.len {
+            return Err(self.short_read(offset, len));
+        }
         let off = libc::off_t::try_from(map_off).map_err(|_| self.short_read(offset, len))?;
         // SAFETY: a fresh read-only shared mapping of our open file; the
         // kernel picks the address; the fd stays valid for the call.
@@ -253,7 +262,7 @@ impl LocalFile {
                 std::ptr::null_mut(),
                 map_len,
                 libc::PROT_READ,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
+                libc::MAP_SHARED,
                 std::os::fd::AsRawFd::as_raw_fd(&self.file),
                 off,
             )
@@ -263,12 +272,31 @@ impl LocalFile {
         }
         let ptr = std::ptr::NonNull::new(p.cast::<u8>())
             .ok_or_else(|| io_err(&self.path, std::io::Error::other("mmap returned null")))?;
-        Ok(MappedRange {
+        // Owned from here: dropped (unmapped) on any error below.
+        let range = MappedRange {
             ptr,
             map_len,
             lead,
             len,
-        })
+        };
+        // SAFETY: advising our own fresh mapping of exactly map_len bytes;
+        // WILLNEED is only a hint, so its result is not needed.
+        unsafe { libc::madvise(p, map_len, libc::MADV_WILLNEED) };
+        // SAFETY: as above; POPULATE_READ only faults pages in for reading.
+        if unsafe { libc::madvise(p, map_len, libc::MADV_POPULATE_READ) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(io_err(
+                &self.path,
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "reading {len} bytes at offset {offset} through a file mapping failed \
+                         (file truncated or device error?): {e}"
+                    ),
+                ),
+            ));
+        }
+        Ok(range)
     }
 
     fn take_buf(&self, len: usize) -> Result<PooledBuf, BenchError> {

@@ -119,7 +119,30 @@ pub fn storage_for_data_dir(
         }
         return Ok(Arc::new(S3Storage::new(url?, s3)?));
     }
-    Ok(Arc::new(LocalStorage::with_odirect(".", odirect)))
+    Ok(Arc::new(
+        LocalStorage::with_odirect(".", odirect).with_mmap(!odirect),
+    ))
+}
+
+/// The storage a bench run reads: [`storage_for_data_dir`] with the
+/// workload's `reader.odirect` and `reader.dont_use_mmap`. Local buffered
+/// reads are mapped (DLIO's readers map unless `dont_use_mmap`), except for
+/// `dlio-legacy`, which reproduces pyarrow's `read_table` and so `pread`s
+/// (its `memory_map` defaults to false).
+pub fn storage_for_workload(
+    data_dir: &str,
+    cfg: &crate::config::DlioConfig,
+    reader: crate::reader::ReaderKind,
+    s3: &S3Options,
+) -> Result<Arc<dyn Storage>, BenchError> {
+    if S3Url::parse(data_dir).is_some() {
+        return storage_for_data_dir(data_dir, cfg.odirect, s3);
+    }
+    let mmap =
+        !cfg.odirect && !cfg.dont_use_mmap && reader != crate::reader::ReaderKind::DlioLegacy;
+    Ok(Arc::new(
+        LocalStorage::with_odirect(".", cfg.odirect).with_mmap(mmap),
+    ))
 }
 
 /// `data_dir` without a `file://` scheme (other values unchanged).
