@@ -197,6 +197,11 @@ pub struct Features {
     pub cpu_demand_threads: f64,
     pub read_syscall_bytes: u64,
     pub read_syscall_mib_per_s: f64,
+    /// Bytes a `storprof bench` read beyond what its read syscalls returned:
+    /// read through file mappings (its default for local files), which no
+    /// syscall counter sees. 0 without a bench.
+    #[serde(default)]
+    pub mapped_read_bytes: u64,
     /// Device read bytes attributed to traced processes when the kernel gave
     /// pids, else all device reads (the block layer is system-wide).
     pub device_read_bytes: u64,
@@ -433,9 +438,18 @@ impl Features {
             } else {
                 4096
             };
-        let page_cache_hit_ratio = (read_syscall_bytes > 0).then(|| {
+        let mapped_read_bytes = session
+            .bench
+            .as_ref()
+            .and_then(|b| b.measured.as_ref())
+            .and_then(|m| m.read_bytes)
+            .map_or(0, |bench_read| {
+                bench_read.saturating_sub(read_syscall_bytes)
+            });
+        let app_read_bytes = read_syscall_bytes + mapped_read_bytes;
+        let page_cache_hit_ratio = (app_read_bytes > 0).then(|| {
             let from_storage = device_read_bytes.max(page_cache_miss_bytes) as f64;
-            1.0 - ratio(from_storage, read_syscall_bytes as f64)
+            (1.0 - ratio(from_storage, app_read_bytes as f64)).max(0.0)
         });
 
         let devices: Vec<DeviceFeature> = session
@@ -540,6 +554,7 @@ impl Features {
                 0.0
             },
             read_syscall_bytes,
+            mapped_read_bytes,
             read_syscall_mib_per_s: if duration_s > 0.0 {
                 read_syscall_bytes as f64 / (1 << 20) as f64 / duration_s
             } else {

@@ -152,6 +152,25 @@ mod tests {
         );
     }
 
+    /// A bench that maps its files reads without read syscalls: its own
+    /// byte count stands in, and the headline says how the bytes came.
+    #[test]
+    fn page_cache_served_through_file_mappings() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.9;
+        f.reader_user_share = Some(0.1);
+        f.reader_cache_copy_share = 0.85;
+        f.mapped_read_bytes = 4 << 30;
+        f.page_cache_hit_ratio = Some(1.0);
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::PageCacheServed, "{}", v.headline);
+        assert!(
+            v.headline.contains("4096.0 MiB") && v.headline.contains("file mappings"),
+            "{}",
+            v.headline
+        );
+    }
+
     /// A reader that faults in a fresh buffer per sample spends kernel time
     /// that is its own work, not page-cache serving: it stays cpu-bound even
     /// with less than half its samples in user space.

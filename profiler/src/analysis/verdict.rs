@@ -347,7 +347,9 @@ fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
 fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
     let hit = f.page_cache_hit_ratio.unwrap_or(0.0);
     let util = top_util(f);
-    let fired = f.read_syscall_bytes >= t.page_cache_min_read_bytes
+    let read_bytes = f.read_syscall_bytes + f.mapped_read_bytes;
+    let read_mib = read_bytes as f64 / (1 << 20) as f64;
+    let fired = read_bytes >= t.page_cache_min_read_bytes
         && hit >= t.page_cache_hit_ratio
         && util < t.storage_idle_utilization;
     let copy_cpu = f.reader_on_cpu_share * f.reader_cache_copy_share;
@@ -362,9 +364,9 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
             hit,
             "fraction",
             format!(
-                "{} of {:.1} MiB read through syscalls came from memory ({:.1} MiB from storage)",
+                "{} of {:.1} MiB read came from memory ({:.1} MiB from storage)",
                 pct(hit),
-                f.read_syscall_bytes as f64 / (1 << 20) as f64,
+                read_mib,
                 f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / (1 << 20) as f64
             ),
         ),
@@ -395,10 +397,17 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
         fired,
         score,
         summary: format!(
-            "Served from the page cache: {} of {:.1} MiB read came from memory, {:.1} MiB/s through read syscalls; storage idle: {}",
+            "Served from the page cache: {} of {:.1} MiB read came from memory, {}; storage idle: {}",
             pct(hit),
-            f.read_syscall_bytes as f64 / (1 << 20) as f64,
-            f.read_syscall_mib_per_s,
+            read_mib,
+            if f.mapped_read_bytes > f.read_syscall_bytes {
+                "most through file mappings".to_string()
+            } else {
+                format!(
+                    "{:.1} MiB/s through read syscalls",
+                    f.read_syscall_mib_per_s
+                )
+            },
             storage_phrase(f)
         ),
         evidence,
