@@ -25,6 +25,7 @@ pub mod doctor;
 pub mod merge;
 pub mod output;
 pub mod probes;
+pub mod python;
 pub mod record;
 pub mod session;
 pub mod symbolize;

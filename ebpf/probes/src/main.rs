@@ -11,7 +11,10 @@
 //! Programs:
 //! - `cpu_sample` (perf_event, cpu-clock): samples per (tgid, tid, user stack, kernel stack).
 //!   With `ProbeConfig::stack_bytes` set (`--unwind dwarf`) it also copies the
-//!   task's saved user registers and a user-stack window → `STACK_EVENTS`.
+//!   task's saved user registers and a user-stack window → `STACK_EVENTS`;
+//!   for a process with a registered CPython interpreter (`PY_PROCS`, filled
+//!   by user space, copied to forked children here) it also walks the
+//!   sampled thread's Python frames (bounded) into the same event.
 //! - `sched_switch` (tracepoint): on-CPU time, off-CPU time by state, off-CPU stacks.
 //! - `sched_process_fork/exec/exit` (tracepoints): the traced set follows descendants.
 //! - `sys_enter`/`sys_exit` (raw tracepoints): per-thread per-syscall counts,
@@ -35,10 +38,11 @@ use aya_ebpf::{
     },
 };
 use storprof_common::{
-    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, MAX_STACK_BYTES, OffCpuStart,
-    ProbeConfig, ProcEvent, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey,
-    SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, UserStackHeader, UserStackSample,
-    is_read_family, is_write_family, log2_bucket, lost, offcpu_state, proc_event,
+    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, MAX_PY_FRAMES, MAX_PY_THREADS,
+    MAX_STACK_BYTES, OffCpuStart, PY_NO_OFFSET, ProbeConfig, ProcEvent, PyFrameRecord, PyProcess,
+    SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey,
+    SyscallStart, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, UserStackSample, is_read_family,
+    is_write_family, log2_bucket, lost, offcpu_state, proc_event, py_status, py_tstate,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -137,6 +141,12 @@ static STACK_EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
 /// nest with itself on one CPU, so a slot has one writer at a time.
 #[map]
 static STACK_SCRATCH: Array<UserStackSample> = Array::with_max_entries(1, 0);
+
+/// tgid → its CPython interpreter (runtime address and struct offsets).
+/// Written by user space when it finds an interpreter; copied to forked
+/// children at fork, removed at exec and exit.
+#[map]
+static PY_PROCS: HashMap<u32, PyProcess> = HashMap::with_max_entries(4096, 0);
 
 #[map]
 static PROC_EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
@@ -283,8 +293,13 @@ fn capture_user_stack(key: StackKey, stack_bytes: u32) {
         sp,
         bp: read(PT_REGS_BP),
         len: 0,
-        _pad: 0,
+        py_frames: 0,
+        py_status: py_status::NONE,
     };
+    // SAFETY: `scratch` is this CPU's map value.
+    let (frames, status) = python_frames(key.tgid, key.tid, unsafe { &mut (*scratch).py });
+    header.py_frames = frames;
+    header.py_status = status;
     // Near the top of the stack a long read faults: retry shorter.
     let mut len = stack_bytes;
     for _ in 0..6 {
@@ -310,8 +325,8 @@ fn capture_user_stack(key: StackKey, stack_bytes: u32) {
     unsafe { (*scratch).header = header };
     // The mask (a power of two minus one) bounds the length for the
     // verifier; the check below keeps it inside the scratch value.
-    let total = (core::mem::size_of::<UserStackHeader>() as u32 + header.len) as usize
-        & (2 * MAX_STACK_BYTES as usize - 1);
+    let total =
+        (USER_STACK_PREFIX as u32 + header.len) as usize & (2 * MAX_STACK_BYTES as usize - 1);
     if total > core::mem::size_of::<UserStackSample>() {
         return;
     }
@@ -319,6 +334,89 @@ fn capture_user_stack(key: StackKey, stack_bytes: u32) {
     let bytes = unsafe { core::slice::from_raw_parts(scratch.cast::<u8>(), total) };
     if STACK_EVENTS.output::<[u8]>(bytes, 0).is_err() {
         count_lost(lost::STACK_RINGBUF_FULL);
+    }
+}
+
+/// Reads a `T` from the current task's user memory (None when it faults).
+#[inline(always)]
+fn read_user<T>(addr: u64) -> Option<T> {
+    // SAFETY: a user address read through the checked helper.
+    unsafe { aya_ebpf::helpers::bpf_probe_read_user(addr as *const T) }.ok()
+}
+
+/// The `PyThreadState` of thread `tid`, or 0.
+#[inline(always)]
+fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
+    if py.tstate_mode == py_tstate::GIL_HOLDER {
+        return read_user::<u64>(py.runtime + py.runtime_tstate_current as u64);
+    }
+    let interp = read_user::<u64>(py.runtime + py.runtime_interp_head as u64)?;
+    if interp == 0 {
+        return Some(0);
+    }
+    let mut tstate = read_user::<u64>(interp + py.interp_tstate_head as u64)?;
+    for _ in 0..MAX_PY_THREADS {
+        if tstate == 0 {
+            break;
+        }
+        let native = read_user::<u64>(tstate + py.tstate_native_tid as u64)?;
+        if native == tid as u64 {
+            return Some(tstate);
+        }
+        tstate = read_user::<u64>(tstate + py.tstate_next as u64)?;
+    }
+    Some(0)
+}
+
+/// Walks the Python frames of the sampled thread, innermost first, into
+/// `out`. Returns (frames written, `py_status`).
+#[inline(always)]
+fn python_frames(tgid: u32, tid: u32, out: &mut [PyFrameRecord; MAX_PY_FRAMES]) -> (u16, u16) {
+    // SAFETY: the value is copied out at once.
+    let Some(py) = (unsafe { PY_PROCS.get(tgid) }).copied() else {
+        return (0, py_status::NONE);
+    };
+    let tstate = match python_thread_state(&py, tid) {
+        Some(0) => return (0, py_status::NO_THREAD),
+        Some(t) => t,
+        None => return (0, py_status::READ_FAILED),
+    };
+    let Some(mut frame) = read_user::<u64>(tstate + py.tstate_frame as u64) else {
+        return (0, py_status::READ_FAILED);
+    };
+    if py.cframe_current_frame != PY_NO_OFFSET && frame != 0 {
+        match read_user::<u64>(frame + py.cframe_current_frame as u64) {
+            Some(f) => frame = f,
+            None => return (0, py_status::READ_FAILED),
+        }
+    }
+    let mut count: u16 = 0;
+    for slot in out.iter_mut() {
+        if frame == 0 {
+            return (count, py_status::OK);
+        }
+        let (Some(code), Some(instr)) = (
+            read_user::<u64>(frame + py.frame_code as u64),
+            read_user::<u64>(frame + py.frame_instr as u64),
+        ) else {
+            return (count, py_status::READ_FAILED);
+        };
+        let flag = if py.frame_flag == PY_NO_OFFSET {
+            0
+        } else {
+            read_user::<u8>(frame + py.frame_flag as u64).unwrap_or(0)
+        };
+        *slot = PyFrameRecord::new(code, instr, flag);
+        count += 1;
+        frame = match read_user::<u64>(frame + py.frame_previous as u64) {
+            Some(f) => f,
+            None => return (count, py_status::READ_FAILED),
+        };
+    }
+    if frame == 0 {
+        (count, py_status::OK)
+    } else {
+        (count, py_status::TRUNCATED)
     }
 }
 
@@ -417,6 +515,11 @@ pub fn sched_process_fork(ctx: TracePointContext) -> u32 {
         // SAFETY: a u32 array slot; a racing writer would write the same value.
         unsafe { *slot = 1 };
     }
+    // A forked child runs the parent's interpreter at the same addresses.
+    // SAFETY: the value is copied out at once.
+    if let Some(py) = (unsafe { PY_PROCS.get(tgid) }).copied() {
+        let _ = PY_PROCS.insert(child, py, 0);
+    }
     emit_proc_event(proc_event::FORK, tgid, child, 0);
     0
 }
@@ -436,6 +539,8 @@ pub fn sched_process_exec(_ctx: TracePointContext) -> u32 {
             unsafe { *slot = 1 };
         }
     }
+    // A new image: its interpreter (if any) is registered anew by user space.
+    let _ = PY_PROCS.remove(tgid);
     emit_proc_event(proc_event::EXEC, tgid, pid_tgid as u32, 0);
     0
 }
@@ -454,6 +559,10 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
         // SAFETY: per-tid slot of the exiting thread.
         unsafe { *slot = 0 };
     }
+    if tid != tgid || group_dead_now(&ctx) {
+        // The entry copied at the fork of this thread or process.
+        let _ = PY_PROCS.remove(tid);
+    }
     if tid != tgid {
         // Undo the fork-time mark of a thread's tid.
         if let Some(slot) = TRACED.get_ptr_mut(tid) {
@@ -464,6 +573,11 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     let group_dead: u8 = field(&ctx, 32);
     emit_proc_event(proc_event::EXIT, tgid, tid, group_dead as u32);
     0
+}
+
+#[inline(always)]
+fn group_dead_now(ctx: &TracePointContext) -> bool {
+    field::<u8>(ctx, 32) != 0
 }
 
 /// The pooled statistics of (tid, nr): array lookups only once the thread

@@ -20,8 +20,9 @@ use aya::{
     },
 };
 use storprof_common::{
-    BlockEvent, FLAG_SYSCALL_LATENCY, MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent,
-    SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc, UserStackHeader, lost,
+    BlockEvent, FLAG_SYSCALL_LATENCY, MAX_PY_FRAMES, MAX_STACK_BYTES, OffCpuStart, ProbeConfig,
+    ProcEvent, PyFrameRecord, PyProcess, SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey,
+    ThreadAcc, USER_STACK_PREFIX, UserStackHeader, lost,
 };
 
 use crate::session::model::ProbeStatus;
@@ -173,10 +174,14 @@ impl Default for ProbeOptions {
     }
 }
 
-/// One user-stack sample of the DWARF mode: header and stack window.
+/// One user-stack sample of the DWARF mode: header, Python frames and
+/// stack window.
 #[derive(Clone, Debug)]
 pub struct UserStackEvent {
     pub header: UserStackHeader,
+    /// Python frames the probe read (innermost first; empty when the
+    /// process has no registered interpreter).
+    pub python: Vec<PyFrameRecord>,
     /// `stack[i]` is the byte at `header.sp + i`.
     pub stack: Vec<u8>,
 }
@@ -500,19 +505,40 @@ impl ProbeSet {
 
     /// Hands every pending user-stack sample (DWARF mode) to `f`.
     pub fn drain_user_stacks(&mut self, mut f: impl FnMut(UserStackEvent)) {
-        let header_len = std::mem::size_of::<UserStackHeader>();
         if let Some(ring) = self.stack_events.as_mut() {
             while let Some(item) = ring.next() {
-                let Some(header) = read_pod::<UserStackHeader>(&item) else {
-                    continue;
-                };
-                let end = header_len
-                    .saturating_add(header.len as usize)
-                    .min(item.len());
-                let stack = item.get(header_len..end).unwrap_or_default().to_vec();
-                f(UserStackEvent { header, stack });
+                if let Some(event) = parse_user_stack_event(&item) {
+                    f(event);
+                }
             }
         }
+    }
+
+    /// Registers the CPython interpreter of `tgid` for the probe's Python
+    /// frame walk (forked children inherit it in the kernel).
+    pub fn register_python(&mut self, tgid: u32, py: &PyProcess) -> Result<(), ProbeError> {
+        let map = self
+            .ebpf
+            .map_mut("PY_PROCS")
+            .ok_or(ProbeError::MissingMap("PY_PROCS"))?;
+        let mut procs: HashMap<&mut MapData, u32, PyProcess> =
+            HashMap::try_from(map).map_err(|source| ProbeError::Map {
+                name: "PY_PROCS",
+                source,
+            })?;
+        procs
+            .insert(tgid, *py, 0)
+            .map_err(|source| ProbeError::Map {
+                name: "PY_PROCS",
+                source,
+            })
+    }
+
+    /// True when the kernel holds an interpreter entry for `tgid` (set by
+    /// [`Self::register_python`] or copied at fork).
+    pub fn python_registered(&self, tgid: u32) -> bool {
+        self.hash::<u32, PyProcess>("PY_PROCS")
+            .is_ok_and(|procs| procs.get(&tgid, 0).is_ok())
     }
 
     /// Hands every pending completed block request to `f`.
@@ -632,6 +658,32 @@ pub fn merge_syscall_stats(
         }
     }
     merged.into_iter().collect()
+}
+
+/// Splits one `STACK_EVENTS` record: header, Python frame area, stack window.
+pub fn parse_user_stack_event(item: &[u8]) -> Option<UserStackEvent> {
+    let header = read_pod::<UserStackHeader>(item)?;
+    let header_len = std::mem::size_of::<UserStackHeader>();
+    let frame_len = std::mem::size_of::<PyFrameRecord>();
+    let frames = (header.py_frames as usize).min(MAX_PY_FRAMES);
+    let python = (0..frames)
+        .filter_map(|i| {
+            let at = header_len + i * frame_len;
+            read_pod::<PyFrameRecord>(item.get(at..at + frame_len)?)
+        })
+        .collect();
+    let end = USER_STACK_PREFIX
+        .saturating_add(header.len as usize)
+        .min(item.len());
+    let stack = item
+        .get(USER_STACK_PREFIX.min(end)..end)
+        .unwrap_or_default()
+        .to_vec();
+    Some(UserStackEvent {
+        header,
+        python,
+        stack,
+    })
 }
 
 fn read_pod<T: Copy>(bytes: &[u8]) -> Option<T> {

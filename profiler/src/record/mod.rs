@@ -13,6 +13,7 @@
 pub mod aggregate;
 pub mod args;
 pub mod launch;
+pub mod python;
 pub mod select;
 
 use std::{
@@ -219,16 +220,19 @@ struct Recorder {
     /// DWARF mode only: the unwinder and what it produced.
     unwinder: Option<DwarfUnwinder>,
     dwarf: DwarfSamples,
+    /// DWARF mode only: interpreters of traced processes, Python frames.
+    python: crate::python::PythonResolver,
     /// `--netns`: the namespace's processes, rescanned from the loop.
     selector: Option<select::NetnsSelector>,
 }
 
 /// On-CPU samples unwound in user space: counts per key whose `user_stack`
-/// indexes `chains` (leaf-first instruction pointers).
+/// indexes `chains` (leaf-first instruction pointers, and the Python
+/// frames of the sample).
 #[derive(Default)]
 struct DwarfSamples {
-    chains: Vec<Vec<u64>>,
-    chain_ids: std::collections::HashMap<Vec<u64>, i32>,
+    chains: Vec<(Vec<u64>, python::PythonFrames)>,
+    chain_ids: std::collections::HashMap<(Vec<u64>, python::PythonFrames), i32>,
     counts: BTreeMap<StackKey, u64>,
     /// (tgid, depth, stopped early) → samples.
     depths: BTreeMap<(u32, u32, bool), u64>,
@@ -258,6 +262,7 @@ impl Recorder {
                     self.tracked.insert(child);
                     self.symbolizer.inherit(child, event.tgid);
                     self.symbolizer.snapshot_process(child);
+                    self.inherit_python(child, event.tgid);
                 }
             }
             proc_event::EXEC => {
@@ -265,6 +270,7 @@ impl Recorder {
                 if let Some(unwinder) = self.unwinder.as_mut() {
                     unwinder.forget(event.tgid);
                 }
+                self.python.forget(event.tgid);
                 self.symbolizer.snapshot_process(event.tgid);
                 self.fresh.insert(event.tgid, Instant::now());
             }
@@ -291,6 +297,7 @@ impl Recorder {
             if let Some(unwinder) = self.unwinder.as_mut() {
                 unwinder.forget(tgid);
             }
+            self.detect_python(tgid);
         }
         if self.unwinder.is_some() {
             let mut stacks = Vec::new();
@@ -318,15 +325,14 @@ impl Recorder {
             stack: event.stack,
         };
         let unwound = unwinder.unwind(h.tgid, layout, &sample);
+        let python = self.resolve_python(h.tgid, h.py_status, &event.python);
         let dwarf = &mut self.dwarf;
         let depth = unwound.ips.len() as u32;
         let next_id = dwarf.chains.len() as i32;
-        let id = *dwarf
-            .chain_ids
-            .entry(unwound.ips.clone())
-            .or_insert(next_id);
+        let chain = (unwound.ips, python);
+        let id = *dwarf.chain_ids.entry(chain.clone()).or_insert(next_id);
         if id == next_id {
-            dwarf.chains.push(unwound.ips);
+            dwarf.chains.push(chain);
         }
         let key = StackKey {
             tgid: h.tgid,
@@ -381,6 +387,7 @@ impl Recorder {
             .collect();
         for tgid in live {
             self.symbolizer.snapshot_process(tgid);
+            self.detect_python(tgid);
         }
         Ok(())
     }
@@ -459,6 +466,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         start_mono,
         unwinder: dwarf_mode.then(DwarfUnwinder::new),
         dwarf: DwarfSamples::default(),
+        python: crate::python::PythonResolver::new(),
         selector,
     };
     recorder.add_selected()?;
@@ -481,6 +489,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             recorder.probes.trace_tgid(p)?;
             recorder.tracked.insert(p);
             recorder.symbolizer.snapshot_process(p);
+            recorder.detect_python(p);
         }
     }
 
@@ -764,6 +773,7 @@ fn write_session(
         symbolizer,
         dwarf,
         unwinder,
+        python: python_resolver,
         selector,
         ..
     } = recorder;
@@ -778,28 +788,29 @@ fn write_session(
     symbolizer.kernel_frames(&kernel_ips.into_iter().collect::<Vec<_>>());
     // DWARF-mode on-CPU keys index the unwound chains; the others are
     // kernel stack ids. Off-CPU stacks stay frame-pointer stacks.
-    let mut frames_with = |key: &StackKey, chains: Option<&Vec<Vec<u64>>>| -> Vec<String> {
-        let user_ips = match chains {
-            Some(chains) => usize::try_from(key.user_stack)
-                .ok()
-                .and_then(|i| chains.get(i))
-                .cloned()
-                .unwrap_or_default(),
-            None => probes.stack(key.user_stack),
-        };
-        let mut frames: Vec<String> = symbolizer
-            .user_frames(key.tgid, &user_ips)
-            .into_iter()
-            .rev()
-            .collect();
-        frames.extend(
-            symbolizer
-                .kernel_frames(&probes.stack(key.kernel_stack))
+    let mut frames_with =
+        |key: &StackKey, chains: Option<&Vec<(Vec<u64>, python::PythonFrames)>>| -> Vec<String> {
+            let no_python = python::PythonFrames::new();
+            let (user_ips, python_frames) = match chains {
+                Some(chains) => usize::try_from(key.user_stack)
+                    .ok()
+                    .and_then(|i| chains.get(i))
+                    .map_or((Vec::new(), &no_python), |(ips, py)| (ips.clone(), py)),
+                None => (probes.stack(key.user_stack), &no_python),
+            };
+            let native = symbolizer.user_frames(key.tgid, &user_ips);
+            let mut frames: Vec<String> = python::splice_python(native, python_frames)
                 .into_iter()
-                .rev(),
-        );
-        frames
-    };
+                .rev()
+                .collect();
+            frames.extend(
+                symbolizer
+                    .kernel_frames(&probes.stack(key.kernel_stack))
+                    .into_iter()
+                    .rev(),
+            );
+            frames
+        };
     let comm_of_key = |key: &StackKey| comm_of(key.tgid, key.tid);
     let (oncpu, unwind_entries) = if dwarf_mode {
         let samples: Vec<(StackKey, u64)> = dwarf.counts.iter().map(|(k, v)| (*k, *v)).collect();
@@ -852,7 +863,7 @@ fn write_session(
         }
         .to_string(),
     );
-    let mut notes = Vec::new();
+    let mut notes = python_resolver.notes();
     if let Some(selector) = selector {
         notes.push(format!(
             "processes selected by {}: {} seen",

@@ -1,0 +1,161 @@
+//! Root integration tests of Python frames in DWARF-mode stacks:
+//! `storprof record --unwind dwarf` on tests/python/loader.py (2 forked
+//! workers decoding Parquet with pyarrow and formatting dicts) must show
+//! the worker's Python function with file:line above libpython/pyarrow
+//! native frames and a leaf, in one stack, and stacks several times deeper
+//! than frame-pointer stacks. Skipped, with the reason printed, without
+//! root or without a Python that has pyarrow (CI: the crosscheck venv).
+#![allow(clippy::unwrap_used)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use storprof::session::model::SessionInfo;
+
+const STORPROF: &str = env!("CARGO_BIN_EXE_storprof");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A Python with pyarrow: $STORPROF_PYTHON, the crosscheck venvs, python3.
+fn python_with_pyarrow() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("STORPROF_PYTHON") {
+        candidates.push(p.into());
+    }
+    if let Some(v) = std::env::var_os("STORPROF_VENV") {
+        candidates.push(Path::new(&v).join("bin/python"));
+    }
+    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
+        candidates.push(Path::new(&t).join("venv/bin/python"));
+    }
+    candidates.push(repo().join("target/venv/bin/python"));
+    candidates.push("python3".into());
+    candidates.into_iter().find(|python| {
+        Command::new(python)
+            .args(["-c", "import pyarrow.parquet"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Python version `X.Y` of an interpreter.
+fn python_version(python: &Path) -> String {
+    let out = Command::new(python)
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn record(dir: &Path, unwind: &str, python: &Path, data: &Path, seconds: &str) {
+    let loader = repo().join("tests/python/loader.py");
+    let out = Command::new(STORPROF)
+        .args(["record", "--unwind", unwind, "--output"])
+        .arg(dir)
+        .arg("--")
+        .arg(python)
+        .arg(loader)
+        .arg(data)
+        .arg(seconds)
+        .output()
+        .expect("run storprof record");
+    assert!(
+        out.status.success(),
+        "storprof record failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn session(dir: &Path) -> SessionInfo {
+    let text = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Median user stack depth over the processes that ran the workers.
+fn median_depth(info: &SessionInfo) -> u32 {
+    let unwind = info.unwind.as_ref().expect("unwind stats");
+    unwind
+        .processes
+        .iter()
+        .max_by_key(|p| p.samples)
+        .map_or(0, |p| p.median_depth)
+}
+
+#[test]
+fn loader_workers_show_python_frames_over_native_frames() {
+    if !is_root() {
+        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
+        return;
+    }
+    let Some(python) = python_with_pyarrow() else {
+        eprintln!(
+            "skipped: no Python with pyarrow (set STORPROF_PYTHON, or run scripts/crosscheck.sh to make target/venv)"
+        );
+        return;
+    };
+    let version = python_version(&python);
+    if version != "3.11" && version != "3.10" && version != "3.12" && version != "3.13" {
+        eprintln!(
+            "skipped: {} is Python {version}, not 3.10-3.13",
+            python.display()
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let dwarf = tmp.path().join("dwarf");
+    record(&dwarf, "dwarf", &python, &data, "4");
+    let folded = std::fs::read_to_string(dwarf.join("oncpu.folded")).unwrap();
+    let info = session(&dwarf);
+    let loader_frame = |f: &str| f.contains("/tests/python/loader.py:");
+    let worker_frame = |f: &str| f.starts_with("worker (") && loader_frame(f);
+    let is_native = |f: &str| !f.ends_with("_[k]") && !loader_frame(f) && !f.contains(".py:");
+    // One stack: worker (loader.py:N) above a native libpython/pyarrow
+    // frame, ending in a leaf.
+    let whole = folded.lines().find(|line| {
+        let stack = line.rsplit_once(' ').map_or("", |(s, _)| s);
+        let frames: Vec<&str> = stack.split(';').collect();
+        let Some(w) = frames.iter().position(|f| worker_frame(f)) else {
+            return false;
+        };
+        let below = &frames[w + 1..];
+        below.iter().any(|f| is_native(f) && !f.starts_with('['))
+            && below.last().is_some_and(|leaf| !leaf.is_empty())
+    });
+    assert!(
+        whole.is_some(),
+        "no stack with worker (loader.py:N) over native frames; notes: {:?}\n{folded}",
+        info.notes
+    );
+    // pyarrow's decoding shows as Python frames over the C++ decoder.
+    let arrow_native = folded.lines().any(|line| {
+        line.contains("decode_row_groups (") && (line.contains("parquet") || line.contains("arrow"))
+    });
+    assert!(
+        arrow_native,
+        "no decode_row_groups over parquet/arrow frames:\n{folded}"
+    );
+    assert!(
+        info.notes
+            .iter()
+            .any(|n| n.contains(&format!("CPython {version}"))),
+        "{:?}",
+        info.notes
+    );
+
+    let fp = tmp.path().join("fp");
+    record(&fp, "fp", &python, &data, "2");
+    let (d, f) = (median_depth(&info), median_depth(&session(&fp)));
+    eprintln!("median user stack depth: dwarf {d}, fp {f}");
+    assert!(d >= 3 * f.max(1), "dwarf median depth {d} vs fp {f}");
+}
