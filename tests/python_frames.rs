@@ -3,7 +3,8 @@
 //! workers decoding Parquet with pyarrow and formatting dicts) must show
 //! the worker's Python function with file:line above libpython/pyarrow
 //! native frames and a leaf, in one stack, and stacks several times deeper
-//! than frame-pointer stacks. Skipped, with the reason printed, without
+//! than frame-pointer stacks; and for each CPython 3.10-3.13 found (pyenv),
+//! outer → middle → leaf of tests/python/nested.py. Skipped, with the reason printed, without
 //! root or without a Python that has pyarrow (CI: the crosscheck venv).
 #![allow(clippy::unwrap_used)]
 
@@ -158,4 +159,89 @@ fn loader_workers_show_python_frames_over_native_frames() {
     let (d, f) = (median_depth(&info), median_depth(&session(&fp)));
     eprintln!("median user stack depth: dwarf {d}, fp {f}");
     assert!(d >= 3 * f.max(1), "dwarf median depth {d} vs fp {f}");
+}
+
+/// `outer → middle → leaf` of tests/python/nested.py in this order in one stack.
+fn nested_chain(folded: &str) -> bool {
+    folded.lines().any(|line| {
+        let frames: Vec<&str> = line.split(';').collect();
+        let at = |name: &str| {
+            frames
+                .iter()
+                .position(|f| f.starts_with(name) && f.contains("/tests/python/nested.py:"))
+        };
+        matches!(
+            (at("outer ("), at("middle ("), at("leaf (")),
+            (Some(o), Some(m), Some(l)) if o < m && m < l
+        )
+    })
+}
+
+#[test]
+fn every_supported_cpython_version_shows_its_frames() {
+    if !is_root() {
+        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
+        return;
+    }
+    let nested = repo().join("tests/python/nested.py");
+    let mut tested = 0;
+    for version in ["3.10", "3.11", "3.12", "3.13"] {
+        // pyenv's interpreters, else one on PATH.
+        let pyenv = std::fs::read_dir("/root/.pyenv/versions")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("{version}.")))
+            })
+            .map(|p| p.join("bin/python3"));
+        let python = pyenv.filter(|p| p.exists()).or_else(|| {
+            let name = PathBuf::from(format!("python{version}"));
+            Command::new(&name)
+                .arg("-V")
+                .output()
+                .is_ok_and(|o| o.status.success())
+                .then_some(name)
+        });
+        let Some(python) = python else {
+            eprintln!(
+                "skipped CPython {version}: no interpreter found (pyenv or python{version} on PATH)"
+            );
+            continue;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("session");
+        // Through a shell: python is exec'ed by a traced child, not by storprof.
+        let script = format!("{} {} 1.5; true", python.display(), nested.display());
+        let out = Command::new(STORPROF)
+            .args(["record", "--unwind", "dwarf", "--output"])
+            .arg(&dir)
+            .args(["--", "/bin/sh", "-c", &script])
+            .output()
+            .expect("run storprof record");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let folded = std::fs::read_to_string(dir.join("oncpu.folded")).unwrap();
+        let info = session(&dir);
+        assert!(
+            nested_chain(&folded),
+            "CPython {version}: no outer;middle;leaf stack; notes {:?}\n{folded}",
+            info.notes
+        );
+        assert!(
+            info.notes
+                .iter()
+                .any(|n| n.contains(&format!("CPython {version} "))),
+            "{:?}",
+            info.notes
+        );
+        tested += 1;
+    }
+    eprintln!("{tested} CPython versions tested");
 }
