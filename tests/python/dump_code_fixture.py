@@ -56,6 +56,7 @@ def entry(code):
         "code_addr": id(code),
         "code_bytes": raw(id(code), 256),
         "name_addr": id(code.co_name),
+        "qualname_addr": id(code.co_qualname) if sys.version_info >= (3, 11) else None,
         "name_bytes": string_bytes(code.co_name),
         "filename_addr": id(code.co_filename),
         "linetable_addr": id(code.co_linetable),

@@ -138,6 +138,8 @@ pub struct CodeFields {
     pub firstlineno: i32,
     pub filename: u64,
     pub name: u64,
+    /// `co_qualname`, when the version has one.
+    pub qualname: Option<u64>,
     pub linetable: u64,
 }
 
@@ -160,6 +162,10 @@ pub fn parse_code(code: &CodeOffsets, bytes: &[u8]) -> Option<CodeFields> {
         firstlineno: i32_at(bytes, code.firstlineno)?,
         filename: u64_at(bytes, code.filename)?,
         name: u64_at(bytes, code.name)?,
+        qualname: match code.qualname {
+            Some(at) => Some(u64_at(bytes, at)?),
+            None => None,
+        },
         linetable: u64_at(bytes, code.linetable)?,
     })
 }

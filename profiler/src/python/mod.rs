@@ -45,6 +45,7 @@ mod fixture_tests {
             let fields = decode::parse_code(&table.code, &code_bytes).unwrap();
             assert_eq!(fields.name, f["name_addr"].as_u64().unwrap(), "{version}");
             assert_eq!(fields.filename, f["filename_addr"].as_u64().unwrap());
+            assert_eq!(fields.qualname, f["qualname_addr"].as_u64());
             assert_eq!(fields.linetable, f["linetable_addr"].as_u64().unwrap());
             assert_eq!(
                 fields.firstlineno as i64,

@@ -45,6 +45,9 @@ pub struct CodeOffsets {
     pub firstlineno: u64,
     pub filename: u64,
     pub name: u64,
+    /// `co_qualname` (3.11+: `Class.method`, `f.<locals>.g`), shown
+    /// instead of `co_name` when present, as py-spy does.
+    pub qualname: Option<u64>,
     pub linetable: u64,
     /// Inline bytecode (`co_code_adaptive`); unused in 3.10.
     pub code_units: u64,
@@ -113,6 +116,7 @@ pub const VERSIONS: &[VersionOffsets] = &[
             firstlineno: 40,
             filename: 104,
             name: 112,
+            qualname: None,
             linetable: 120,
             code_units: 0,
             ascii_size: 48,
@@ -142,6 +146,7 @@ pub const VERSIONS: &[VersionOffsets] = &[
             firstlineno: 72,
             filename: 112,
             name: 120,
+            qualname: Some(128),
             linetable: 136,
             code_units: 184,
             ascii_size: 48,
@@ -171,6 +176,7 @@ pub const VERSIONS: &[VersionOffsets] = &[
             firstlineno: 68,
             filename: 112,
             name: 120,
+            qualname: Some(128),
             linetable: 136,
             code_units: 192,
             ascii_size: 40,
@@ -199,6 +205,7 @@ pub const VERSIONS: &[VersionOffsets] = &[
             firstlineno: 68,
             filename: 112,
             name: 120,
+            qualname: Some(128),
             linetable: 136,
             code_units: 200,
             ascii_size: 40,

@@ -423,7 +423,11 @@ fn read_code(memory: &ProcessMemory, interp: &Interpreter, addr: u64) -> Option<
     }
     let header = memory.read(addr, decode::code_header_len(code))?;
     let fields = decode::parse_code(code, &header)?;
-    let name = read_string(memory, code, fields.name)?;
+    let name = match fields.qualname {
+        Some(qualname) => read_string(memory, code, qualname)
+            .or_else(|| read_string(memory, code, fields.name))?,
+        None => read_string(memory, code, fields.name)?,
+    };
     let filename = read_string(memory, code, fields.filename)?;
     let table_header = memory.read(fields.linetable, decode::bytes_data_offset())?;
     let table_len = decode::bytes_len(&table_header)?.min(MAX_OBJECT_BYTES);

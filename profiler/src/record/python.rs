@@ -67,11 +67,49 @@ impl Recorder {
 }
 
 /// The native frames (leaf first) with each `_PyEval_EvalFrameDefault`
-/// replaced by the Python frames it was running.
+/// replaced by the Python frames it was running. Perf-map trampolines of
+/// `-X perf` (3.12+, `py::function:file`) say the same as the spliced
+/// frames and are dropped then; without Python frames (an unsupported
+/// version) they are what names the Python code, and stay.
 pub fn splice_python(native: Vec<String>, python: &PythonFrames) -> Vec<String> {
     if python.is_empty() {
         return native;
     }
+    let native: Vec<String> = native
+        .into_iter()
+        .filter(|frame| !frame.starts_with(PERF_MAP_PYTHON_PREFIX))
+        .collect();
     let groups = decode::group_by_eval_call(python);
     decode::splice(&native, &groups)
+}
+
+/// Prefix of CPython's perf-map entries (`-X perf`).
+const PERF_MAP_PYTHON_PREFIX: &str = "py::";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_map_trampolines_give_way_to_spliced_frames() {
+        let native: Vec<String> = [
+            "leaf_c",
+            "_PyEval_EvalFrameDefault",
+            "py::f:/x.py",
+            "_PyEval_EvalFrameDefault",
+            "py::main:/x.py",
+            "main",
+        ]
+        .map(String::from)
+        .to_vec();
+        let python: PythonFrames = vec![
+            ("f (/x.py:3)".to_string(), FrameRole::Entry),
+            ("main (/x.py:9)".to_string(), FrameRole::Entry),
+        ];
+        assert_eq!(
+            splice_python(native.clone(), &python),
+            ["leaf_c", "f (/x.py:3)", "main (/x.py:9)", "main"]
+        );
+        assert_eq!(splice_python(native.clone(), &Vec::new()), native);
+    }
 }
