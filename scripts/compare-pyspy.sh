@@ -72,28 +72,46 @@ PYEOF
 
 # 2. Overhead: items processed in $SECS s, plain vs recorded, runs interleaved.
 # Throughput is wall-clock work and suffers from any other load on the
-# machine; CPU per item (workload + storprof, user + sys, from `time`)
-# counts what recording costs in CPU and is steadier on a shared machine.
-run() {   # CMD... → "items cpu_seconds"
+# machine; CPU per item (workload + storprof, user + sys, from `time`) counts
+# what recording costs in CPU; the recorder's own CPU (its `time` minus the
+# CPU the workload reports for itself) is the steadiest on a shared machine.
+run() {   # CMD... → "items cpu_seconds workload_cpu_seconds"
     local TIMEFORMAT='%U %S'
     { time "$@" > "$WORK/run.out" 2> /dev/null; } 2> "$WORK/run.time"
     awk -v items="$(sed -n 's/.*workers, \([0-9]*\) items.*/\1/p' "$WORK/run.out")" \
-        '{ print items, $1 + $2 }' "$WORK/run.time"
+        -v own="$(sed -n 's/.*total cpu \([0-9.]*\) s.*/\1/p' "$WORK/run.out")" \
+        '{ print items, $1 + $2, own }' "$WORK/run.time"
 }
-plain=(); dwarf=(); plain_cpu=(); dwarf_cpu=()
+per_item() { awk -v n="$1" -v c="$2" 'BEGIN { printf "%.1f", 1e6 * c / n }'; }
+plain=(); dwarf=(); plain_cpu=(); dwarf_cpu=(); recorder=()
 for i in $(seq "$RUNS"); do
-    read -r n c < <(run "$PY" "$LOADER" "$WORK/data" "$SECS")
-    plain+=("$n"); plain_cpu+=("$(awk -v n="$n" -v c="$c" 'BEGIN { printf "%.1f", 1e6 * c / n }')")
-    read -r n c < <(run "$STORPROF" record --unwind dwarf --freq 99 --output "$WORK/o$i" \
+    read -r n c _ < <(run "$PY" "$LOADER" "$WORK/data" "$SECS")
+    plain+=("$n"); plain_cpu+=("$(per_item "$n" "$c")")
+    read -r n c own < <(run "$STORPROF" record --unwind dwarf --freq 99 --output "$WORK/o$i" \
         -- "$PY" "$LOADER" "$WORK/data" "$SECS")
-    dwarf+=("$n"); dwarf_cpu+=("$(awk -v n="$n" -v c="$c" 'BEGIN { printf "%.1f", 1e6 * c / n }')")
+    dwarf+=("$n"); dwarf_cpu+=("$(per_item "$n" "$c")")
+    recorder+=("$(awk -v c="$c" -v o="$own" 'BEGIN { printf "%.1f", 100 * (c - o) / o }')")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 mp=$(median "${plain[@]}"); md=$(median "${dwarf[@]}")
-cp_=$(median "${plain_cpu[@]}"); cd_=$(median "${dwarf_cpu[@]}")
+cp_=$(median "${plain_cpu[@]}"); cd_=$(median "${dwarf_cpu[@]}"); mr=$(median "${recorder[@]}")
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo "items in ${SECS} s:       plain ${plain[*]} (median $mp); storprof --unwind dwarf 99 Hz ${dwarf[*]} (median $md)"
 echo "CPU us per item:        plain ${plain_cpu[*]} (median $cp_); storprof --unwind dwarf 99 Hz ${dwarf_cpu[*]} (median $cd_)"
-awk -v p="$mp" -v d="$md" -v cp="$cp_" -v cd="$cd_" 'BEGIN {
-    printf "dwarf-mode overhead at 99 Hz: throughput %.1f%%, CPU per item %.1f%% (goal < 5%%)\n",
-        100 * (p - d) / p, 100 * (cd - cp) / cp }'
+echo "recorder CPU / workload CPU, %: ${recorder[*]} (median $mr; storprof's user space incl. start-up and symbolization)"
+awk -v p="$mp" -v d="$md" -v cp="$cp_" -v cd="$cd_" -v r="$mr" 'BEGIN {
+    printf "dwarf-mode overhead at 99 Hz: throughput %.1f%%, CPU per item %.1f%%, recorder CPU %.1f%% of the workload'"'"'s (goal < 5%%)\n",
+        100 * (p - d) / p, 100 * (cd - cp) / cp, r }'
+
+# 3. Probe cost per sample (kernel.bpf_stats_enabled for one recorded run).
+stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
+echo 1 > /proc/sys/kernel/bpf_stats_enabled
+"$STORPROF" record --unwind dwarf --freq 99 --output "$WORK/stats" \
+    -- "$PY" "$LOADER" "$WORK/data" "$SECS" > /dev/null 2>&1 &
+rec=$!
+sleep $(( SECS / 2 + 1 ))
+bpftool prog show name cpu_sample 2> /dev/null \
+    | sed -n 's/.*run_time_ns \([0-9]*\) run_cnt \([0-9]*\).*/\1 \2/p' \
+    | awk '{ printf "cpu_sample (dwarf mode, Python walk): %d runs, %.1f us per run (all CPUs, traced or not)\n", $2, $1 / $2 / 1000 }'
+wait "$rec" || true
+echo "$stats_was" > /proc/sys/kernel/bpf_stats_enabled
