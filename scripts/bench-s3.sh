@@ -2,25 +2,27 @@
 # S3 read throughput, side by side in one run (issue 5): a loopback S3 server,
 # a flux dataset generated into it with `storprof datagen --data-dir s3://...`,
 # then per round:
-#   peer:  the server's best GET throughput, N parallel ranged GETs by curl
-#          over every object (N = PARALLEL)
+#   peer:  the server's best GET throughput: every object fetched with N
+#          parallel ranged curl GETs, for each N in CURL_PARALLEL; best N kept
 #   ours:  `storprof bench --reader raw --accelerators 1 --computation-time 0`
-#          measured MiB/s from summary.json
+#          for each S3 setting in OURS ("default" = storprof's defaults, or
+#          "PART_MIB:PARALLEL_GETS"), measured MiB/s from summary.json
+# The summary prints medians and each setting's share of curl's best.
 # Usage: scripts/bench-s3.sh [FILES] [ROWS_PER_FILE] [ROUNDS]
 # Env: SERVER=moto (default, preinstalled) | s3rver (npm install s3rver@3.7.1 into
 # /work/s3rver; ~2x faster for GETs, see shared/reference/parquet-s3.md §3),
-# PARALLEL (default 4), READ_THREADS (default 2), S3_PART_MIB (our part size,
-# default 16; moto copies the whole object for every ranged GET, so fewer,
-# larger parts favour it).
+# CURL_PARALLEL (default "1 2 4 8"), READ_THREADS (default 2),
+# OURS (default "default 16:8"), EXTRA (more bench flags, e.g. "--param reader.prefetch_workers=2").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FILES=${1:-2}
 ROWS=${2:-96}
 ROUNDS=${3:-3}
 SERVER=${SERVER:-moto}
-PARALLEL=${PARALLEL:-4}
+CURL_PARALLEL=${CURL_PARALLEL:-1 2 4 8}
 RT=${READ_THREADS:-2}
-PART=${S3_PART_MIB:-16}
+OURS=${OURS:-default 16:8}
+EXTRA=${EXTRA:-}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target-bench}
 BIN=$CARGO_TARGET_DIR/release/storprof
 STORPROF_SKIP_EBPF=1 cargo build -q --release -p storprof || { [ -x "$BIN" ] && echo "build failed: using the existing $BIN" >&2; }
@@ -48,15 +50,14 @@ echo "== $SERVER on $EP; datagen $FILES flux files x $ROWS rows into s3://bench/
 nice "$BIN" datagen --workload flux --data-dir s3://bench/ds --s3-endpoint "$EP" --client-memory-gb 1 "${P[@]}" | tail -n 2
 KEYS=$(curl -s "$EP/bench?list-type=2&prefix=ds/flux/train/" | grep -o '<Key>[^<]*</Key>' | sed 's/<[^>]*>//g')
 LOG=$WORK/figures
-for i in $(seq "$ROUNDS"); do
-  echo "== round $i"
-  # Peer: every object in PARALLEL ranged GETs at once (one object at a time).
-  total=0; s=$(date +%s.%N)
+curl_all() { # $1 = ranged GETs in flight per object
+  local n=$1 total=0 s e size part a b k j pids
+  s=$(date +%s.%N)
   for k in $KEYS; do
     size=$(curl -sI "$EP/bench/$k" | tr -d '\r' | awk 'tolower($1)=="content-length:"{print $2}')
-    part=$(( (size + PARALLEL - 1) / PARALLEL ))
+    part=$(( (size + n - 1) / n ))
     pids=()
-    for j in $(seq 0 $((PARALLEL - 1))); do
+    for j in $(seq 0 $((n - 1))); do
       a=$((j * part)); b=$(( (j + 1) * part - 1 )); [ $b -ge $size ] && b=$((size - 1))
       curl -s -o /dev/null -r "$a-$b" "$EP/bench/$k" & pids+=($!)
     done
@@ -64,23 +65,38 @@ for i in $(seq "$ROUNDS"); do
     total=$((total + size))
   done
   e=$(date +%s.%N)
-  curl_mibs=$(python3 -c "print(f'{$total/($e-$s)/2**20:.1f}')")
-  echo "  curl x$PARALLEL ranged GETs: $curl_mibs MiB/s"
-  echo "curl $curl_mibs" >> "$LOG"
-  R=$WORK/results-$i
-  nice "$BIN" bench --workload flux --data-dir s3://bench/ds --s3-endpoint "$EP" --accelerators 1 \
-    --computation-time 0 --reader raw --s3-part-mib "$PART" --results-dir "$R" "${P[@]}" > "$WORK/bench-$i.log"
-  ours=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['measured']; print(f\"{m['read_MiB_per_second']:.1f}\")" "$R/summary.json")
-  echo "  storprof bench raw, 1 accelerator, $RT read threads: $ours MiB/s (measured)"
-  echo "raw $ours" >> "$LOG"
+  python3 -c "print(f'{$total/($e-$s)/2**20:.1f}')"
+}
+for i in $(seq "$ROUNDS"); do
+  echo "== round $i"
+  for n in $CURL_PARALLEL; do
+    v=$(curl_all "$n"); echo "  curl x$n ranged GETs per object: $v MiB/s"; echo "curl_x$n $v" >> "$LOG"
+  done
+  for cfg in $OURS; do
+    flags=()
+    if [ "$cfg" != default ]; then flags=(--s3-part-mib "${cfg%%:*}" --s3-parallel-gets "${cfg##*:}"); fi
+    R=$WORK/results-$i-${cfg/:/_}
+    # shellcheck disable=SC2086
+    nice "$BIN" bench --workload flux --data-dir s3://bench/ds --s3-endpoint "$EP" --accelerators 1 \
+      --computation-time 0 --reader raw "${flags[@]}" --results-dir "$R" "${P[@]}" $EXTRA > "$WORK/bench-$i.log"
+    ours=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['measured']; print(f\"{m['read_MiB_per_second']:.1f}\")" "$R/summary.json")
+    echo "  storprof bench raw ($cfg), 1 accelerator, $RT read threads: $ours MiB/s (measured)"
+    echo "raw_$cfg $ours" >> "$LOG"
+  done
 done
 uptime
+grep '\[STORPROF\] Requests' "$WORK"/bench-*.log | tail -n 1 || true
 python3 - "$LOG" <<'PY'
 import sys, statistics
 runs = {}
 for line in open(sys.argv[1]):
     k, v = line.split(); runs.setdefault(k, []).append(float(v))
+med = {k: statistics.median(v) for k, v in runs.items()}
 for k, v in runs.items():
-    print(f"{k:5s} median {statistics.median(v):.1f} MiB/s [{min(v):.1f}..{max(v):.1f}]")
-print(f"raw / curl: {statistics.median(runs['raw'])/statistics.median(runs['curl'])*100:.0f}%")
+    print(f"{k:14s} median {med[k]:8.1f} MiB/s [{min(v):.1f}..{max(v):.1f}]")
+best = max((k for k in med if k.startswith("curl")), key=med.get)
+print(f"best curl: {best} at {med[best]:.1f} MiB/s")
+for k in med:
+    if k.startswith("raw_"):
+        print(f"{k} / best curl: {med[k]/med[best]*100:.0f}%")
 PY

@@ -31,10 +31,11 @@ pub struct S3Args {
     /// S3 region (default: AWS_REGION, else us-east-1).
     #[arg(long)]
     pub s3_region: Option<String>,
-    /// Ranged GETs in flight per read (s3dlio's prefetch_workers) [default: 8].
+    /// Part GETs in flight per storage read [default: 4] (reads in flight
+    /// per read thread: --param reader.prefetch_workers=N).
     #[arg(long)]
     pub s3_parallel_gets: Option<usize>,
-    /// Reads larger than this many MiB are split into parallel parts [default: 16].
+    /// Reads larger than this many MiB are split into parallel parts [default: 128].
     #[arg(long)]
     pub s3_part_mib: Option<usize>,
 }

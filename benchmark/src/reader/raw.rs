@@ -15,10 +15,14 @@ use crate::{
     storage::Storage,
 };
 
-/// Per-file footer cache: the footer is read and parsed once per file.
+/// Per-file footer cache: the footer is read and parsed once per file, also
+/// when several read threads ask for it at once (the others wait for it).
 pub(crate) struct LayoutCache<L> {
-    map: Mutex<HashMap<String, Arc<L>>>,
+    map: Mutex<HashMap<String, LayoutSlot<L>>>,
 }
+
+/// One file's layout once loaded; locked while it loads.
+type LayoutSlot<L> = Arc<Mutex<Option<Arc<L>>>>;
 
 impl<L> LayoutCache<L> {
     pub(crate) fn new() -> Self {
@@ -34,17 +38,23 @@ impl<L> LayoutCache<L> {
         stats: &mut ReadStats,
         load: impl FnOnce() -> Result<(L, u64), BenchError>,
     ) -> Result<Arc<L>, BenchError> {
-        if let Some(l) = self.map.lock().unwrap_or_else(|e| e.into_inner()).get(file) {
+        let slot = self
+            .map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(file.to_owned())
+            .or_default()
+            .clone();
+        // Held while loading: other threads asking for this file wait here.
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = slot.as_ref() {
             return Ok(l.clone());
         }
         let (l, read) = crate::storage::metadata_reads(load)?;
         stats.bytes_read += read;
         stats.requests += 1;
         let l = Arc::new(l);
-        self.map
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(file.to_owned(), l.clone());
+        *slot = Some(l.clone());
         Ok(l)
     }
 }
