@@ -151,6 +151,7 @@ impl TestHosts {
     /// `cgroup.procs` path.
     fn throttle(&mut self, path: &Path, bytes_per_sec: u64) -> PathBuf {
         let dev = fs::metadata(path).unwrap().dev();
+        let disk = whole_disk(libc::major(dev), libc::minor(dev));
         let dir = PathBuf::from(format!(
             "/sys/fs/cgroup/blkio/storprof-multihost-{}",
             std::process::id()
@@ -159,9 +160,14 @@ impl TestHosts {
         self.cgroup = Some(dir.clone());
         fs::write(
             dir.join("blkio.throttle.read_bps_device"),
-            format!("{}:{} {bytes_per_sec}", libc::major(dev), libc::minor(dev)),
+            format!("{disk} {bytes_per_sec}"),
         )
-        .unwrap();
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot throttle reads of {disk} (the disk under {}): {e}",
+                path.display()
+            )
+        });
         dir.join("cgroup.procs")
     }
 
@@ -189,6 +195,18 @@ impl TestHosts {
             let _ = fs::write("/etc/hosts", strip_marked(&hosts));
         }
     }
+}
+
+/// `MAJ:MIN` of the whole disk holding device `major:minor` (blkio
+/// throttles disks, not partitions).
+fn whole_disk(major: u32, minor: u32) -> String {
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    if sys.join("partition").exists()
+        && let Ok(parent) = fs::read_to_string(sys.join("../dev"))
+    {
+        return parent.trim().to_string();
+    }
+    format!("{major}:{minor}")
 }
 
 fn strip_marked(hosts: &str) -> String {
