@@ -2,10 +2,11 @@
 //! `storprof record --unwind dwarf` on tests/python/loader.py (2 forked
 //! workers decoding Parquet with pyarrow and formatting dicts) must show
 //! the worker's Python function with file:line above libpython/pyarrow
-//! native frames and a leaf, in one stack, and stacks several times deeper
-//! than frame-pointer stacks; and for each CPython 3.10-3.13 found (pyenv),
-//! outer → middle → leaf of tests/python/nested.py. Skipped, with the reason printed, without
-//! root or without a Python that has pyarrow (CI: the crosscheck venv).
+//! native frames and a leaf, in one stack; stacks several times deeper
+//! than frame-pointer stacks; off-CPU stacks with Python frames. And for
+//! each CPython 3.10-3.13 found (pyenv): outer → middle → leaf of
+//! tests/python/nested.py. Skipped, with the reason printed, without root
+//! or without a Python that has pyarrow (CI: the crosscheck venv).
 #![allow(clippy::unwrap_used)]
 
 use std::{
@@ -151,6 +152,21 @@ fn loader_workers_show_python_frames_over_native_frames() {
             .iter()
             .any(|n| n.contains(&format!("CPython {version}"))),
         "{:?}",
+        info.notes
+    );
+
+    // Off-CPU: the parent waits for its workers' results in main()
+    // (loader.py), blocked in the kernel.
+    let offcpu = std::fs::read_to_string(dwarf.join("offcpu.folded")).unwrap();
+    let waiting = offcpu.lines().any(|line| {
+        let stack = line.rsplit_once(' ').map_or("", |(s, _)| s);
+        stack.contains("main (")
+            && stack.contains("/tests/python/loader.py:")
+            && stack.ends_with("_[k]")
+    });
+    assert!(
+        waiting,
+        "no off-CPU stack of main (loader.py:N) into the kernel; notes {:?}\n{offcpu}",
         info.notes
     );
 

@@ -166,6 +166,31 @@ impl PyFrameRecord {
     }
 }
 
+/// An off-CPU interval of a Python thread (DWARF mode): taken at switch-out
+/// (the Python frames, stack ids and time), sent at switch-in with the time
+/// blocked (ring buffer `PY_OFFCPU_EVENTS`, the whole struct).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct PyOffCpuSample {
+    pub tgid: u32,
+    pub tid: u32,
+    pub user_stack: i32,
+    pub kernel_stack: i32,
+    /// Switch-out time.
+    pub ts_out: u64,
+    /// Time off the CPU (filled at switch-in).
+    pub blocked_ns: u64,
+    /// `offcpu_state` index.
+    pub state: u32,
+    pub py_frames: u16,
+    pub py_status: u16,
+    pub py: [PyFrameRecord; MAX_PY_FRAMES],
+}
+const _: () = assert!(
+    core::mem::size_of::<PyOffCpuSample>()
+        == 40 + MAX_PY_FRAMES * core::mem::size_of::<PyFrameRecord>()
+);
+
 /// Per-CPU scratch of the probe: a header, the Python frame area (always
 /// sent whole) and the largest stack window.
 #[repr(C)]

@@ -16,6 +16,9 @@
 //!   by user space, copied to forked children here) it also walks the
 //!   sampled thread's Python frames (bounded) into the same event.
 //! - `sched_switch` (tracepoint): on-CPU time, off-CPU time by state, off-CPU stacks.
+//! - `offcpu_python` (tracepoint sched_switch, DWARF mode only): Python frames
+//!   of registered interpreters' threads at switch-out, sent with the time
+//!   blocked at switch-in → `PY_OFFCPU_EVENTS`.
 //! - `sched_process_fork/exec/exit` (tracepoints): the traced set follows descendants.
 //! - `sys_enter`/`sys_exit` (raw tracepoints): per-thread per-syscall counts,
 //!   latency histogram, bytes of the read/write families.
@@ -39,10 +42,11 @@ use aya_ebpf::{
 };
 use storprof_common::{
     BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, MAX_PY_FRAMES, MAX_PY_THREADS,
-    MAX_STACK_BYTES, OffCpuStart, PY_NO_OFFSET, ProbeConfig, ProcEvent, PyFrameRecord, PyProcess,
-    SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey,
-    SyscallStart, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, UserStackSample, is_read_family,
-    is_write_family, log2_bucket, lost, offcpu_state, proc_event, py_status, py_tstate,
+    MAX_STACK_BYTES, OffCpuStart, PY_NO_OFFSET, ProbeConfig, ProcEvent, PyFrameRecord,
+    PyOffCpuSample, PyProcess, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS,
+    StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, USER_STACK_PREFIX, UserStackHeader,
+    UserStackSample, is_read_family, is_write_family, log2_bucket, lost, offcpu_state, proc_event,
+    py_status, py_tstate,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -147,6 +151,27 @@ static STACK_SCRATCH: Array<UserStackSample> = Array::with_max_entries(1, 0);
 /// children at fork, removed at exec and exit.
 #[map]
 static PY_PROCS: HashMap<u32, PyProcess> = HashMap::with_max_entries(4096, 0);
+
+/// tid → its Python frames and stack ids at switch-out, until switch-in.
+#[map]
+static PY_OFFCPU: HashMap<u32, PyOffCpuSample> = HashMap::with_max_entries(4096, 0);
+
+/// tid → 1 while it has an entry in `PY_OFFCPU` (an array: the switch-in
+/// check of every task costs one load, no hashing).
+#[map]
+static PY_OFFCPU_PENDING: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// Where an off-CPU Python sample is assembled (too large for the BPF stack).
+#[map]
+static PY_OFFCPU_SCRATCH: PerCpuArray<PyOffCpuSample> = PerCpuArray::with_max_entries(1, 0);
+
+/// Off-CPU intervals of Python threads with their frames.
+#[map]
+static PY_OFFCPU_EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
+
+/// Off-CPU Python samples lost: [0] `PY_OFFCPU` full, [1] ring buffer full.
+#[map]
+static PY_OFFCPU_LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(2, 0);
 
 #[map]
 static PROC_EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
@@ -482,6 +507,84 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
                 };
                 add_to(&OFFCPU_STACKS, &key, blocked, lost::OFFCPU_MAP_FULL);
             }
+        }
+    }
+    0
+}
+
+#[inline(always)]
+fn count_py_offcpu_lost(index: u32) {
+    if let Some(counter) = PY_OFFCPU_LOST.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot; programs do not nest on one CPU for this hook.
+        unsafe { *counter += 1 };
+    }
+}
+
+#[tracepoint]
+pub fn offcpu_python(ctx: TracePointContext) -> u32 {
+    // Same format as `sched_switch`.
+    let now = now_ns();
+    let prev_tid: u32 = field(&ctx, 24);
+    let prev_state: i64 = field(&ctx, 32);
+    let next_tid: u32 = field(&ctx, 56);
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+
+    // SAFETY (PY_PROCS.get): the lookup result is only tested.
+    if prev_tid != 0
+        && is_traced(tgid)
+        && unsafe { PY_PROCS.get(tgid) }.is_some()
+        && let Some(scratch) = PY_OFFCPU_SCRATCH.get_ptr_mut(0)
+    {
+        // SAFETY: this CPU's scratch value.
+        let (frames, status) = python_frames(tgid, prev_tid, unsafe { &mut (*scratch).py });
+        if frames > 0 {
+            let (user_stack, kernel_stack) = stack_ids(&ctx);
+            // SAFETY: as above.
+            unsafe {
+                (*scratch).tgid = tgid;
+                (*scratch).tid = prev_tid;
+                (*scratch).user_stack = user_stack;
+                (*scratch).kernel_stack = kernel_stack;
+                (*scratch).ts_out = now;
+                (*scratch).blocked_ns = 0;
+                (*scratch).state = offcpu_state::from_prev_state(prev_state) as u32;
+                (*scratch).py_frames = frames;
+                (*scratch).py_status = status;
+            }
+            // By reference: a copy of the value would not fit the BPF stack.
+            #[allow(clippy::needless_borrows_for_generic_args)]
+            // SAFETY: as above; the map copies the value.
+            let inserted = PY_OFFCPU.insert(prev_tid, unsafe { &*scratch }, 0).is_ok();
+            if inserted {
+                if let Some(pending) = PY_OFFCPU_PENDING.get_ptr_mut(prev_tid) {
+                    // SAFETY: per-tid slot of the thread leaving this CPU.
+                    unsafe { *pending = 1 };
+                }
+            } else {
+                count_py_offcpu_lost(0);
+            }
+        }
+    }
+
+    if next_tid != 0
+        && let Some(pending) = PY_OFFCPU_PENDING.get_ptr_mut(next_tid)
+        // SAFETY: per-tid slot of the thread being switched in here.
+        && unsafe { *pending } != 0
+    {
+        // SAFETY: as above.
+        unsafe { *pending = 0 };
+        if let Some(entry) = PY_OFFCPU.get_ptr_mut(next_tid) {
+            // SAFETY: the entry of `next_tid`, written only at its switch-out.
+            unsafe {
+                (*entry).blocked_ns = now.saturating_sub((*entry).ts_out);
+                if PY_OFFCPU_EVENTS
+                    .output::<PyOffCpuSample>(&*entry, 0)
+                    .is_err()
+                {
+                    count_py_offcpu_lost(1);
+                }
+            }
+            let _ = PY_OFFCPU.remove(next_tid);
         }
     }
     0

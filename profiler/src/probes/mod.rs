@@ -21,8 +21,8 @@ use aya::{
 };
 use storprof_common::{
     BlockEvent, FLAG_SYSCALL_LATENCY, MAX_PY_FRAMES, MAX_STACK_BYTES, OffCpuStart, ProbeConfig,
-    ProcEvent, PyFrameRecord, PyProcess, SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey,
-    ThreadAcc, USER_STACK_PREFIX, UserStackHeader, lost,
+    ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess, SYSCALL_SLOT_ENTRIES, StackKey,
+    SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, lost,
 };
 
 use crate::session::model::ProbeStatus;
@@ -42,6 +42,8 @@ pub mod family {
     /// requests are attributed to the issuing task.
     pub const BLOCK_SUBMITTER: &str = "block_submitter";
     pub const PAGE_CACHE: &str = "page_cache";
+    /// Python frames of off-CPU intervals (DWARF mode only).
+    pub const PYTHON_OFFCPU: &str = "python_offcpu";
 }
 
 /// Tracepoint fields the probes read at fixed offsets: (category, event,
@@ -80,6 +82,11 @@ pub const PROGRAMS: &[(&str, &str, Attach)] = &[
     (
         "sched_switch",
         family::SCHED,
+        Attach::TracePoint("sched", "sched_switch"),
+    ),
+    (
+        "offcpu_python",
+        family::PYTHON_OFFCPU,
         Attach::TracePoint("sched", "sched_switch"),
     ),
     (
@@ -203,6 +210,7 @@ pub struct ProbeSet {
     proc_events: Option<RingBuf<MapData>>,
     block_events: Option<RingBuf<MapData>>,
     stack_events: Option<RingBuf<MapData>>,
+    py_offcpu_events: Option<RingBuf<MapData>>,
     /// Per family: did it attach, and if not why.
     pub status: Vec<ProbeStatus>,
     options: ProbeOptions,
@@ -272,6 +280,7 @@ impl ProbeSet {
             .map_max_entries("OFFCPU_START", pid_slots)
             .map_max_entries("SYSCALL_START", pid_slots)
             .map_max_entries("SYSCALL_THREAD", pid_slots)
+            .map_max_entries("PY_OFFCPU_PENDING", pid_slots)
             // One stack scratch slot per possible CPU, ~64 KiB each.
             .map_max_entries(
                 "STACK_SCRATCH",
@@ -283,6 +292,7 @@ impl ProbeSet {
             proc_events: None,
             block_events: None,
             stack_events: None,
+            py_offcpu_events: None,
             status: Vec::new(),
             options: options.clone(),
             pid_slots,
@@ -302,6 +312,7 @@ impl ProbeSet {
         set.proc_events = Some(set.take_ringbuf("PROC_EVENTS")?);
         set.block_events = Some(set.take_ringbuf("BLOCK_EVENTS")?);
         set.stack_events = Some(set.take_ringbuf("STACK_EVENTS")?);
+        set.py_offcpu_events = Some(set.take_ringbuf("PY_OFFCPU_EVENTS")?);
         Ok(set)
     }
 
@@ -384,6 +395,10 @@ impl ProbeSet {
         let mut families: Vec<(&str, Result<Vec<String>, String>)> = Vec::new();
         for &(prog_name, fam, attach) in PROGRAMS {
             if prog_name == "sys_enter" && !self.options.syscall_latency {
+                continue;
+            }
+            // Python frames of off-CPU intervals go with the DWARF mode.
+            if prog_name == "offcpu_python" && self.stack_bytes() == 0 {
                 continue;
             }
             let result = match families.iter().position(|(f, _)| *f == fam) {
@@ -512,6 +527,29 @@ impl ProbeSet {
                 }
             }
         }
+    }
+
+    /// Hands every pending off-CPU interval of a Python thread to `f`.
+    pub fn drain_python_offcpu(&mut self, mut f: impl FnMut(PyOffCpuSample)) {
+        if let Some(ring) = self.py_offcpu_events.as_mut() {
+            while let Some(item) = ring.next() {
+                if let Some(sample) = read_pod::<PyOffCpuSample>(&item) {
+                    f(sample);
+                }
+            }
+        }
+    }
+
+    /// Off-CPU Python intervals lost: (map full, ring buffer full).
+    pub fn python_offcpu_lost(&self) -> (u64, u64) {
+        let Some(map) = self.ebpf.map("PY_OFFCPU_LOST") else {
+            return (0, 0);
+        };
+        let Ok(array) = PerCpuArray::<_, u64>::try_from(map) else {
+            return (0, 0);
+        };
+        let sum = |i: u32| array.get(&i, 0).map_or(0, |v| v.iter().sum());
+        (sum(0), sum(1))
     }
 
     /// Registers the CPython interpreter of `tgid` for the probe's Python

@@ -307,17 +307,30 @@ impl PythonResolver {
         None
     }
 
-    /// Names and roles of one sample's Python frames (innermost first).
+    /// Names and roles of one CPU sample's Python frames (innermost
+    /// first); counts the sample's walk status.
     pub fn resolve(
         &mut self,
         tgid: u32,
         status: u16,
         records: &[PyFrameRecord],
     ) -> Vec<(String, FrameRole)> {
+        if self.interpreter(tgid).is_none() {
+            return Vec::new();
+        }
+        *self.stats.samples_by_status.entry(status).or_insert(0) += 1;
+        self.resolve_frames(tgid, records)
+    }
+
+    /// Names and roles of recorded Python frames (innermost first).
+    pub fn resolve_frames(
+        &mut self,
+        tgid: u32,
+        records: &[PyFrameRecord],
+    ) -> Vec<(String, FrameRole)> {
         let Some(interp) = self.interpreter(tgid).cloned() else {
             return Vec::new();
         };
-        *self.stats.samples_by_status.entry(status).or_insert(0) += 1;
         let mut out = Vec::with_capacity(records.len());
         for record in records {
             let role = decode::frame_role(interp.offsets.entry, record.flag());
@@ -342,7 +355,7 @@ impl PythonResolver {
                 }
                 None => {
                     self.stats.unreadable_frames += 1;
-                    "[python]".to_string()
+                    "[python: code object gone]".to_string()
                 }
             };
             out.push((name, role));

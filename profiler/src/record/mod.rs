@@ -222,6 +222,7 @@ struct Recorder {
     dwarf: DwarfSamples,
     /// DWARF mode only: interpreters of traced processes, Python frames.
     python: crate::python::PythonResolver,
+    python_offcpu: python::PythonOffCpu,
     /// `--netns`: the namespace's processes, rescanned from the loop.
     selector: Option<select::NetnsSelector>,
 }
@@ -305,6 +306,7 @@ impl Recorder {
             for event in stacks {
                 self.unwind_sample(event);
             }
+            self.drain_python_offcpu();
         }
     }
 
@@ -467,6 +469,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         unwinder: dwarf_mode.then(DwarfUnwinder::new),
         dwarf: DwarfSamples::default(),
         python: crate::python::PythonResolver::new(),
+        python_offcpu: python::PythonOffCpu::default(),
         selector,
     };
     recorder.add_selected()?;
@@ -774,6 +777,7 @@ fn write_session(
         dwarf,
         unwinder,
         python: python_resolver,
+        python_offcpu,
         selector,
         ..
     } = recorder;
@@ -835,9 +839,19 @@ fn write_session(
             .collect();
         (folded, entries)
     };
-    let offcpu = aggregate::fold(&snapshot.offcpu, 1000, &comm_of_key, &mut |k| {
+    // Python threads' off-CPU time comes with their Python frames (DWARF mode).
+    let offcpu_fp: Vec<(StackKey, u64)> = snapshot
+        .offcpu
+        .iter()
+        .filter(|(k, _)| !python_offcpu.tids.contains(&k.tid))
+        .copied()
+        .collect();
+    let offcpu = aggregate::fold(&offcpu_fp, 1000, &comm_of_key, &mut |k| {
         frames_with(k, None)
     });
+    let (offcpu_python, offcpu_python_note) =
+        python::fold_python_offcpu(python_offcpu, symbolizer, probes, &comm_of_key);
+    let offcpu = python::merge_folded(&offcpu, &offcpu_python);
     let unwind = model::UnwindStats {
         mode: options.unwind.name().to_string(),
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
@@ -864,6 +878,7 @@ fn write_session(
         .to_string(),
     );
     let mut notes = python_resolver.notes();
+    notes.extend(offcpu_python_note);
     if let Some(selector) = selector {
         notes.push(format!(
             "processes selected by {}: {} seen",

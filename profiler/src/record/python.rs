@@ -1,18 +1,38 @@
 //! The recorder's Python side (DWARF mode): registers each traced
 //! process's CPython interpreter with the probe as soon as it is mapped
 //! (after exec, in forked children, in processes that load libpython
-//! later), resolves the Python frames of each sample while the process is
-//! alive, and splices them into the symbolized native stack at the end.
-use storprof_common::PyFrameRecord;
+//! later), resolves the Python frames of each CPU sample and off-CPU
+//! interval while the process is alive, and splices them into the
+//! symbolized native stacks at the end.
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::Recorder;
-use crate::python::{
-    Detection,
-    decode::{self, FrameRole},
+use storprof_common::{MAX_PY_FRAMES, PyFrameRecord, StackKey};
+
+use super::{Recorder, aggregate};
+use crate::{
+    probes::ProbeSet,
+    python::{
+        Detection,
+        decode::{self, FrameRole},
+    },
+    symbolize::Symbolizer,
 };
 
 /// Resolved Python frames of one sample, innermost first.
 pub type PythonFrames = Vec<(String, FrameRole)>;
+
+/// Off-CPU time of Python threads by (stack ids, Python frames).
+#[derive(Default)]
+pub struct PythonOffCpu {
+    chains: Vec<PythonFrames>,
+    chain_ids: HashMap<PythonFrames, usize>,
+    /// (thread and its frame-pointer/kernel stack ids, chain) → ns.
+    times: BTreeMap<(StackKey, usize), u64>,
+    /// Threads whose off-CPU time is here (their entries of the
+    /// frame-pointer off-CPU map are left out, not to count it twice).
+    pub tids: BTreeSet<u32>,
+    intervals: u64,
+}
 
 impl Recorder {
     /// Looks for an interpreter in `tgid` (once found, it stays registered).
@@ -52,6 +72,34 @@ impl Recorder {
         }
     }
 
+    /// Drains the off-CPU intervals of Python threads and names their frames.
+    pub(super) fn drain_python_offcpu(&mut self) {
+        let mut samples = Vec::new();
+        self.probes.drain_python_offcpu(|s| samples.push(s));
+        for sample in samples {
+            let count = (sample.py_frames as usize).min(MAX_PY_FRAMES);
+            let frames = self.python.resolve_frames(sample.tgid, &sample.py[..count]);
+            if frames.is_empty() {
+                continue;
+            }
+            let offcpu = &mut self.python_offcpu;
+            let next = offcpu.chains.len();
+            let id = *offcpu.chain_ids.entry(frames.clone()).or_insert(next);
+            if id == next {
+                offcpu.chains.push(frames);
+            }
+            let key = StackKey {
+                tgid: sample.tgid,
+                tid: sample.tid,
+                user_stack: sample.user_stack,
+                kernel_stack: sample.kernel_stack,
+            };
+            *offcpu.times.entry((key, id)).or_insert(0) += sample.blocked_ns;
+            offcpu.tids.insert(sample.tid);
+            offcpu.intervals += 1;
+        }
+    }
+
     /// Names the Python frames of one sample (reads the process's memory).
     pub(super) fn resolve_python(
         &mut self,
@@ -83,6 +131,74 @@ pub fn splice_python(native: Vec<String>, python: &PythonFrames) -> Vec<String> 
     decode::splice(&native, &groups)
 }
 
+/// Folded off-CPU stacks (µs) of Python threads: frame-pointer user frames
+/// spliced with the Python frames, then the kernel frames; and a note.
+pub fn fold_python_offcpu(
+    offcpu: &PythonOffCpu,
+    symbolizer: &mut Symbolizer,
+    probes: &ProbeSet,
+    comm_of_key: &dyn Fn(&StackKey) -> String,
+) -> (String, Option<String>) {
+    // Keys whose `user_stack` indexes `entries`, for `aggregate::fold`.
+    let entries: Vec<(&(StackKey, usize), &u64)> = offcpu.times.iter().collect();
+    let indexed: Vec<(StackKey, u64)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, ((key, _), ns))| {
+            (
+                StackKey {
+                    user_stack: i as i32,
+                    ..*key
+                },
+                **ns,
+            )
+        })
+        .collect();
+    let folded = aggregate::fold(&indexed, 1000, comm_of_key, &mut |k| {
+        let Some(((key, chain), _)) = usize::try_from(k.user_stack)
+            .ok()
+            .and_then(|i| entries.get(i))
+        else {
+            return Vec::new();
+        };
+        let native = symbolizer.user_frames(key.tgid, &probes.stack(key.user_stack));
+        let python = offcpu.chains.get(*chain).cloned().unwrap_or_default();
+        let mut frames: Vec<String> = splice_python(native, &python).into_iter().rev().collect();
+        frames.extend(
+            symbolizer
+                .kernel_frames(&probes.stack(key.kernel_stack))
+                .into_iter()
+                .rev(),
+        );
+        frames
+    });
+    let (map_full, ring_full) = probes.python_offcpu_lost();
+    let note = (offcpu.intervals > 0 || map_full + ring_full > 0).then(|| {
+        format!(
+            "python: {} off-CPU intervals of {} Python threads with their Python frames (lost: {map_full} map full, {ring_full} ring buffer full)",
+            offcpu.intervals,
+            offcpu.tids.len()
+        )
+    });
+    (folded, note)
+}
+
+/// Merges two folded-stack texts (same stacks summed), sorted.
+pub fn merge_folded(a: &str, b: &str) -> String {
+    let mut lines: BTreeMap<&str, u64> = BTreeMap::new();
+    for line in a.lines().chain(b.lines()) {
+        if let Some((stack, n)) = line.rsplit_once(' ')
+            && let Ok(n) = n.parse::<u64>()
+        {
+            *lines.entry(stack).or_insert(0) += n;
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(stack, n)| format!("{stack} {n}\n"))
+        .collect()
+}
+
 /// Prefix of CPython's perf-map entries (`-X perf`).
 const PERF_MAP_PYTHON_PREFIX: &str = "py::";
 
@@ -111,5 +227,13 @@ mod tests {
             ["leaf_c", "f (/x.py:3)", "main (/x.py:9)", "main"]
         );
         assert_eq!(splice_python(native.clone(), &Vec::new()), native);
+    }
+
+    #[test]
+    fn merges_folded_texts() {
+        assert_eq!(
+            merge_folded("a;b 2\nc 1\n", "a;b 3\nb;x 4\n"),
+            "a;b 5\nb;x 4\nc 1\n"
+        );
     }
 }
