@@ -261,3 +261,49 @@ fn every_supported_cpython_version_shows_its_frames() {
     }
     eprintln!("{tested} CPython versions tested");
 }
+
+#[test]
+fn an_unsupported_cpython_version_is_named_in_the_notes() {
+    if !is_root() {
+        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
+        return;
+    }
+    let Some(python) = [
+        "/root/.pyenv/versions/3.9.18/bin/python3",
+        "/usr/bin/python3.9",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists()) else {
+        eprintln!("skipped: no CPython 3.9 found (pyenv 3.9.18 or /usr/bin/python3.9)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("session");
+    let out = Command::new(STORPROF)
+        .args(["record", "--unwind", "dwarf", "--output"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&python)
+        .arg(repo().join("tests/python/nested.py"))
+        .arg("1")
+        .output()
+        .expect("run storprof record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let info = session(&dir);
+    assert!(
+        info.notes
+            .iter()
+            .any(|n| n.contains("CPython 3.9") && n.contains("not a supported")),
+        "{:?}",
+        info.notes
+    );
+    // Native frames only, still unwound through libpython.
+    let folded = std::fs::read_to_string(dir.join("oncpu.folded")).unwrap();
+    assert!(!folded.contains("nested.py:"), "{folded}");
+    assert!(folded.contains("_PyEval_EvalFrameDefault"), "{folded}");
+}
