@@ -85,20 +85,6 @@ else
 fi
 uptime
 echo "== summary: median [min..max] over $ROUNDS rounds"
-python3 - "$LOG" <<'PY'
-import sys, statistics
-runs = {}
-for line in open(sys.argv[1]):
-    k, v = line.split()
-    runs.setdefault(k, []).append(float(v))
-med = {k: statistics.median(v) for k, v in runs.items()}
-for k, v in runs.items():
-    print(f"{k:18s} {med[k]:8.3f} [{min(v):.3f}..{max(v):.3f}]")
-def ratio(a, b):
-    if a in med and b in med and med[b] > 0:
-        print(f"{a} / {b}: {med[a] / med[b] * 100:.0f}%")
-ratio("raw-mmap-warm", "cat-warm"); ratio("raw-pread-warm", "cat-warm")
-ratio("raw-mmap-cold", "cat-cold"); ratio("raw-pread-cold", "cat-cold")
-ratio("datagen", "dd-write-x2"); ratio("datagen+sync", "dd-write-x2+sync")
-PY
+python3 scripts/summarize-runs.py "$LOG" raw-mmap-warm/cat-warm raw-pread-warm/cat-warm \
+  raw-mmap-cold/cat-cold raw-pread-cold/cat-cold datagen/dd-write-x2 datagen+sync/dd-write-x2+sync
 rm -rf "$DIR"

@@ -75,21 +75,8 @@ PY
 done
 uptime
 echo "== summary: median [min..max] GB/s over $ROUNDS rounds"
-python3 - "$LOG" <<'PY'
-import sys, statistics
-runs = {}
-for line in open(sys.argv[1]):
-    k, v = line.split()
-    runs.setdefault(k, []).append(float(v))
-med = {k: statistics.median(v) for k, v in runs.items()}
-for k, v in runs.items():
-    print(f"{k:24s} {med[k]:.3f} [{min(v):.3f}..{max(v):.3f}]")
-def ratio(a, b):
-    if a in med and b in med and med[b] > 0:
-        print(f"{a} / {b}: {med[a]/med[b]*100:.0f}%")
-ratio("raw", "cat"); ratio("raw", "dd-bs=rowgroup"); ratio("raw-mmap", "cat")
-ratio("decode", "pyarrow-read_row_group"); ratio("datagen", "dd-write-x2")
-PY
+python3 scripts/summarize-runs.py "$LOG" raw/cat raw/dd-bs=rowgroup raw-mmap/cat \
+  decode/pyarrow-read_row_group datagen/dd-write-x2
 nice "$BIN/bench_readers" parquet arrow-generic 48 $(echo $F | cut -d' ' -f1)
 echo "== our decode on a pyarrow-written file (fast path must accept pyarrow's levels)"
 "$PY" - "$DIR/pyarrow.parquet" <<'PY'
