@@ -1,8 +1,10 @@
-//! `storprof datagen` and `storprof bench` arguments, mapped onto
-//! [`DatagenOptions`] and [`BenchOptions`]. Exit codes are the profiler's
+//! `storprof datagen`, `storprof bench` and `storprof sweep` arguments,
+//! mapped onto [`DatagenOptions`], [`BenchOptions`] and
+//! [`crate::sweep::SweepOptions`]. Exit codes are the profiler's
 //! (`storprof::cli::exit`): errors here become exit 1 at the binary edge,
 //! clap usage errors exit 2; a bench stopped by Ctrl-C (SIGINT) or SIGTERM
-//! writes its results and exits 128 + the signal number (130, 143).
+//! writes its results and exits 128 + the signal number (130, 143); the
+//! memory guard's refusal exits 2 ([`EXIT_USAGE`]).
 //!
 //! Under `mpirun` (built with the `mpi` feature) each process is one rank:
 //! see [`crate::engine::mpi`].
@@ -35,7 +37,7 @@ pub struct S3Args {
     /// per read thread: --param reader.prefetch_workers=N).
     #[arg(long)]
     pub s3_parallel_gets: Option<usize>,
-    /// Reads larger than this many MiB are split into parallel parts [default: 128].
+    /// Reads larger than this many MiB are split into parallel parts [default: 64].
     #[arg(long)]
     pub s3_part_mib: Option<usize>,
 }
@@ -227,6 +229,13 @@ impl SweepArgs {
 pub fn run_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     if args.project.iter().any(|c| !c.is_finite() || *c < 0.0) {
         eprintln!("storprof: error: --project takes non-negative seconds, e.g. 0.5,1.35");
+        return Ok(EXIT_USAGE);
+    }
+    if crate::engine::mpi::launched_world_size().is_some_and(|n| n > 1) {
+        eprintln!(
+            "storprof: error: sweep runs each cell's accelerators as threads of one process; \
+             start it without mpirun"
+        );
         return Ok(EXIT_USAGE);
     }
     let report = crate::sweep::run_sweep(&args.options()).context("sweep")?;

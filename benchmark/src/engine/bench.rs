@@ -4,6 +4,7 @@
 //! ```text
 //!  BenchOptions ─► config::load + flag overrides ─► DlioConfig
 //!      DIR/<model>/train listed (Storage::list) ─► TrainPlan (errors before anything is written)
+//!      memory guard (engine::memory: refuse, or --fit-memory caps reader.prefetch_workers)
 //!      make_reader(rank) × local ranks ─► RankSet::train (ConsoleObserver prints [OUTPUT])
 //!          InProcess: all ranks as threads (engine::run_training_until)
 //!          MpiWorld (feature "mpi"): this process's rank; rank 0 gathers every rank's timings
