@@ -131,17 +131,15 @@ use storprof_bench::sweep::{
 
 /// Seed 002's NP=1 and NP=8 cells (AU, samples/s, MiB/s as published), an OOM cell refused.
 fn seed_rows() -> (SweepHeader, Vec<CellRow>) {
-    let fig = |au: f64, sps: f64, mibs: f64, wall: f64, steps: u64, cpu: CpuDemand| {
-        CellFigures {
-            au_percentage: au,
-            samples_per_second: sps,
-            io_mib_per_second: mibs,
-            wall_seconds: wall,
-            steps,
-            io_wait_per_step: storprof_bench::sweep::project::io_wait_from_au(au, 0.05),
-            computation_time: 0.05,
-            cpu,
-        }
+    let fig = |au: f64, sps: f64, mibs: f64, wall: f64, steps: u64, cpu: CpuDemand| CellFigures {
+        au_percentage: au,
+        samples_per_second: sps,
+        io_mib_per_second: mibs,
+        wall_seconds: wall,
+        steps,
+        io_wait_per_step: storprof_bench::sweep::project::io_wait_from_au(au, 0.05),
+        computation_time: 0.05,
+        cpu,
     };
     let calm = CpuDemand {
         runnable_wait_seconds: 1.0,
@@ -162,13 +160,21 @@ fn seed_rows() -> (SweepHeader, Vec<CellRow>) {
     let f84 = fig(61.0, 4532.0, 9356.0, 58.0, 375, busy);
     let notes84 = sweep::run_notes(8, 4, 24, &f84);
     let rows = vec![
-        row(1, 1, Some(fig(96.8, 926.0, 1911.0, 188.0, 3000, calm)), vec![]),
+        row(
+            1,
+            1,
+            Some(fig(96.8, 926.0, 1911.0, 188.0, 3000, calm)),
+            vec![],
+        ),
         row(8, 4, Some(f84), notes84),
         row(
             8,
             8,
             None,
-            vec!["refused by the memory guard: needs ~28.40 GiB of reader memory, budget 21.60 GiB".into()],
+            vec![
+                "refused by the memory guard: needs ~28.40 GiB of reader memory, budget 21.60 GiB"
+                    .into(),
+            ],
         ),
     ];
     let header = SweepHeader {
@@ -188,11 +194,16 @@ fn table_and_csv_golden() {
     let (h, rows) = seed_rows();
     assert_eq!(
         rows[1].notes,
-        vec!["CPU constrained (runnable wait 40% of CPU demand, 0.69 threads waiting; NP×RT=32 on 24 CPUs)"]
+        vec![
+            "CPU constrained (runnable wait 40% of CPU demand, 0.69 threads waiting; NP×RT=32 on 24 CPUs)"
+        ]
     );
     let md = table::markdown(&h, &rows);
     // The study's projection: NP=8 RT=4 at 0.5 s → 94.0 %, at 1.35 s → 97.7 %.
-    assert!(md.contains("| 8 | 4 | 31.97 | 93.99 | 90.23 | 97.69 | 34.73 |"), "{md}");
+    assert!(
+        md.contains("| 8 | 4 | 31.97 | 93.99 | 90.23 | 97.69 | 34.73 |"),
+        "{md}"
+    );
     golden("sweep_table.md", &md);
     golden("sweep.csv", &table::csv(&rows));
     golden(
@@ -241,14 +252,22 @@ fn sweep_runs_the_grid_over_a_tiny_dataset() {
         let per_acc: f64 = f[4].parse().unwrap();
         let steps: u64 = f[7].parse().unwrap();
         assert!(au > 0.0 && au <= 100.0, "{line}");
-        assert!((per_acc * np as f64 - sps).abs() < 1e-3 * sps.max(1.0), "{line}");
+        assert!(
+            (per_acc * np as f64 - sps).abs() < 1e-3 * sps.max(1.0),
+            "{line}"
+        );
         // 32 samples / batch 4 / NP steps per rank.
         assert_eq!(steps, 8 / np as u64, "{line}");
         assert!(f[5].parse::<f64>().unwrap() > 0.0, "measured MiB/s: {line}");
         cells.push((np, rt));
     }
     assert_eq!(cells, vec![(1, 1), (1, 2), (2, 1), (2, 2)]);
-    for name in [sweep::TABLE_MD, sweep::PLOT_SVG, sweep::PROJECTION_CSV, sweep::CELLS_JSON] {
+    for name in [
+        sweep::TABLE_MD,
+        sweep::PLOT_SVG,
+        sweep::PROJECTION_CSV,
+        sweep::CELLS_JSON,
+    ] {
         assert!(results.join(name).is_file(), "{name}");
     }
     let md = std::fs::read_to_string(results.join(sweep::TABLE_MD)).unwrap();
@@ -269,7 +288,11 @@ fn sweep_runs_the_grid_over_a_tiny_dataset() {
     };
     let r = sweep::run_sweep(&refused).unwrap();
     assert!(r.rows[0].figures.is_none());
-    assert!(r.rows[0].notes[0].contains("refused by the memory guard"), "{:?}", r.rows[0]);
+    assert!(
+        r.rows[0].notes[0].contains("refused by the memory guard"),
+        "{:?}",
+        r.rows[0]
+    );
     let csv = std::fs::read_to_string(d.path().join("refused").join(sweep::TABLE_CSV)).unwrap();
     assert!(csv.lines().nth(1).unwrap().starts_with("1,1,,"), "{csv}");
 }
