@@ -152,6 +152,29 @@ mod tests {
         );
     }
 
+    /// Real two-host recording (tests/multihost.rs): behind a blkio throttle
+    /// the released block requests are credited to other tasks, so the
+    /// readers' hit ratio reads 92% while they wait on I/O 94% of the time.
+    /// The D-state wait decides.
+    #[test]
+    fn readers_waiting_on_io_are_not_page_cache_served() {
+        let mut f = base();
+        f.reader_on_cpu_share = 0.03;
+        f.reader_blocked_io_share = 0.94;
+        f.reader_read_syscall_share = 0.95;
+        f.read_syscall_bytes = 100 << 20;
+        f.page_cache_hit_ratio = Some(0.92);
+        let v = decide(&f);
+        assert_eq!(v.verdict, VerdictId::StorageBound, "{}", v.headline);
+        assert!(
+            !v.runners_up
+                .iter()
+                .any(|r| r.verdict == VerdictId::PageCacheServed && r.fired),
+            "{:?}",
+            v.runners_up
+        );
+    }
+
     /// A bench that maps its files reads without read syscalls: its own
     /// byte count stands in, and the headline says how the bytes came.
     #[test]

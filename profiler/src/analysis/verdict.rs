@@ -349,9 +349,13 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
     let util = top_util(f);
     let read_bytes = f.read_syscall_bytes + f.mapped_read_bytes;
     let read_mib = read_bytes as f64 / (1 << 20) as f64;
+    // Readers served from memory do not sleep in D state: when they do as
+    // much as storage-bound asks, the hit ratio is wrong (block requests a
+    // blkio throttle releases later are credited to other tasks).
     let fired = read_bytes >= t.page_cache_min_read_bytes
         && hit >= t.page_cache_hit_ratio
-        && util < t.storage_idle_utilization;
+        && util < t.storage_idle_utilization
+        && f.reader_blocked_io_share < t.storage_bound_blocked_share;
     let copy_cpu = f.reader_on_cpu_share * f.reader_cache_copy_share;
     let score = if fired {
         f.reader_read_syscall_share.max(copy_cpu)
