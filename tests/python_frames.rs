@@ -307,3 +307,43 @@ fn an_unsupported_cpython_version_is_named_in_the_notes() {
     assert!(!folded.contains("nested.py:"), "{folded}");
     assert!(folded.contains("_PyEval_EvalFrameDefault"), "{folded}");
 }
+
+#[test]
+fn perf_trampolines_of_cpython_312_are_unwound_through() {
+    if !is_root() {
+        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
+        return;
+    }
+    let python = PathBuf::from("/root/.pyenv/versions/3.12.1/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped: no CPython 3.12 at {}", python.display());
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("session");
+    let out = Command::new(STORPROF)
+        .args(["record", "--unwind", "dwarf", "--output"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&python)
+        .args(["-X", "perf"])
+        .arg(repo().join("tests/python/nested.py"))
+        .arg("1.5")
+        .output()
+        .expect("run storprof record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folded = std::fs::read_to_string(dir.join("oncpu.folded")).unwrap();
+    // The native walk crosses the trampolines (no unwind info) up to
+    // Py_RunMain, with the Python frames spliced in and no py:: duplicates.
+    let whole = folded.lines().any(|line| {
+        line.contains("Py_RunMain;")
+            && line.contains("py_trampoline_evaluator;")
+            && line.contains(";leaf (")
+            && !line.contains("py::")
+    });
+    assert!(whole, "{folded}");
+}

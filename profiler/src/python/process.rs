@@ -195,6 +195,16 @@ impl PythonResolver {
         }
     }
 
+    /// Forked children recorded with [`Self::inherit`] that have no
+    /// interpreter yet (they were forked before the parent's was found).
+    pub fn children_without_interpreter(&self, parent: u32) -> Vec<u32> {
+        self.parents
+            .iter()
+            .filter(|&(child, p)| *p == parent && !self.interpreters.contains_key(child))
+            .map(|(&child, _)| child)
+            .collect()
+    }
+
     /// A process exec'ed: its old interpreter and code objects are gone.
     pub fn forget(&mut self, tgid: u32) {
         self.interpreters.remove(&tgid);

@@ -326,7 +326,10 @@ impl Recorder {
             bp: h.bp,
             stack: event.stack,
         };
-        let unwound = unwinder.unwind(h.tgid, layout, &sample);
+        let symbolizer = &self.symbolizer;
+        let unwound = unwinder.unwind_with(h.tgid, layout, &sample, &|addr| {
+            symbolizer.is_python_trampoline(h.tgid, addr)
+        });
         let python = self.resolve_python(h.tgid, h.py_status, &event.python);
         let dwarf = &mut self.dwarf;
         let depth = unwound.ips.len() as u32;

@@ -53,6 +53,10 @@ impl Recorder {
             if let Err(err) = self.probes.register_python(tgid, &interp.probe) {
                 log::warn!("python: registering pid {tgid}: {err}");
             }
+            // Children forked before the interpreter was found run it too.
+            for child in self.python.children_without_interpreter(tgid) {
+                self.inherit_python(child, tgid);
+            }
         }
     }
 
@@ -64,11 +68,15 @@ impl Recorder {
             return;
         }
         self.python.inherit(child, parent);
-        if let Some(interp) = self.python.interpreter(child).cloned()
-            && !self.probes.python_registered(child)
-            && let Err(err) = self.probes.register_python(child, &interp.probe)
-        {
-            log::warn!("python: registering pid {child}: {err}");
+        if let Some(interp) = self.python.interpreter(child).cloned() {
+            if !self.probes.python_registered(child)
+                && let Err(err) = self.probes.register_python(child, &interp.probe)
+            {
+                log::warn!("python: registering pid {child}: {err}");
+            }
+            // Its layout and perf map (3.12+ `-X perf` makes new trampolines
+            // in a forked child) are re-read often for a while.
+            self.fresh.insert(child, std::time::Instant::now());
         }
     }
 

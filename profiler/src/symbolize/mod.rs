@@ -155,6 +155,19 @@ impl Symbolizer {
         self.maps.get(&tgid).map(Vec::as_slice)
     }
 
+    /// True when `addr` lies in a CPython perf trampoline of `tgid`
+    /// (a `py::` entry of its perf map, `-X perf`).
+    pub fn is_python_trampoline(&self, tgid: u32, addr: u64) -> bool {
+        let Some(entries) = self.perf_maps.get(&tgid) else {
+            return false;
+        };
+        let i = entries.partition_point(|e| e.start <= addr);
+        i > 0 && {
+            let e = &entries[i - 1];
+            addr < e.start.saturating_add(e.size) && e.name.starts_with("py::")
+        }
+    }
+
     pub fn knows(&self, tgid: u32) -> bool {
         self.maps.contains_key(&tgid)
     }
@@ -296,5 +309,11 @@ mod tests {
         assert_eq!(map[0].start, 0x7e0000);
         assert_eq!(map[1].name, "py::read_batch:/x.py");
         assert_eq!(clean_frame(&map[0].name), "jit:stub");
+        let mut symbolizer = Symbolizer::new();
+        symbolizer.perf_maps.insert(7, map);
+        assert!(symbolizer.is_python_trampoline(7, 0x7f0010));
+        assert!(!symbolizer.is_python_trampoline(7, 0x7f0040));
+        assert!(!symbolizer.is_python_trampoline(7, 0x7e0004));
+        assert!(!symbolizer.is_python_trampoline(8, 0x7f0010));
     }
 }

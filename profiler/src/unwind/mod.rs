@@ -10,6 +10,9 @@
 //! ready for [`crate::symbolize::Symbolizer::user_frames`]. Unwind sections
 //! are read once per file (keyed by GNU build-id, else path + size + mtime)
 //! and shared by every process mapping that file, so cost stays bounded.
+//! Code without unwind information is unwound through its frame pointer,
+//! except CPython's perf trampolines (`-X perf`, 3.12+, named `py::` in the
+//! perf map), which keep none: their one-slot frame is stepped over.
 use std::{
     collections::HashMap,
     ops::{Deref, Range},
@@ -283,6 +286,19 @@ impl DwarfUnwinder {
     /// `layout`. Returns the instruction pointers, leaf first (the first is
     /// the sampled ip, the others return addresses).
     pub fn unwind(&mut self, tgid: u32, layout: &[MapEntry], sample: &StackSample) -> Unwound {
+        self.unwind_with(tgid, layout, sample, &|_| false)
+    }
+
+    /// [`Self::unwind`], with `is_python_trampoline` telling which
+    /// addresses are CPython perf trampolines (`sub $8,%rsp; call *%rcx`:
+    /// the caller's return address is one slot above the stack pointer).
+    pub fn unwind_with(
+        &mut self,
+        tgid: u32,
+        layout: &[MapEntry],
+        sample: &StackSample,
+        is_python_trampoline: &dyn Fn(u64) -> bool,
+    ) -> Unwound {
         let mut cache = self.cache.take().unwrap_or_default();
         let process = self.process(tgid, layout);
         let stack = &sample.stack;
@@ -296,18 +312,37 @@ impl DwarfUnwinder {
             word.copy_from_slice(bytes);
             Ok(u64::from_le_bytes(word))
         };
-        let regs = UnwindRegsX86_64::new(sample.ip, sample.sp, sample.bp);
-        let mut frames = process
-            .unwinder
-            .iter_frames(sample.ip, regs, &mut cache, &mut read_stack);
-        let mut ips = Vec::new();
+        let mut regs = UnwindRegsX86_64::new(sample.ip, sample.sp, sample.bp);
+        let mut address = FrameAddress::from_instruction_pointer(sample.ip);
+        let mut ips = vec![sample.ip];
         let end = loop {
             if ips.len() >= MAX_FRAMES {
                 break UnwindEnd::Early;
             }
-            match frames.next() {
-                Ok(Some(FrameAddress::InstructionPointer(ip))) => ips.push(ip),
-                Ok(Some(FrameAddress::ReturnAddress(ra))) => ips.push(ra.get()),
+            let lookup = address.address_for_lookup();
+            let next = if address.is_return_address() && is_python_trampoline(lookup) {
+                let sp = regs.sp();
+                match read_stack(sp.wrapping_add(8)) {
+                    Ok(return_address) => {
+                        regs.set_sp(sp.wrapping_add(16));
+                        Ok(Some(return_address))
+                    }
+                    Err(()) => break UnwindEnd::Early,
+                }
+            } else {
+                process
+                    .unwinder
+                    .unwind_frame(address, &mut regs, &mut cache, &mut read_stack)
+            };
+            match next {
+                Ok(Some(return_address)) => match FrameAddress::from_return_address(return_address)
+                {
+                    Some(next_address) => {
+                        ips.push(return_address);
+                        address = next_address;
+                    }
+                    None => break UnwindEnd::Early,
+                },
                 Ok(None) => break UnwindEnd::Complete,
                 Err(_) => break UnwindEnd::Early,
             }
