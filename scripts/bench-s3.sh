@@ -72,6 +72,11 @@ for i in $(seq "$ROUNDS"); do
   for n in $CURL_PARALLEL; do
     v=$(curl_all "$n"); echo "  curl x$n ranged GETs per object: $v MiB/s"; echo "curl_x$n $v" >> "$LOG"
   done
+  # Warm-up, not counted: the first bench after the curl loop ran slower
+  # whatever its setting (server and page cache settling), which favoured
+  # whichever setting came second.
+  nice "$BIN" bench --workload flux --data-dir s3://bench/ds --s3-endpoint "$EP" --accelerators 1 \
+    --computation-time 0 --reader raw --results-dir "$WORK/warmup-$i" "${P[@]}" > /dev/null
   for cfg in $OURS; do
     flags=()
     if [ "$cfg" != default ]; then flags=(--s3-part-mib "${cfg%%:*}" --s3-parallel-gets "${cfg##*:}"); fi

@@ -71,10 +71,10 @@ pub struct S3Options {
     pub retry_timeout: Duration,
     /// Reads larger than this are split into parts of this size. Default
     /// 64 MiB: a 99 MiB flux row group is two GETs in parallel. Measured on
-    /// loopback s3rver (scripts/bench-s3.sh): 64 MiB × 4 reach 93 % of
-    /// curl's best parallel ranged GETs, 128 MiB × 4 67 %, 16 MiB × 8 61 %.
-    /// moto copies the whole object for every GET, so there fewer GETs win
-    /// (256 MiB × 1: 38 % of curl; the footer GET alone costs one copy).
+    /// loopback s3rver (scripts/bench-s3.sh): 64 MiB × 4 reach 114 % of
+    /// curl's best ranged GETs, 128 MiB × 4 102 %. moto copies the whole
+    /// object for every GET, so there fewer GETs win (256 MiB × 1: 44 % of
+    /// curl; the footer GET alone costs one copy).
     pub part_size: usize,
     /// Part GETs in flight per storage read. Default 4.
     pub parallel_gets: usize,
