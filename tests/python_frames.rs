@@ -3,7 +3,8 @@
 //! workers decoding Parquet with pyarrow and formatting dicts) must show
 //! the worker's Python function with file:line above libpython/pyarrow
 //! native frames and a leaf, in one stack; stacks several times deeper
-//! than frame-pointer stacks; off-CPU stacks with Python frames. And for
+//! than frame-pointer stacks (which show the Python frames too); off-CPU
+//! stacks with Python frames. And for
 //! each CPython 3.10-3.13 found (pyenv): outer → middle → leaf of
 //! tests/python/nested.py. Skipped, with the reason printed, without root
 //! or without a Python that has pyarrow (CI: the crosscheck venv).
@@ -172,6 +173,12 @@ fn loader_workers_show_python_frames_over_native_frames() {
 
     let fp = tmp.path().join("fp");
     record(&fp, "fp", &python, &data, "2");
+    // Frame-pointer mode shows the Python frames too (over the fp leaf).
+    let fp_folded = std::fs::read_to_string(fp.join("oncpu.folded")).unwrap();
+    assert!(
+        fp_folded.lines().any(|l| l.split(';').any(&worker_frame)),
+        "fp mode: no worker (loader.py:N) frame\n{fp_folded}"
+    );
     let (d, f) = (median_depth(&info), median_depth(&session(&fp)));
     eprintln!("median user stack depth: dwarf {d}, fp {f}");
     assert!(d >= 3 * f.max(1), "dwarf median depth {d} vs fp {f}");

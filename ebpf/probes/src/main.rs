@@ -14,7 +14,8 @@
 //!   task's saved user registers and a user-stack window → `STACK_EVENTS`;
 //!   for a process with a registered CPython interpreter (`PY_PROCS`, filled
 //!   by user space, copied to forked children here) it also walks the
-//!   sampled thread's Python frames (bounded) into the same event.
+//!   sampled thread's Python frames (bounded) into the same event, and in
+//!   frame-pointer mode sends that event without a stack window.
 //! - `sched_switch` (tracepoint): on-CPU time, off-CPU time by state, off-CPU stacks.
 //! - `offcpu_python` (tracepoint sched_switch, DWARF mode only): Python frames
 //!   of registered interpreters' threads at switch-out, sent with the time
@@ -276,8 +277,14 @@ pub fn cpu_sample(ctx: PerfEventContext) -> u32 {
     };
     add_to(&SAMPLES, &key, 1, lost::SAMPLES_MAP_FULL);
     let stack_bytes = CONFIG.get(0).map_or(0, |c| c.stack_bytes);
+    // SAFETY: the lookup result is only tested.
+    let python_fp = stack_bytes == 0 && unsafe { PY_PROCS.get(tgid) }.is_some();
     if stack_bytes != 0 {
         capture_user_stack(key, stack_bytes);
+    } else if python_fp {
+        // Frame-pointer mode: a Python process's sample still carries its
+        // Python frames (no stack window).
+        capture_user_stack(key, 0);
     }
     0
 }

@@ -222,7 +222,9 @@ struct Recorder {
     dwarf: DwarfSamples,
     /// DWARF mode only: interpreters of traced processes, Python frames.
     python: crate::python::PythonResolver,
-    python_offcpu: python::PythonOffCpu,
+    python_offcpu: python::PythonStacks,
+    /// Frame-pointer mode: CPU samples of Python processes with their Python frames.
+    python_fp: python::PythonStacks,
     /// `--netns`: the namespace's processes, rescanned from the loop.
     selector: Option<select::NetnsSelector>,
 }
@@ -300,20 +302,20 @@ impl Recorder {
             }
             self.detect_python(tgid);
         }
-        if self.unwinder.is_some() {
-            let mut stacks = Vec::new();
-            self.probes.drain_user_stacks(|e| stacks.push(e));
-            for event in stacks {
-                self.unwind_sample(event);
-            }
-            self.drain_python_offcpu();
+        // DWARF mode: every sample; frame-pointer mode: Python processes' samples.
+        let mut stacks = Vec::new();
+        self.probes.drain_user_stacks(|e| stacks.push(e));
+        for event in stacks {
+            self.unwind_sample(event);
         }
+        self.drain_python_offcpu();
     }
 
     /// Unwinds one DWARF-mode sample with the process's current layout.
     fn unwind_sample(&mut self, event: probes::UserStackEvent) {
         let h = event.header;
         let Some(unwinder) = self.unwinder.as_mut() else {
+            self.python_fp_sample(event);
             return;
         };
         if !self.symbolizer.knows(h.tgid) {
@@ -472,7 +474,8 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         unwinder: dwarf_mode.then(DwarfUnwinder::new),
         dwarf: DwarfSamples::default(),
         python: crate::python::PythonResolver::new(),
-        python_offcpu: python::PythonOffCpu::default(),
+        python_offcpu: python::PythonStacks::default(),
+        python_fp: python::PythonStacks::default(),
         selector,
     };
     recorder.add_selected()?;
@@ -781,6 +784,7 @@ fn write_session(
         unwinder,
         python: python_resolver,
         python_offcpu,
+        python_fp,
         selector,
         ..
     } = recorder;
@@ -832,9 +836,9 @@ fn write_session(
             .collect();
         (folded, entries)
     } else {
-        let folded = aggregate::fold(&snapshot.samples, 1, &comm_of_key, &mut |k| {
-            frames_with(k, None)
-        });
+        // Python processes' samples are folded with their Python frames.
+        let fp_only = python_fp.subtract_from(&snapshot.samples);
+        let folded = aggregate::fold(&fp_only, 1, &comm_of_key, &mut |k| frames_with(k, None));
         let entries: Vec<(u32, u32, Option<bool>, u64)> = snapshot
             .samples
             .iter()
@@ -852,6 +856,12 @@ fn write_session(
     let offcpu = aggregate::fold(&offcpu_fp, 1000, &comm_of_key, &mut |k| {
         frames_with(k, None)
     });
+    let oncpu = if dwarf_mode {
+        oncpu
+    } else {
+        let python = python::fold_python_stacks(python_fp, 1, symbolizer, probes, &comm_of_key);
+        python::merge_folded(&oncpu, &python)
+    };
     let (offcpu_python, offcpu_python_note) =
         python::fold_python_offcpu(python_offcpu, symbolizer, probes, &comm_of_key);
     let offcpu = python::merge_folded(&offcpu, &offcpu_python);

@@ -21,12 +21,13 @@ use crate::{
 /// Resolved Python frames of one sample, innermost first.
 pub type PythonFrames = Vec<(String, FrameRole)>;
 
-/// Off-CPU time of Python threads by (stack ids, Python frames).
+/// Samples or off-CPU time of Python threads by (stack ids, Python frames):
+/// CPU samples in frame-pointer mode, off-CPU intervals in DWARF mode.
 #[derive(Default)]
-pub struct PythonOffCpu {
+pub struct PythonStacks {
     chains: Vec<PythonFrames>,
     chain_ids: HashMap<PythonFrames, usize>,
-    /// (thread and its frame-pointer/kernel stack ids, chain) → ns.
+    /// (thread and its frame-pointer/kernel stack ids, chain) → samples or ns.
     times: BTreeMap<(StackKey, usize), u64>,
     /// Threads whose off-CPU time is here (their entries of the
     /// frame-pointer off-CPU map are left out, not to count it twice).
@@ -34,10 +35,37 @@ pub struct PythonOffCpu {
     intervals: u64,
 }
 
+impl PythonStacks {
+    fn add(&mut self, key: StackKey, frames: PythonFrames, value: u64) {
+        let next = self.chains.len();
+        let id = *self.chain_ids.entry(frames.clone()).or_insert(next);
+        if id == next {
+            self.chains.push(frames);
+        }
+        *self.times.entry((key, id)).or_insert(0) += value;
+        self.tids.insert(key.tid);
+        self.intervals += 1;
+    }
+
+    /// `samples` (frame-pointer CPU samples per key) less the samples held
+    /// here, which are folded with their Python frames instead.
+    pub fn subtract_from(&self, samples: &[(StackKey, u64)]) -> Vec<(StackKey, u64)> {
+        let mut held: BTreeMap<StackKey, u64> = BTreeMap::new();
+        for ((key, _), n) in &self.times {
+            *held.entry(*key).or_insert(0) += n;
+        }
+        samples
+            .iter()
+            .map(|(key, n)| (*key, n.saturating_sub(held.get(key).copied().unwrap_or(0))))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+}
+
 impl Recorder {
     /// Looks for an interpreter in `tgid` (once found, it stays registered).
     pub(super) fn detect_python(&mut self, tgid: u32) {
-        if self.unwinder.is_none() || self.python.has_interpreter(tgid) {
+        if self.python.has_interpreter(tgid) {
             return;
         }
         let Some(layout) = self.symbolizer.layout(tgid) else {
@@ -64,9 +92,6 @@ impl Recorder {
     /// probe copies the entry at fork, unless the parent was registered
     /// after the fork).
     pub(super) fn inherit_python(&mut self, child: u32, parent: u32) {
-        if self.unwinder.is_none() {
-            return;
-        }
         self.python.inherit(child, parent);
         if let Some(interp) = self.python.interpreter(child).cloned() {
             if !self.probes.python_registered(child)
@@ -90,22 +115,31 @@ impl Recorder {
             if frames.is_empty() {
                 continue;
             }
-            let offcpu = &mut self.python_offcpu;
-            let next = offcpu.chains.len();
-            let id = *offcpu.chain_ids.entry(frames.clone()).or_insert(next);
-            if id == next {
-                offcpu.chains.push(frames);
-            }
             let key = StackKey {
                 tgid: sample.tgid,
                 tid: sample.tid,
                 user_stack: sample.user_stack,
                 kernel_stack: sample.kernel_stack,
             };
-            *offcpu.times.entry((key, id)).or_insert(0) += sample.blocked_ns;
-            offcpu.tids.insert(sample.tid);
-            offcpu.intervals += 1;
+            self.python_offcpu.add(key, frames, sample.blocked_ns);
         }
+    }
+
+    /// Frame-pointer mode: a CPU sample of a Python process with its
+    /// Python frames (its native stack is the frame-pointer one).
+    pub(super) fn python_fp_sample(&mut self, event: crate::probes::UserStackEvent) {
+        let h = event.header;
+        let frames = self.resolve_python(h.tgid, h.py_status, &event.python);
+        if frames.is_empty() {
+            return;
+        }
+        let key = StackKey {
+            tgid: h.tgid,
+            tid: h.tid,
+            user_stack: h.user_stack,
+            kernel_stack: h.kernel_stack,
+        };
+        self.python_fp.add(key, frames, 1);
     }
 
     /// Names the Python frames of one sample (reads the process's memory).
@@ -139,14 +173,17 @@ pub fn splice_python(native: Vec<String>, python: &PythonFrames) -> Vec<String> 
     decode::splice(&native, &groups)
 }
 
-/// Folded off-CPU stacks (µs) of Python threads: frame-pointer user frames
-/// spliced with the Python frames, then the kernel frames; and a note.
-pub fn fold_python_offcpu(
-    offcpu: &PythonOffCpu,
+/// Folded stacks of Python threads (values divided by `divisor`):
+/// frame-pointer user frames spliced with the Python frames, then the
+/// kernel frames.
+pub fn fold_python_stacks(
+    stacks: &PythonStacks,
+    divisor: u64,
     symbolizer: &mut Symbolizer,
     probes: &ProbeSet,
     comm_of_key: &dyn Fn(&StackKey) -> String,
-) -> (String, Option<String>) {
+) -> String {
+    let offcpu = stacks;
     // Keys whose `user_stack` indexes `entries`, for `aggregate::fold`.
     let entries: Vec<(&(StackKey, usize), &u64)> = offcpu.times.iter().collect();
     let indexed: Vec<(StackKey, u64)> = entries
@@ -162,7 +199,7 @@ pub fn fold_python_offcpu(
             )
         })
         .collect();
-    let folded = aggregate::fold(&indexed, 1000, comm_of_key, &mut |k| {
+    aggregate::fold(&indexed, divisor, comm_of_key, &mut |k| {
         let Some(((key, chain), _)) = usize::try_from(k.user_stack)
             .ok()
             .and_then(|i| entries.get(i))
@@ -179,7 +216,18 @@ pub fn fold_python_offcpu(
                 .rev(),
         );
         frames
-    });
+    })
+}
+
+/// Folded off-CPU stacks (µs) of Python threads with their Python frames,
+/// and a note.
+pub fn fold_python_offcpu(
+    offcpu: &PythonStacks,
+    symbolizer: &mut Symbolizer,
+    probes: &ProbeSet,
+    comm_of_key: &dyn Fn(&StackKey) -> String,
+) -> (String, Option<String>) {
+    let folded = fold_python_stacks(offcpu, 1000, symbolizer, probes, comm_of_key);
     let (map_full, ring_full) = probes.python_offcpu_lost();
     let note = (offcpu.intervals > 0 || map_full + ring_full > 0).then(|| {
         format!(
