@@ -183,9 +183,8 @@ pub fn fold_python_stacks(
     probes: &ProbeSet,
     comm_of_key: &dyn Fn(&StackKey) -> String,
 ) -> String {
-    let offcpu = stacks;
     // Keys whose `user_stack` indexes `entries`, for `aggregate::fold`.
-    let entries: Vec<(&(StackKey, usize), &u64)> = offcpu.times.iter().collect();
+    let entries: Vec<(&(StackKey, usize), &u64)> = stacks.times.iter().collect();
     let indexed: Vec<(StackKey, u64)> = entries
         .iter()
         .enumerate()
@@ -207,7 +206,7 @@ pub fn fold_python_stacks(
             return Vec::new();
         };
         let native = symbolizer.user_frames(key.tgid, &probes.stack(key.user_stack));
-        let python = offcpu.chains.get(*chain).cloned().unwrap_or_default();
+        let python = stacks.chains.get(*chain).cloned().unwrap_or_default();
         let mut frames: Vec<String> = splice_python(native, &python).into_iter().rev().collect();
         frames.extend(
             symbolizer
@@ -283,6 +282,29 @@ mod tests {
             ["leaf_c", "f (/x.py:3)", "main (/x.py:9)", "main"]
         );
         assert_eq!(splice_python(native.clone(), &Vec::new()), native);
+    }
+
+    #[test]
+    fn python_samples_are_taken_out_of_the_fp_counts() {
+        let key = |tid, user_stack| StackKey {
+            tgid: 1,
+            tid,
+            user_stack,
+            kernel_stack: -1,
+        };
+        let mut stacks = PythonStacks::default();
+        let frames: PythonFrames = vec![("f (/x.py:1)".to_string(), FrameRole::Entry)];
+        stacks.add(key(1, 5), frames.clone(), 1);
+        stacks.add(key(1, 5), frames, 1);
+        stacks.add(
+            key(2, 5),
+            vec![("g (/x.py:2)".to_string(), FrameRole::Entry)],
+            1,
+        );
+        assert_eq!(stacks.chains.len(), 2);
+        assert_eq!(stacks.tids.len(), 2);
+        let left = stacks.subtract_from(&[(key(1, 5), 3), (key(2, 5), 1), (key(3, 7), 4)]);
+        assert_eq!(left, vec![(key(1, 5), 1), (key(3, 7), 4)]);
     }
 
     #[test]
