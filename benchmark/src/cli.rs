@@ -56,27 +56,65 @@ impl S3Args {
     }
 }
 
-/// Generate a DLIO-compatible dataset: `DIR/<model>/train/img_<i>_of_<N>.<ext>`.
-#[derive(Args, Debug)]
-pub struct DatagenArgs {
+/// The dataset flags `datagen`, `bench` and `sweep` share.
+#[derive(Args, Debug, Clone)]
+pub struct DatasetArgs {
     /// Workload (DLIO model): flux (Parquet) or unet3d (NPZ).
     #[arg(long, value_enum, required_unless_present = "config")]
     pub workload: Option<Workload>,
     /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml.
     #[arg(long, value_enum, default_value_t = Accelerator::B200)]
     pub accelerator_type: Accelerator,
-    /// Dataset root; files go to DIR/<model>/train (and valid/). A path,
+    /// Dataset root: files are DIR/<model>/train (and valid/). A path,
     /// file://PATH or s3://BUCKET/PREFIX.
     #[arg(long)]
     pub data_dir: PathBuf,
     #[command(flatten)]
     pub s3: S3Args,
-    /// Override a DLIO workload key, e.g. dataset.num_files_train=64 (repeatable).
+    /// Override a DLIO workload key, e.g. dataset.num_files_train=64 or
+    /// reader.batch_size=4 (repeatable).
     #[arg(long = "param", value_name = "KEY=VALUE", num_args = 1..)]
     pub params: Vec<String>,
     /// A DLIO workload YAML used instead of the embedded one.
     #[arg(long)]
     pub config: Option<PathBuf>,
+}
+
+impl DatasetArgs {
+    /// `--data-dir` without a `file://` scheme.
+    pub fn data_dir(&self) -> PathBuf {
+        PathBuf::from(strip_file_scheme(&self.data_dir.to_string_lossy()))
+    }
+}
+
+/// The training flags `bench` and `sweep` share.
+#[derive(Args, Debug, Clone)]
+pub struct TrainingArgs {
+    /// Seconds of simulated compute per step (train.computation_time); 0 = pure read speed.
+    #[arg(long)]
+    pub computation_time: Option<f64>,
+    /// Reader strategy.
+    #[arg(long, value_enum, default_value_t = ReaderKind::Raw)]
+    pub reader: ReaderKind,
+    /// Read with O_DIRECT (reader.odirect=True).
+    #[arg(long)]
+    pub odirect: bool,
+    /// Epochs (train.epochs; per cell for sweep).
+    #[arg(long)]
+    pub epochs: Option<u32>,
+    /// When the reader memory estimate (accelerators × read threads ×
+    /// prefetch_workers × bytes per fetch + caches) exceeds 90% of
+    /// MemAvailable, lower reader.prefetch_workers to fit instead of refusing
+    /// (the run, or the sweep's cell).
+    #[arg(long)]
+    pub fit_memory: bool,
+}
+
+/// Generate a DLIO-compatible dataset: `DIR/<model>/train/img_<i>_of_<N>.<ext>`.
+#[derive(Args, Debug)]
+pub struct DatagenArgs {
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
     /// Overwrite existing data files.
     #[arg(long)]
     pub force: bool,
@@ -97,50 +135,19 @@ pub struct DatagenArgs {
 /// Emulate DLIO training over a dataset and report DLIO's metrics plus measured I/O.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Workload (DLIO model): flux or unet3d.
-    #[arg(long, value_enum, required_unless_present = "config")]
-    pub workload: Option<Workload>,
-    /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml.
-    #[arg(long, value_enum, default_value_t = Accelerator::B200)]
-    pub accelerator_type: Accelerator,
-    /// Dataset root (as given to datagen); reads DIR/<model>/train. A path,
-    /// file://PATH or s3://BUCKET/PREFIX.
-    #[arg(long)]
-    pub data_dir: PathBuf,
     #[command(flatten)]
-    pub s3: S3Args,
+    pub dataset: DatasetArgs,
+    #[command(flatten)]
+    pub training: TrainingArgs,
     /// Simulated accelerators (ranks).
     #[arg(long, default_value_t = 1)]
     pub accelerators: usize,
     /// Reader workers per accelerator (reader.read_threads).
     #[arg(long)]
     pub read_threads: Option<u64>,
-    /// Seconds of simulated compute per step (train.computation_time); 0 = pure read speed.
-    #[arg(long)]
-    pub computation_time: Option<f64>,
-    /// Reader strategy.
-    #[arg(long, value_enum, default_value_t = ReaderKind::Raw)]
-    pub reader: ReaderKind,
-    /// Read with O_DIRECT (reader.odirect=True).
-    #[arg(long)]
-    pub odirect: bool,
-    /// Override a DLIO workload key, e.g. reader.batch_size=4 (repeatable).
-    #[arg(long = "param", value_name = "KEY=VALUE", num_args = 1..)]
-    pub params: Vec<String>,
-    /// A DLIO workload YAML used instead of the embedded one.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
     /// Where to write summary.json etc. (default results/training/<model>/run/<YYYYMMDD_HHMMSS>).
     #[arg(long)]
     pub results_dir: Option<PathBuf>,
-    /// Epochs (train.epochs).
-    #[arg(long)]
-    pub epochs: Option<u32>,
-    /// When the reader memory estimate (accelerators × read threads ×
-    /// prefetch_workers × bytes per fetch + caches) exceeds 90% of
-    /// MemAvailable, lower reader.prefetch_workers to fit instead of refusing.
-    #[arg(long)]
-    pub fit_memory: bool,
 }
 
 /// Run the NP × RT grid of bench runs (seed 002's study) and write the
@@ -157,38 +164,10 @@ pub struct SweepArgs {
     /// computation times (seconds), comma-separated, e.g. 0.5,1.35.
     #[arg(long, value_delimiter = ',')]
     pub project: Vec<f64>,
-    /// Workload (DLIO model): flux or unet3d.
-    #[arg(long, value_enum, required_unless_present = "config")]
-    pub workload: Option<Workload>,
-    /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml.
-    #[arg(long, value_enum, default_value_t = Accelerator::B200)]
-    pub accelerator_type: Accelerator,
-    /// Dataset root (as given to datagen). A path, file://PATH or s3://BUCKET/PREFIX.
-    #[arg(long)]
-    pub data_dir: PathBuf,
     #[command(flatten)]
-    pub s3: S3Args,
-    /// Seconds of simulated compute per step (train.computation_time).
-    #[arg(long)]
-    pub computation_time: Option<f64>,
-    /// Reader strategy.
-    #[arg(long, value_enum, default_value_t = ReaderKind::Raw)]
-    pub reader: ReaderKind,
-    /// Read with O_DIRECT (reader.odirect=True).
-    #[arg(long)]
-    pub odirect: bool,
-    /// Override a DLIO workload key, e.g. reader.prefetch_workers=2 (repeatable).
-    #[arg(long = "param", value_name = "KEY=VALUE", num_args = 1..)]
-    pub params: Vec<String>,
-    /// A DLIO workload YAML used instead of the embedded one.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Epochs per cell (train.epochs).
-    #[arg(long)]
-    pub epochs: Option<u32>,
-    /// Cap reader.prefetch_workers per cell to fit memory instead of refusing the cell.
-    #[arg(long)]
-    pub fit_memory: bool,
+    pub dataset: DatasetArgs,
+    #[command(flatten)]
+    pub training: TrainingArgs,
     /// Where to write the table, plot and each cell's results
     /// (default results/sweep/<model>/<YYYYMMDD_HHMMSS>).
     #[arg(long)]
@@ -200,20 +179,20 @@ impl SweepArgs {
     pub fn options(&self) -> crate::sweep::SweepOptions {
         crate::sweep::SweepOptions {
             bench: BenchOptions {
-                workload: self.workload,
-                accelerator: self.accelerator_type,
-                config_file: self.config.clone(),
-                params: self.params.clone(),
-                data_dir: PathBuf::from(strip_file_scheme(&self.data_dir.to_string_lossy())),
-                computation_time: self.computation_time,
-                epochs: self.epochs,
-                odirect: self.odirect,
-                reader: self.reader,
+                workload: self.dataset.workload,
+                accelerator: self.dataset.accelerator_type,
+                config_file: self.dataset.config.clone(),
+                params: self.dataset.params.clone(),
+                data_dir: self.dataset.data_dir(),
+                computation_time: self.training.computation_time,
+                epochs: self.training.epochs,
+                odirect: self.training.odirect,
+                reader: self.training.reader,
                 handle_signals: true,
-                fit_memory: self.fit_memory,
+                fit_memory: self.training.fit_memory,
                 ..BenchOptions::default()
             },
-            s3: self.s3.options(),
+            s3: self.dataset.s3.options(),
             nps: self.np.clone(),
             rts: self.rt.clone(),
             project: self.project.clone(),
@@ -259,11 +238,11 @@ impl DatagenArgs {
     /// The library options these arguments stand for.
     pub fn options(&self) -> DatagenOptions {
         DatagenOptions {
-            workload: self.workload,
-            accelerator: self.accelerator_type,
-            config_file: self.config.clone(),
-            params: self.params.clone(),
-            data_dir: PathBuf::from(strip_file_scheme(&self.data_dir.to_string_lossy())),
+            workload: self.dataset.workload,
+            accelerator: self.dataset.accelerator_type,
+            config_file: self.dataset.config.clone(),
+            params: self.dataset.params.clone(),
+            data_dir: self.dataset.data_dir(),
             force: self.force,
             threads: self.threads,
             progress: std::io::stderr().is_terminal(),
@@ -279,22 +258,22 @@ impl BenchArgs {
     /// The library options these arguments stand for.
     pub fn options(&self) -> BenchOptions {
         BenchOptions {
-            workload: self.workload,
-            accelerator: self.accelerator_type,
-            config_file: self.config.clone(),
-            params: self.params.clone(),
-            data_dir: PathBuf::from(strip_file_scheme(&self.data_dir.to_string_lossy())),
+            workload: self.dataset.workload,
+            accelerator: self.dataset.accelerator_type,
+            config_file: self.dataset.config.clone(),
+            params: self.dataset.params.clone(),
+            data_dir: self.dataset.data_dir(),
             accelerators: self.accelerators,
             read_threads: self.read_threads,
-            computation_time: self.computation_time,
-            epochs: self.epochs,
-            odirect: self.odirect,
-            reader: self.reader,
+            computation_time: self.training.computation_time,
+            epochs: self.training.epochs,
+            odirect: self.training.odirect,
+            reader: self.training.reader,
             results_dir: self.results_dir.clone(),
             progress: std::io::stderr().is_terminal(),
             print: true,
             handle_signals: true,
-            fit_memory: self.fit_memory,
+            fit_memory: self.training.fit_memory,
             memory_available: None,
         }
     }
@@ -303,8 +282,11 @@ impl BenchArgs {
 /// `storprof datagen`.
 pub fn run_datagen(args: &DatagenArgs) -> anyhow::Result<()> {
     let opts = args.options();
-    let storage =
-        storage_for_data_dir(&opts.data_dir.to_string_lossy(), false, &args.s3.options())?;
+    let storage = storage_for_data_dir(
+        &opts.data_dir.to_string_lossy(),
+        false,
+        &args.dataset.s3.options(),
+    )?;
     match crate::engine::mpi::launched_world_size() {
         Some(n) if n > 1 => mpi_datagen(&opts, &*storage)?,
         _ => {
@@ -323,8 +305,8 @@ pub const EXIT_USAGE: i32 = 2;
 pub fn run_bench(args: &BenchArgs) -> anyhow::Result<i32> {
     let opts = args.options();
     let report = match crate::engine::mpi::launched_world_size() {
-        Some(n) if n > 1 => mpi_bench(&opts, &args.s3.options()),
-        _ => run_bench_on(&opts, &args.s3.options()).map(Some),
+        Some(n) if n > 1 => mpi_bench(&opts, &args.dataset.s3.options()),
+        _ => run_bench_on(&opts, &args.dataset.s3.options()).map(Some),
     };
     let report = match report {
         Err(e) if is_memory_refusal(&e) => {

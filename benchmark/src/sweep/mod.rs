@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::engine::bench::{self, BenchOptions, BenchReport};
 use crate::engine::interrupt;
 use crate::error::BenchError;
-use crate::storage::{S3Options, Storage, storage_for_data_dir};
+use crate::storage::{S3Options, Storage, storage_for_workload};
 use table::{CellFigures, CellRow, SweepHeader};
 
 /// Options of a sweep. Defaults: NP 1,2,4, RT 1,2,4, no projection,
@@ -140,7 +140,8 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
     }
     let cfg = opts.bench.raw_config()?.to_config()?;
     let data_dir = opts.bench.data_dir.to_string_lossy().to_string();
-    let storage: Arc<dyn Storage> = storage_for_data_dir(&data_dir, cfg.odirect, &opts.s3)?;
+    let storage: Arc<dyn Storage> =
+        storage_for_workload(&data_dir, &cfg, opts.bench.reader, &opts.s3)?;
     let results_dir = opts.results_dir.clone().unwrap_or_else(|| {
         PathBuf::from("results/sweep")
             .join(&cfg.model)
