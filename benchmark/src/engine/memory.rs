@@ -71,22 +71,16 @@ pub fn estimate(m: &ReaderMemory) -> u64 {
         .saturating_add(m.shared_bytes)
 }
 
-/// The largest prefetch depth (≥ 1) whose estimate fits `budget`, if any.
-pub fn fit_prefetch(m: &ReaderMemory, budget: u64) -> Option<u64> {
-    let at = |d: u64| {
-        estimate(&ReaderMemory {
-            prefetch_depth: d,
-            ..*m
-        })
-    };
-    if at(1) > budget {
+/// The largest `v` in `1..=max` with `estimate_at(v) <= budget`, if any;
+/// `estimate_at` must grow with `v` (binary search).
+fn largest_fitting(max: u64, budget: u64, estimate_at: impl Fn(u64) -> u64) -> Option<u64> {
+    if estimate_at(1) > budget {
         return None;
     }
-    // estimate() is monotonic in the depth: binary search up to the asked depth.
-    let (mut lo, mut hi) = (1u64, m.prefetch_depth.max(1));
+    let (mut lo, mut hi) = (1u64, max.max(1));
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if at(mid) <= budget {
+        if estimate_at(mid) <= budget {
             lo = mid;
         } else {
             hi = mid - 1;
@@ -95,27 +89,24 @@ pub fn fit_prefetch(m: &ReaderMemory, budget: u64) -> Option<u64> {
     Some(lo)
 }
 
+/// The largest prefetch depth (≥ 1) whose estimate fits `budget`, if any.
+pub fn fit_prefetch(m: &ReaderMemory, budget: u64) -> Option<u64> {
+    largest_fitting(m.prefetch_depth, budget, |d| {
+        estimate(&ReaderMemory {
+            prefetch_depth: d,
+            ..*m
+        })
+    })
+}
+
 /// The largest read-thread count (≥ 1) that fits `budget` at the asked depth, if any.
 pub fn fit_read_threads(m: &ReaderMemory, budget: u64) -> Option<u64> {
-    let at = |t: u64| {
+    largest_fitting(m.read_threads, budget, |t| {
         estimate(&ReaderMemory {
             read_threads: t,
             ..*m
         })
-    };
-    if at(1) > budget {
-        return None;
-    }
-    let (mut lo, mut hi) = (1u64, m.read_threads.max(1));
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if at(mid) <= budget {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    Some(lo)
+    })
 }
 
 /// The largest accelerator count (≥ 1) that fits `budget`, if any.

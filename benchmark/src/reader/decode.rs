@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::{
     LoadCache, ReadStats, ReaderOptions, SampleReader, StorageChunkReader, group_rows,
-    raw::{LayoutCache, load_row_group, npz_samples, parquet_layout},
+    raw::{LayoutCache, load_row_group, npz_layout_for, parquet_layout},
 };
 use crate::{
     error::BenchError,
@@ -247,12 +247,7 @@ impl DecodeNpz {
 impl SampleReader for DecodeNpz {
     fn read_samples(&self, file: &str, rows: &[u64]) -> Result<ReadStats, BenchError> {
         let mut stats = ReadStats::default();
-        let layout = self.layouts.get(file, &mut stats, || {
-            let ra = self.storage.open(file)?;
-            npz::read_layout(&*ra, file)
-        })?;
-        let n = npz_samples(&layout);
-        group_rows(rows, |r| (r < n).then_some(0), file, n)?;
+        let (layout, n) = npz_layout_for(&*self.storage, &self.layouts, file, rows, &mut stats)?;
         let mut load_read = 0;
         let (arr, _) = self.cache.get_or_load((file, 0), || {
             let m = &layout.x_member;

@@ -285,15 +285,28 @@ pub(crate) fn npz_samples(l: &npz::NpzLayout) -> u64 {
     l.x.shape.last().copied().unwrap_or(1).max(1) as u64
 }
 
+/// Layout of NPZ `file`, via `layouts`, and its sample count, after checking
+/// that every one of `rows` is in the file.
+pub(crate) fn npz_layout_for(
+    storage: &dyn Storage,
+    layouts: &LayoutCache<npz::NpzLayout>,
+    file: &str,
+    rows: &[u64],
+    stats: &mut ReadStats,
+) -> Result<(Arc<npz::NpzLayout>, u64), BenchError> {
+    let layout = layouts.get(file, stats, || {
+        let ra = storage.open(file)?;
+        npz::read_layout(&*ra, file)
+    })?;
+    let n = npz_samples(&layout);
+    group_rows(rows, |r| (r < n).then_some(0), file, n)?;
+    Ok((layout, n))
+}
+
 impl SampleReader for RawNpz {
     fn read_samples(&self, file: &str, rows: &[u64]) -> Result<ReadStats, BenchError> {
         let mut stats = ReadStats::default();
-        let layout = self.layouts.get(file, &mut stats, || {
-            let ra = self.storage.open(file)?;
-            npz::read_layout(&*ra, file)
-        })?;
-        let n = npz_samples(&layout);
-        group_rows(rows, |r| (r < n).then_some(0), file, n)?;
+        let (layout, n) = npz_layout_for(&*self.storage, &self.layouts, file, rows, &mut stats)?;
         let (bytes, loaded) = self.cache.get_or_load((file, 0), || {
             let ra = self.storage.open(file)?;
             let b = ra.read_range(layout.x.data_offset, layout.x.data_len as usize)?;
