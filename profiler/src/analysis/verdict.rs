@@ -165,6 +165,18 @@ fn top_util(f: &Features) -> f64 {
     f.top_device.as_ref().map_or(0.0, |d| d.utilization)
 }
 
+fn read_syscall_evidence(f: &Features) -> Evidence {
+    ev(
+        "reader_read_syscall_share",
+        f.reader_read_syscall_share,
+        "fraction",
+        format!(
+            "readers inside read syscalls {} of their time",
+            pct(f.reader_read_syscall_share)
+        ),
+    )
+}
+
 fn device_evidence(f: &Features) -> Vec<Evidence> {
     let mut out = Vec::new();
     if let Some(d) = &f.top_device {
@@ -322,15 +334,7 @@ fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
             pct(f.reader_blocked_io_share)
         ),
     )];
-    evidence.push(ev(
-        "reader_read_syscall_share",
-        f.reader_read_syscall_share,
-        "fraction",
-        format!(
-            "readers inside read syscalls {} of their time",
-            pct(f.reader_read_syscall_share)
-        ),
-    ));
+    evidence.push(read_syscall_evidence(f));
     evidence.extend(device_evidence(f));
     Finding {
         verdict: VerdictId::StorageBound,
@@ -374,15 +378,7 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
                 f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / (1 << 20) as f64
             ),
         ),
-        ev(
-            "reader_read_syscall_share",
-            f.reader_read_syscall_share,
-            "fraction",
-            format!(
-                "readers inside read syscalls {} of their time",
-                pct(f.reader_read_syscall_share)
-            ),
-        ),
+        read_syscall_evidence(f),
         ev(
             "reader_cache_copy_cpu_share",
             copy_cpu,
