@@ -214,6 +214,92 @@ fn dwarf_unwinding_crosses_code_without_frame_pointers() {
     assert_eq!(info.lost_events.get("user_stack_ringbuf_full"), Some(&0));
 }
 
+/// Builds a dynamically linked helper from tests/helpers/NAME.c (its
+/// executable holds only its own code, as most programs' do).
+fn dynamic_helper(name: &str, flags: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/helpers/{name}.c"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("helper-dyn-{name}"));
+    let status = Command::new("gcc")
+        .args(["-O2", "-g"])
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("run gcc (apt-get install gcc libc6-dev)");
+    assert!(status.success(), "gcc failed for {}", src.display());
+    out
+}
+
+#[test]
+fn auto_unwinding_gives_stack_windows_only_to_code_without_frame_pointers() {
+    require_root!();
+    let tmp = tempfile::tempdir().unwrap();
+    // Default (--unwind auto), code without frame pointers: DWARF is chosen
+    // and the whole chain comes out (fp loses it, see the test above).
+    let nofp = dynamic_helper(
+        "nofp_chain",
+        &["-fomit-frame-pointer", "-fno-optimize-sibling-calls"],
+    );
+    let session = tmp.path().join("nofp");
+    record(&session, &[nofp.to_str().unwrap(), "1"]);
+    let info: SessionInfo = read_json(&session, "session.json");
+    let unwind = info.unwind.expect("unwind stats in session.json");
+    assert_eq!(unwind.mode, "auto");
+    let decision = unwind
+        .decisions
+        .iter()
+        .find(|d| d.exe == nofp.to_str().unwrap())
+        .unwrap_or_else(|| panic!("no decision for {}: {unwind:?}", nofp.display()));
+    assert_eq!(decision.mode, "dwarf", "{decision:?}");
+    assert_ne!(unwind.stack_bytes, 0, "{unwind:?}");
+    let process = unwind
+        .processes
+        .iter()
+        .find(|p| p.pid == decision.pid)
+        .unwrap_or_else(|| panic!("no samples of pid {}: {unwind:?}", decision.pid));
+    // Unwound in user space (the kernel's fp walk does not say).
+    assert!(process.early_stop_samples.is_some(), "{unwind:?}");
+    let folded = std::fs::read_to_string(session.join("oncpu.folded")).unwrap();
+    let chain = "main;storprof_nofp_outer;storprof_nofp_middle;storprof_nofp_inner";
+    let total: u64 = leaves(&folded).values().sum();
+    let full: u64 = folded
+        .lines()
+        .filter(|l| l.contains(chain))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    assert!(full >= 50, "only {full} samples with the chain:\n{folded}");
+    assert!(full * 10 >= total * 8, "{full} of {total}:\n{folded}");
+
+    // Code with frame pointers: fp is chosen, no stack window is copied,
+    // the kernel's walk gives the stack.
+    let fp = dynamic_helper("burn", &["-fno-omit-frame-pointer"]);
+    let session = tmp.path().join("fp");
+    record(&session, &[fp.to_str().unwrap(), "1"]);
+    let info: SessionInfo = read_json(&session, "session.json");
+    let unwind = info.unwind.expect("unwind stats in session.json");
+    let decision = unwind
+        .decisions
+        .iter()
+        .find(|d| d.exe == fp.to_str().unwrap())
+        .unwrap_or_else(|| panic!("no decision for {}: {unwind:?}", fp.display()));
+    assert_eq!(decision.mode, "fp", "{decision:?}");
+    let process = unwind
+        .processes
+        .iter()
+        .find(|p| p.pid == decision.pid)
+        .unwrap_or_else(|| panic!("no samples of pid {}: {unwind:?}", decision.pid));
+    assert_eq!(process.early_stop_samples, None, "{unwind:?}");
+    assert!(process.samples >= 50, "{unwind:?}");
+    let folded = std::fs::read_to_string(session.join("oncpu.folded")).unwrap();
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.contains(";main;storprof_test_burn_cpu")),
+        "{folded}"
+    );
+}
+
 /// Whole-disk "MAJ:MIN" of the filesystem holding `path` (partitions map to their disk).
 fn disk_of(path: &Path) -> String {
     use std::os::unix::fs::MetadataExt;

@@ -20,6 +20,10 @@ pub const MAX_STACK_DEPTH: usize = 127;
 
 /// Config flag: measure syscall latency (attach `sys_enter` as well as `sys_exit`).
 pub const FLAG_SYSCALL_LATENCY: u32 = 1;
+/// Config flag (`--unwind auto`): copy stack windows only for processes
+/// marked in `DWARF_PROCS` (decided by user space per executable); the
+/// others keep frame-pointer stacks only.
+pub const FLAG_UNWIND_PER_PROCESS: u32 = 2;
 
 /// Global configuration written by user space before the command execs.
 #[repr(C)]

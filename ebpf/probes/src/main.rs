@@ -42,12 +42,12 @@ use aya_ebpf::{
     },
 };
 use storprof_common::{
-    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, MAX_PY_FRAMES, MAX_PY_THREADS,
-    MAX_STACK_BYTES, OffCpuStart, PY_NO_OFFSET, ProbeConfig, ProcEvent, PyFrameRecord,
-    PyOffCpuSample, PyProcess, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS,
-    StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, USER_STACK_PREFIX, UserStackHeader,
-    UserStackSample, is_read_family, is_write_family, log2_bucket, lost, offcpu_state, proc_event,
-    py_status, py_tstate,
+    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS,
+    MAX_PY_FRAMES, MAX_PY_THREADS, MAX_STACK_BYTES, OffCpuStart, PY_NO_OFFSET, ProbeConfig,
+    ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
+    SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
+    USER_STACK_PREFIX, UserStackHeader, UserStackSample, is_read_family, is_write_family,
+    log2_bucket, lost, offcpu_state, proc_event, py_status, py_tstate,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -152,6 +152,13 @@ static STACK_SCRATCH: Array<UserStackSample> = Array::with_max_entries(1, 0);
 /// children at fork, removed at exec and exit.
 #[map]
 static PY_PROCS: HashMap<u32, PyProcess> = HashMap::with_max_entries(4096, 0);
+
+/// tgid → 1 when its CPU samples carry a stack window (`--unwind auto`,
+/// `FLAG_UNWIND_PER_PROCESS`). Written by user space after exec from the
+/// executable's frame-pointer check; copied to forked children at fork,
+/// removed at exec and exit.
+#[map]
+static DWARF_PROCS: HashMap<u32, u8> = HashMap::with_max_entries(4096, 0);
 
 /// tid → its Python frames and stack ids at switch-out, until switch-in.
 #[map]
@@ -276,7 +283,12 @@ pub fn cpu_sample(ctx: PerfEventContext) -> u32 {
         kernel_stack,
     };
     add_to(&SAMPLES, &key, 1, lost::SAMPLES_MAP_FULL);
-    let stack_bytes = CONFIG.get(0).map_or(0, |c| c.stack_bytes);
+    let (mut stack_bytes, flags) = CONFIG.get(0).map_or((0, 0), |c| (c.stack_bytes, c.flags));
+    // SAFETY: the lookup result is only tested.
+    if flags & FLAG_UNWIND_PER_PROCESS != 0 && unsafe { DWARF_PROCS.get(tgid) }.is_none() {
+        // `--unwind auto`: this process unwinds by frame pointers.
+        stack_bytes = 0;
+    }
     // SAFETY: the lookup result is only tested.
     let python_fp = stack_bytes == 0 && unsafe { PY_PROCS.get(tgid) }.is_some();
     if stack_bytes != 0 {
@@ -630,6 +642,11 @@ pub fn sched_process_fork(ctx: TracePointContext) -> u32 {
     if let Some(py) = (unsafe { PY_PROCS.get(tgid) }).copied() {
         let _ = PY_PROCS.insert(child, py, 0);
     }
+    // ... and the same executable, so it unwinds the same way.
+    // SAFETY: the value is copied out at once.
+    if let Some(mode) = (unsafe { DWARF_PROCS.get(tgid) }).copied() {
+        let _ = DWARF_PROCS.insert(child, mode, 0);
+    }
     emit_proc_event(proc_event::FORK, tgid, child, 0);
     0
 }
@@ -651,6 +668,8 @@ pub fn sched_process_exec(_ctx: TracePointContext) -> u32 {
     }
     // A new image: its interpreter (if any) is registered anew by user space.
     let _ = PY_PROCS.remove(tgid);
+    // ... and its unwinding mode is decided anew.
+    let _ = DWARF_PROCS.remove(tgid);
     emit_proc_event(proc_event::EXEC, tgid, pid_tgid as u32, 0);
     0
 }
@@ -672,6 +691,7 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     if tid != tgid || group_dead_now(&ctx) {
         // The entry copied at the fork of this thread or process.
         let _ = PY_PROCS.remove(tid);
+        let _ = DWARF_PROCS.remove(tid);
     }
     if tid != tgid {
         // Undo the fork-time mark of a thread's tid.

@@ -20,9 +20,10 @@ use aya::{
     },
 };
 use storprof_common::{
-    BlockEvent, FLAG_SYSCALL_LATENCY, MAX_PY_FRAMES, MAX_STACK_BYTES, OffCpuStart, ProbeConfig,
-    ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess, SYSCALL_SLOT_ENTRIES, StackKey,
-    SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, lost,
+    BlockEvent, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES, MAX_STACK_BYTES,
+    OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
+    SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX,
+    UserStackHeader, lost,
 };
 
 use crate::session::model::ProbeStatus;
@@ -169,6 +170,10 @@ pub struct ProbeOptions {
     /// for DWARF unwinding in user space. Default 0: frame-pointer stacks
     /// only. Clamped to `MAX_STACK_BYTES`.
     pub stack_bytes: u32,
+    /// Copy the stack window only for processes marked with
+    /// [`ProbeSet::set_dwarf`] (`--unwind auto`). Default false: every
+    /// traced process gets it when `stack_bytes` is set.
+    pub unwind_per_process: bool,
 }
 
 impl Default for ProbeOptions {
@@ -177,6 +182,7 @@ impl Default for ProbeOptions {
             freq_hz: 99,
             syscall_latency: true,
             stack_bytes: 0,
+            unwind_per_process: false,
         }
     }
 }
@@ -298,11 +304,7 @@ impl ProbeSet {
             pid_slots,
             links: Vec::new(),
         };
-        let flags = if options.syscall_latency {
-            FLAG_SYSCALL_LATENCY
-        } else {
-            0
-        };
+        let flags = set.config_flags();
         set.write_config(ProbeConfig {
             root_tgid: 0,
             flags,
@@ -314,6 +316,18 @@ impl ProbeSet {
         set.stack_events = Some(set.take_ringbuf("STACK_EVENTS")?);
         set.py_offcpu_events = Some(set.take_ringbuf("PY_OFFCPU_EVENTS")?);
         Ok(set)
+    }
+
+    /// The `FLAG_*` bits of the options.
+    fn config_flags(&self) -> u32 {
+        let mut flags = 0;
+        if self.options.syscall_latency {
+            flags |= FLAG_SYSCALL_LATENCY;
+        }
+        if self.options.unwind_per_process {
+            flags |= FLAG_UNWIND_PER_PROCESS;
+        }
+        flags
     }
 
     /// The stack window the probe copies (0: none), at most `MAX_STACK_BYTES`.
@@ -363,11 +377,7 @@ impl ProbeSet {
 
     /// The pid the recorded command will have: traced from its exec on.
     pub fn set_root_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
-        let flags = if self.options.syscall_latency {
-            FLAG_SYSCALL_LATENCY
-        } else {
-            0
-        };
+        let flags = self.config_flags();
         self.write_config(ProbeConfig {
             root_tgid: tgid,
             flags,
@@ -568,6 +578,27 @@ impl ProbeSet {
             .insert(tgid, *py, 0)
             .map_err(|source| ProbeError::Map {
                 name: "PY_PROCS",
+                source,
+            })
+    }
+
+    /// Marks `tgid` for stack windows under
+    /// [`ProbeOptions::unwind_per_process`]; forked children inherit the
+    /// mark in the kernel, exec and exit clear it.
+    pub fn set_dwarf(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        let map = self
+            .ebpf
+            .map_mut("DWARF_PROCS")
+            .ok_or(ProbeError::MissingMap("DWARF_PROCS"))?;
+        let mut procs: HashMap<&mut MapData, u32, u8> =
+            HashMap::try_from(map).map_err(|source| ProbeError::Map {
+                name: "DWARF_PROCS",
+                source,
+            })?;
+        procs
+            .insert(tgid, 1u8, 0)
+            .map_err(|source| ProbeError::Map {
+                name: "DWARF_PROCS",
                 source,
             })
     }

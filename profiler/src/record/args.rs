@@ -35,12 +35,17 @@ pub struct RecordArgs {
     /// Count syscalls at exit only: cheaper, but no syscall latency.
     #[arg(long)]
     pub no_syscall_latency: bool,
-    /// How to unwind user stacks: `fp` (frame pointers, cheap) or `dwarf`
-    /// (copies --stack-bytes of stack per sample, unwinds code built
-    /// without frame pointers from its .eh_frame).
-    #[arg(long, value_enum, default_value_t = super::UnwindMode::Fp)]
+    /// How to unwind user stacks: `auto` (default: per process, decided at
+    /// exec: `dwarf` when its main executable lacks frame pointers, i.e.
+    /// under half of its functions open with `push %rbp; mov %rsp,%rbp`,
+    /// or it has no symbols, or it runs a CPython interpreter; `fp`
+    /// otherwise; the choice and its reason per process go to session.json
+    /// `unwind.decisions`), `fp` (frame pointers for all, cheap) or `dwarf`
+    /// (for all: copies --stack-bytes of stack per sample, unwinds code
+    /// built without frame pointers from its .eh_frame).
+    #[arg(long, value_enum, default_value_t = super::UnwindMode::Auto)]
     pub unwind: super::UnwindMode,
-    /// Bytes of user stack copied per sample in dwarf mode (at most 65536).
+    /// Bytes of user stack copied per sample of a process in dwarf mode (at most 65536).
     #[arg(long, default_value_t = storprof_common::DEFAULT_STACK_BYTES, value_name = "N",
           value_parser = clap::value_parser!(u32).range(64..=65536))]
     pub stack_bytes: u32,

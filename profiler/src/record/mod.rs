@@ -15,6 +15,7 @@ pub mod args;
 pub mod launch;
 pub mod python;
 pub mod select;
+mod unwind_choice;
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -58,7 +59,8 @@ pub struct RecordOptions {
     /// Default true; false halves the per-syscall cost but leaves
     /// `total_ns` and the latency histograms empty.
     pub syscall_latency: bool,
-    /// How user stacks are unwound. Default `Fp` (frame pointers, in the kernel).
+    /// How user stacks are unwound. Default `Auto` (per process: DWARF when
+    /// its executable lacks frame pointers or it runs CPython, else frame pointers).
     pub unwind: UnwindMode,
     /// Bytes of user stack copied per sample in `Dwarf` mode. Default 16384.
     pub stack_bytes: u32,
@@ -67,9 +69,14 @@ pub struct RecordOptions {
 /// How user stacks of CPU samples are unwound.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum UnwindMode {
+    /// Per process, decided at exec: `Dwarf` when the main executable lacks
+    /// frame pointers (`unwind::frame_pointers`) or runs a CPython
+    /// interpreter, `Fp` otherwise. Only DWARF processes pay for the
+    /// stack copy.
+    #[default]
+    Auto,
     /// Frame pointers, walked by the kernel (cheap; stops at code built
     /// without frame pointers).
-    #[default]
     Fp,
     /// A copy of the user registers and stack window per sample, unwound in
     /// user space from `.eh_frame`/`.debug_frame` (no frame pointers needed).
@@ -79,6 +86,7 @@ pub enum UnwindMode {
 impl UnwindMode {
     pub fn name(self) -> &'static str {
         match self {
+            Self::Auto => "auto",
             Self::Fp => "fp",
             Self::Dwarf => "dwarf",
         }
@@ -96,7 +104,7 @@ impl Default for RecordOptions {
             output: PathBuf::from("storprof-session"),
             as_root: false,
             syscall_latency: true,
-            unwind: UnwindMode::Fp,
+            unwind: UnwindMode::Auto,
             stack_bytes: storprof_common::DEFAULT_STACK_BYTES,
         }
     }
@@ -227,6 +235,11 @@ struct Recorder {
     python_fp: python::PythonStacks,
     /// `--netns`: the namespace's processes, rescanned from the loop.
     selector: Option<select::NetnsSelector>,
+    /// The `--unwind` option.
+    unwind_mode: UnwindMode,
+    /// `--unwind auto`: the mode chosen per process, and per executable.
+    unwind_decisions: BTreeMap<u32, model::UnwindDecision>,
+    exe_choices: std::collections::HashMap<PathBuf, crate::unwind::frame_pointers::UnwindChoice>,
 }
 
 /// On-CPU samples unwound in user space: counts per key whose `user_stack`
@@ -237,6 +250,9 @@ struct DwarfSamples {
     chains: Vec<(Vec<u64>, python::PythonFrames)>,
     chain_ids: std::collections::HashMap<(Vec<u64>, python::PythonFrames), i32>,
     counts: BTreeMap<StackKey, u64>,
+    /// The frame-pointer keys of the same samples (`--unwind auto` takes
+    /// them out of the frame-pointer counts).
+    fp_keys: BTreeMap<StackKey, u64>,
     /// (tgid, depth, stopped early) → samples.
     depths: BTreeMap<(u32, u32, bool), u64>,
 }
@@ -252,6 +268,7 @@ impl Recorder {
             self.tracked.insert(pid);
             self.symbolizer.snapshot_process(pid);
             self.fresh.insert(pid, Instant::now());
+            self.decide_unwind(pid);
         }
         Ok(())
     }
@@ -265,6 +282,7 @@ impl Recorder {
                     self.tracked.insert(child);
                     self.symbolizer.inherit(child, event.tgid);
                     self.symbolizer.snapshot_process(child);
+                    self.inherit_unwind(child, event.tgid);
                     self.inherit_python(child, event.tgid);
                 }
             }
@@ -274,6 +292,8 @@ impl Recorder {
                     unwinder.forget(event.tgid);
                 }
                 self.python.forget(event.tgid);
+                self.unwind_decisions.remove(&event.tgid);
+                self.decide_unwind(event.tgid);
                 self.symbolizer.snapshot_process(event.tgid);
                 self.fresh.insert(event.tgid, Instant::now());
             }
@@ -314,7 +334,9 @@ impl Recorder {
     /// Unwinds one DWARF-mode sample with the process's current layout.
     fn unwind_sample(&mut self, event: probes::UserStackEvent) {
         let h = event.header;
-        let Some(unwinder) = self.unwinder.as_mut() else {
+        // Auto mode: frame-pointer processes send Python frames only.
+        let window = h.len > 0 || self.is_dwarf_process(h.tgid);
+        let Some(unwinder) = self.unwinder.as_mut().filter(|_| window) else {
             self.python_fp_sample(event);
             return;
         };
@@ -348,6 +370,11 @@ impl Recorder {
             kernel_stack: h.kernel_stack,
         };
         *dwarf.counts.entry(key).or_insert(0) += 1;
+        let fp_key = StackKey {
+            user_stack: h.user_stack,
+            ..key
+        };
+        *dwarf.fp_keys.entry(fp_key).or_insert(0) += 1;
         *dwarf
             .depths
             .entry((h.tgid, depth, unwound.end == UnwindEnd::Early))
@@ -442,7 +469,8 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     })?;
     let dir_abs = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
 
-    let dwarf_mode = options.unwind == UnwindMode::Dwarf;
+    // Auto mode copies stack windows too, for the processes it marks.
+    let dwarf_mode = options.unwind != UnwindMode::Fp;
     let probe_options = ProbeOptions {
         freq_hz: options.freq_hz,
         syscall_latency: options.syscall_latency,
@@ -451,6 +479,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         } else {
             0
         },
+        unwind_per_process: options.unwind == UnwindMode::Auto,
     };
     let mut probes = ProbeSet::load(&probe_options)?;
     probes.attach_all();
@@ -477,6 +506,9 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         python_offcpu: python::PythonStacks::default(),
         python_fp: python::PythonStacks::default(),
         selector,
+        unwind_mode: options.unwind,
+        unwind_decisions: BTreeMap::new(),
+        exe_choices: std::collections::HashMap::new(),
     };
     recorder.add_selected()?;
     if let Some(selector) = &recorder.selector {
@@ -498,6 +530,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             recorder.probes.trace_tgid(p)?;
             recorder.tracked.insert(p);
             recorder.symbolizer.snapshot_process(p);
+            recorder.decide_unwind(p);
             recorder.detect_python(p);
         }
     }
@@ -527,6 +560,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             source,
         })?;
         recorder.tracked.insert(pid as u32);
+        // Its unwinding mode is decided at its EXEC event.
         recorder.symbolizer.snapshot_process(pid as u32);
         recorder.fresh.insert(pid as u32, Instant::now());
         child_pid = Some(pid);
@@ -786,9 +820,11 @@ fn write_session(
         python_offcpu,
         python_fp,
         selector,
+        unwind_decisions,
         ..
     } = recorder;
     let dwarf_mode = unwinder.is_some();
+    let auto_mode = options.unwind == UnwindMode::Auto;
     // One kallsyms pass for every kernel address (per stack it cost ~5 ms each).
     let kernel_ips: BTreeSet<u64> = snapshot
         .samples
@@ -829,12 +865,27 @@ fn write_session(
         let folded = aggregate::fold(&samples, 1, &comm_of_key, &mut |k| {
             frames_with(k, Some(chains))
         });
-        let entries: Vec<(u32, u32, Option<bool>, u64)> = dwarf
+        let mut entries: Vec<(u32, u32, Option<bool>, u64)> = dwarf
             .depths
             .iter()
             .map(|(&(tgid, depth, early), &n)| (tgid, depth, Some(early), n))
             .collect();
-        (folded, entries)
+        if auto_mode {
+            // The frame-pointer processes' samples: those without a stack
+            // window, less the Python ones (folded with their frames below).
+            let held: Vec<(StackKey, u64)> = dwarf.fp_keys.iter().map(|(k, v)| (*k, *v)).collect();
+            let fp_only = python_fp.subtract_from(&python::subtract(&snapshot.samples, &held));
+            let fp_folded =
+                aggregate::fold(&fp_only, 1, &comm_of_key, &mut |k| frames_with(k, None));
+            entries.extend(
+                python::subtract(&snapshot.samples, &held)
+                    .iter()
+                    .map(|(k, n)| (k.tgid, probes.stack(k.user_stack).len() as u32, None, *n)),
+            );
+            (python::merge_folded(&folded, &fp_folded), entries)
+        } else {
+            (folded, entries)
+        }
     } else {
         // Python processes' samples are folded with their Python frames.
         let fp_only = python_fp.subtract_from(&snapshot.samples);
@@ -856,7 +907,7 @@ fn write_session(
     let offcpu = aggregate::fold(&offcpu_fp, 1000, &comm_of_key, &mut |k| {
         frames_with(k, None)
     });
-    let oncpu = if dwarf_mode {
+    let oncpu = if dwarf_mode && !auto_mode {
         oncpu
     } else {
         let python = python::fold_python_stacks(python_fp, 1, symbolizer, probes, &comm_of_key);
@@ -869,6 +920,7 @@ fn write_session(
         mode: options.unwind.name().to_string(),
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
         processes: aggregate::process_unwind(&unwind_entries),
+        decisions: unwind_decisions.values().cloned().collect(),
     };
 
     let mut features = BTreeMap::new();

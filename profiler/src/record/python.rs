@@ -62,6 +62,16 @@ impl PythonStacks {
     }
 }
 
+/// `samples` less `held` counts per key (keys left with 0 dropped).
+pub fn subtract(samples: &[(StackKey, u64)], held: &[(StackKey, u64)]) -> Vec<(StackKey, u64)> {
+    let held: BTreeMap<StackKey, u64> = held.iter().copied().collect();
+    samples
+        .iter()
+        .map(|(key, n)| (*key, n.saturating_sub(held.get(key).copied().unwrap_or(0))))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
 impl Recorder {
     /// Looks for an interpreter in `tgid` (once found, it stays registered).
     pub(super) fn detect_python(&mut self, tgid: u32) {
@@ -81,6 +91,8 @@ impl Recorder {
             if let Err(err) = self.probes.register_python(tgid, &interp.probe) {
                 log::warn!("python: registering pid {tgid}: {err}");
             }
+            let version = interp.version().to_string();
+            self.python_needs_dwarf(tgid, &version);
             // Children forked before the interpreter was found run it too.
             for child in self.python.children_without_interpreter(tgid) {
                 self.inherit_python(child, tgid);
@@ -102,6 +114,8 @@ impl Recorder {
             // Its layout and perf map (3.12+ `-X perf` makes new trampolines
             // in a forked child) are re-read often for a while.
             self.fresh.insert(child, std::time::Instant::now());
+            let version = interp.version().to_string();
+            self.python_needs_dwarf(child, &version);
         }
     }
 

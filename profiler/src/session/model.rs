@@ -242,8 +242,9 @@ pub struct DeviceSeries {
 /// User-stack unwinding of a recording (`storprof record --unwind`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct UnwindStats {
-    /// "fp" (frame pointers, in the kernel) or "dwarf" (copied stack
-    /// windows unwound in user space from `.eh_frame`/`.debug_frame`).
+    /// "fp" (frame pointers, in the kernel), "dwarf" (copied stack
+    /// windows unwound in user space from `.eh_frame`/`.debug_frame`) or
+    /// "auto" (one of the two per process, see `decisions`).
     pub mode: String,
     /// Bytes of user stack copied per sample (dwarf mode; 0 in fp mode).
     #[serde(default)]
@@ -251,6 +252,22 @@ pub struct UnwindStats {
     /// One entry per process with on-CPU samples.
     #[serde(default)]
     pub processes: Vec<ProcessUnwind>,
+    /// `--unwind auto`: the mode chosen per process and why (empty when
+    /// the mode was forced for all).
+    #[serde(default)]
+    pub decisions: Vec<UnwindDecision>,
+}
+
+/// The unwinding mode `--unwind auto` chose for one process.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UnwindDecision {
+    pub pid: u32,
+    /// Its main executable.
+    pub exe: String,
+    /// "fp" or "dwarf".
+    pub mode: String,
+    /// Why, e.g. "2% of 810 functions of the executable keep frame pointers".
+    pub reason: String,
 }
 
 /// Stack depths of one process's on-CPU samples.

@@ -13,6 +13,8 @@
 //! Code without unwind information is unwound through its frame pointer,
 //! except CPython's perf trampolines (`-X perf`, 3.12+, named `py::` in the
 //! perf map), which keep none: their one-slot frame is stepped over.
+pub mod frame_pointers;
+
 use std::{
     collections::HashMap,
     ops::{Deref, Range},
