@@ -190,9 +190,7 @@ mod tests {
         assert!(!choice.dwarf, "{}: {}", exe.display(), choice.reason);
     }
 
-    fn compile(name: &str, flags: &[&str]) -> Option<PathBuf> {
-        let dir = std::env::temp_dir().join(format!("storprof-fpcheck-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).ok()?;
+    fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
         let src = dir.join(format!("{name}.c"));
         std::fs::write(
             &src,
@@ -215,9 +213,10 @@ mod tests {
 
     #[test]
     fn c_programs_with_and_without_frame_pointers() {
+        let dir = tempfile::tempdir().expect("temporary directory");
         let (Some(fp), Some(nofp)) = (
-            compile("fp", &["-O2", "-fno-omit-frame-pointer"]),
-            compile("nofp", &["-O2", "-fomit-frame-pointer"]),
+            compile(dir.path(), "fp", &["-O2", "-fno-omit-frame-pointer"]),
+            compile(dir.path(), "nofp", &["-O2", "-fomit-frame-pointer"]),
         ) else {
             eprintln!("skipped: no C compiler");
             return;
