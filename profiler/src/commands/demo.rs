@@ -128,23 +128,9 @@ pub fn default_data_dir() -> PathBuf {
 
 /// `storprof-demo-YYYYmmdd-HHMMSS` in the current directory (local time).
 pub fn default_results_dir() -> PathBuf {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as libc::time_t);
-    // SAFETY: localtime_r reads a valid time_t and writes into a zeroed tm we own.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&now, &mut tm);
-        tm
-    };
     PathBuf::from(format!(
-        "storprof-demo-{:04}{:02}{:02}-{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
+        "storprof-demo-{}",
+        crate::record::args::local_timestamp()
     ))
 }
 
