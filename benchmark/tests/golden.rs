@@ -2,8 +2,8 @@
 //! Re-bless with `STORPROF_BLESS=1 cargo test -p storprof-bench --test golden`
 //! (missing golden files are created).
 #![allow(clippy::unwrap_used)]
+mod common;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use storprof_bench::metrics::{
     BlockTimings, ExcludeSteps, block_metrics, epoch_metrics, run_metrics,
@@ -13,23 +13,7 @@ use storprof_bench::reader::ReadStats;
 use storprof_bench::storage::RequestCounts;
 
 fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    let bless = std::env::var_os("STORPROF_BLESS").is_some_and(|v| v == "1");
-    if bless || !path.exists() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        eprintln!("blessed {}", path.display());
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        expected == actual,
-        "{} differs from the output.\n--- expected\n{expected}\n--- actual\n{actual}\n\
-         If the change is intended, re-bless with STORPROF_BLESS=1 cargo test -p storprof-bench --test golden",
-        path.display()
-    );
+    common::golden("golden", name, actual);
 }
 
 /// A flux-like run: 2 ranks, 2 epochs, deterministic step timings.

@@ -1,6 +1,7 @@
 //! `storprof sweep` and the memory guard, end to end over a tiny local flux
 //! dataset (4 files × 8 rows of ~33 KiB).
 #![allow(clippy::unwrap_used)]
+mod common;
 use std::path::Path;
 
 use clap::Parser;
@@ -104,23 +105,7 @@ fn memory_guard_refuses_too_large_settings_and_writes_nothing() {
 }
 
 fn golden(name: &str, actual: &str) {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name);
-    let bless = std::env::var_os("STORPROF_BLESS").is_some_and(|v| v == "1");
-    if bless || !path.exists() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        eprintln!("blessed {}", path.display());
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        expected == actual,
-        "{} differs from the output.\n--- expected\n{expected}\n--- actual\n{actual}\n\
-         If the change is intended, re-bless with STORPROF_BLESS=1 cargo test -p storprof-bench --test sweep",
-        path.display()
-    );
+    common::golden("sweep", name, actual);
 }
 
 use storprof_bench::sweep::{
