@@ -32,14 +32,76 @@ use crate::symbolize::MapEntry;
 /// Most frames one stack unwinds to (deeper stacks count as stopped early).
 pub const MAX_FRAMES: usize = 128;
 
-/// Bytes shared between processes mapping the same file.
-#[derive(Clone, Debug, Default)]
-pub struct SharedBytes(Arc<Vec<u8>>);
+/// A binary's contents: mapped read-only (only the pages of the sections
+/// used are ever read), or owned (a compressed section, or a file that
+/// could not be mapped).
+#[derive(Debug)]
+enum FileBytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Mapped(m) => m,
+            Self::Owned(v) => v,
+        }
+    }
+}
+
+/// A section's bytes, shared between processes mapping the same file.
+#[derive(Clone, Debug)]
+pub struct SharedBytes {
+    file: Arc<FileBytes>,
+    range: Range<usize>,
+}
 
 impl Deref for SharedBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.0
+        &self.file[self.range.clone()]
+    }
+}
+
+impl SharedBytes {
+    /// `section` (borrowed from `file`'s bytes, or decompressed) as shared bytes.
+    fn of(file: &Arc<FileBytes>, section: std::borrow::Cow<'_, [u8]>) -> Self {
+        match section {
+            std::borrow::Cow::Borrowed(b) => {
+                let base = file.as_ptr() as usize;
+                let start = (b.as_ptr() as usize).wrapping_sub(base);
+                if start <= file.len() && b.len() <= file.len() - start {
+                    return Self {
+                        file: file.clone(),
+                        range: start..start + b.len(),
+                    };
+                }
+                Self::owned(b.to_vec())
+            }
+            std::borrow::Cow::Owned(v) => Self::owned(v),
+        }
+    }
+
+    fn owned(v: Vec<u8>) -> Self {
+        let len = v.len();
+        Self {
+            file: Arc::new(FileBytes::Owned(v)),
+            range: 0..len,
+        }
+    }
+}
+
+/// The bytes of the file at `path`: mapped when possible, else read.
+fn file_bytes(path: &str) -> std::io::Result<Arc<FileBytes>> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: a read-only private mapping of a binary that processes are
+    // executing; executables and libraries in use are replaced by rename,
+    // not rewritten in place, so the mapped bytes stay valid.
+    match unsafe { memmap2::Mmap::map(&file) } {
+        Ok(m) => Ok(Arc::new(FileBytes::Mapped(m))),
+        Err(_) => Ok(Arc::new(FileBytes::Owned(std::fs::read(path)?))),
     }
 }
 
@@ -104,7 +166,8 @@ pub enum UnwindError {
 }
 
 impl FileUnwindInfo {
-    fn parse(path: &str, data: &[u8]) -> Result<Self, UnwindError> {
+    fn parse(path: &str, bytes: &Arc<FileBytes>) -> Result<Self, UnwindError> {
+        let data: &[u8] = bytes;
         let file = object::File::parse(data).map_err(|source| UnwindError::Elf {
             path: path.to_string(),
             source,
@@ -115,7 +178,7 @@ impl FileUnwindInfo {
                     Some(s.address()..s.address() + s.size()),
                     s.uncompressed_data()
                         .ok()
-                        .map(|d| SharedBytes(Arc::new(d.into_owned()))),
+                        .map(|d| SharedBytes::of(bytes, d)),
                 ),
                 None => (None, None),
             }
@@ -215,7 +278,7 @@ impl DwarfUnwinder {
         if let Some(info) = self.files_by_path.get(path) {
             return info.clone();
         }
-        let info = match std::fs::read(path) {
+        let info = match file_bytes(path) {
             Ok(data) => {
                 let key = file_key(path, &data);
                 match self.files_by_key.get(&key) {
