@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_storprof");
+mod support;
+use support::{STORPROF as BIN, is_root};
 const HOSTS: [&str; 2] = ["storprof-h1", "storprof-h2"];
 /// The throttled host.
 const SLOW: &str = "storprof-h2";
@@ -42,11 +43,6 @@ const BRIDGE_ADDR: &str = "10.213.47.1/24";
 const HOSTS_MARKER: &str = "# storprof-multihost-test";
 /// Read limit of the slow host: its rank's 16 samples (35 MB) per epoch take ~3 s.
 const SLOW_BPS: u64 = 12 << 20;
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
 
 fn runs(program: &str, arg: &str) -> bool {
     Command::new(program)
@@ -288,6 +284,28 @@ fn mpirun_across_hosts(agent: &Path) -> Command {
     mpirun
 }
 
+/// `mpirun ... storprof bench` of the test's small flux dataset across the
+/// two hosts, 0.05 s computation per step, with `extra` bench arguments.
+fn mpirun_bench(agent: &Path, data: &Path, results: &Path, extra: &[&str]) -> Command {
+    let mut mpirun = mpirun_across_hosts(agent);
+    mpirun
+        .args([
+            BIN,
+            "bench",
+            "--workload",
+            "flux",
+            "--computation-time",
+            "0.05",
+        ])
+        .args(extra)
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--results-dir")
+        .arg(results)
+        .args(params());
+    mpirun
+}
+
 /// The test hosts have fixed names: one test at a time makes them.
 static HOSTS_IN_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -448,21 +466,7 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
     eprintln!("recorders ready: {:.1} s", t0.elapsed().as_secs_f64());
 
     let results = tmp.path().join("results");
-    let mut mpirun = mpirun_across_hosts(&agent);
-    mpirun
-        .args([
-            BIN,
-            "bench",
-            "--workload",
-            "flux",
-            "--computation-time",
-            "0.05",
-        ])
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("--results-dir")
-        .arg(&results)
-        .args(params());
+    let mpirun = mpirun_bench(&agent, &data, &results, &[]);
     let bench_started = Instant::now();
     let out = run_within(mpirun, Duration::from_secs(120), "mpirun storprof bench");
     let bench_s = bench_started.elapsed().as_secs_f64();
@@ -592,21 +596,8 @@ fn ctrl_c_of_mpirun_stops_every_rank_with_results_written() {
     let hosts = TestHosts::create();
     let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/netns-rsh-agent.sh");
     let results = tmp.path().join("results");
-    let mut mpirun = mpirun_across_hosts(&agent);
+    let mut mpirun = mpirun_bench(&agent, &data, &results, &["--epochs", "1000"]);
     mpirun
-        .args([
-            BIN,
-            "bench",
-            "--workload",
-            "flux",
-            "--computation-time",
-            "0.05",
-        ])
-        .args(["--epochs", "1000", "--data-dir"])
-        .arg(&data)
-        .arg("--results-dir")
-        .arg(&results)
-        .args(params())
         // Its own process group, as a terminal's foreground job.
         .process_group(0)
         .stdout(Stdio::piped())

@@ -11,12 +11,8 @@ use std::{
 
 use storprof::session::model::{IoStats, SessionInfo, ThreadStats};
 
-const STORPROF: &str = env!("CARGO_BIN_EXE_storprof");
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+mod support;
+use support::{STORPROF, is_root, record_with};
 
 macro_rules! require_root {
     () => {
@@ -50,25 +46,6 @@ fn helper_with(name: &str, flags: &[&str]) -> PathBuf {
 
 fn record(dir: &Path, command: &[&str]) -> Output {
     record_with(dir, &[], command)
-}
-
-fn record_with(dir: &Path, options: &[&str], command: &[&str]) -> Output {
-    let out = Command::new(STORPROF)
-        .arg("record")
-        .args(options)
-        .arg("--output")
-        .arg(dir)
-        .arg("--")
-        .args(command)
-        .output()
-        .expect("run storprof record");
-    assert!(
-        out.status.success(),
-        "storprof record failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> T {
@@ -182,7 +159,7 @@ fn dwarf_unwinding_crosses_code_without_frame_pointers() {
     // Frame pointers: the walk loses the chain in this code (which is what
     // makes the DWARF result below mean something).
     let fp = tmp.path().join("fp");
-    record_with(&fp, &["--unwind", "fp"], &[helper.to_str().unwrap(), "1"]);
+    record_with(&fp, &["--unwind", "fp"], [helper.to_str().unwrap(), "1"]);
     let folded = std::fs::read_to_string(fp.join("oncpu.folded")).unwrap();
     assert!(
         !folded.contains("storprof_nofp_outer;storprof_nofp_middle"),
@@ -193,7 +170,7 @@ fn dwarf_unwinding_crosses_code_without_frame_pointers() {
     record_with(
         &dwarf,
         &["--unwind", "dwarf", "--stack-bytes", "16384"],
-        &[helper.to_str().unwrap(), "1"],
+        [helper.to_str().unwrap(), "1"],
     );
     let folded = std::fs::read_to_string(dwarf.join("oncpu.folded")).unwrap();
     let total: u64 = leaves(&folded).values().sum();

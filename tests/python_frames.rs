@@ -17,12 +17,8 @@ use std::{
 
 use storprof::session::model::SessionInfo;
 
-const STORPROF: &str = env!("CARGO_BIN_EXE_storprof");
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+mod support;
+use support::{is_root, record_with};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -61,21 +57,10 @@ fn python_version(python: &Path) -> String {
 
 fn record(dir: &Path, unwind: &str, python: &Path, data: &Path, seconds: &str) {
     let loader = repo().join("tests/python/loader.py");
-    let out = Command::new(STORPROF)
-        .args(["record", "--unwind", unwind, "--output"])
-        .arg(dir)
-        .arg("--")
-        .arg(python)
-        .arg(loader)
-        .arg(data)
-        .arg(seconds)
-        .output()
-        .expect("run storprof record");
-    assert!(
-        out.status.success(),
-        "storprof record failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    record_with(
+        dir,
+        &["--unwind", unwind],
+        [python, &loader, data, Path::new(seconds)],
     );
 }
 
@@ -239,17 +224,7 @@ fn every_supported_cpython_version_shows_its_frames() {
         let dir = tmp.path().join("session");
         // Through a shell: python is exec'ed by a traced child, not by storprof.
         let script = format!("{} {} 1.5; true", python.display(), nested.display());
-        let out = Command::new(STORPROF)
-            .args(["record", "--unwind", "dwarf", "--output"])
-            .arg(&dir)
-            .args(["--", "/bin/sh", "-c", &script])
-            .output()
-            .expect("run storprof record");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        record_with(&dir, &["--unwind", "dwarf"], ["/bin/sh", "-c", &script]);
         let folded = std::fs::read_to_string(dir.join("oncpu.folded")).unwrap();
         let info = session(&dir);
         assert!(
@@ -287,19 +262,11 @@ fn an_unsupported_cpython_version_is_named_in_the_notes() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("session");
-    let out = Command::new(STORPROF)
-        .args(["record", "--unwind", "dwarf", "--output"])
-        .arg(&dir)
-        .arg("--")
-        .arg(&python)
-        .arg(repo().join("tests/python/nested.py"))
-        .arg("1")
-        .output()
-        .expect("run storprof record");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let nested = repo().join("tests/python/nested.py");
+    record_with(
+        &dir,
+        &["--unwind", "dwarf"],
+        [python.as_os_str(), nested.as_os_str(), "1".as_ref()],
     );
     let info = session(&dir);
     assert!(
@@ -328,20 +295,17 @@ fn perf_trampolines_of_cpython_312_are_unwound_through() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("session");
-    let out = Command::new(STORPROF)
-        .args(["record", "--unwind", "dwarf", "--output"])
-        .arg(&dir)
-        .arg("--")
-        .arg(&python)
-        .args(["-X", "perf"])
-        .arg(repo().join("tests/python/nested.py"))
-        .arg("1.5")
-        .output()
-        .expect("run storprof record");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let nested = repo().join("tests/python/nested.py");
+    record_with(
+        &dir,
+        &["--unwind", "dwarf"],
+        [
+            python.as_os_str(),
+            "-X".as_ref(),
+            "perf".as_ref(),
+            nested.as_os_str(),
+            "1.5".as_ref(),
+        ],
     );
     let folded = std::fs::read_to_string(dir.join("oncpu.folded")).unwrap();
     // The native walk crosses the trampolines (no unwind info) up to

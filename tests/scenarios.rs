@@ -19,12 +19,8 @@ use std::{
     time::Instant,
 };
 
-const STORPROF: &str = env!("CARGO_BIN_EXE_storprof");
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+mod support;
+use support::{STORPROF, is_root};
 
 fn scratch() -> tempfile::TempDir {
     // Under this build's target dir (a real disk, unlike /tmp on some machines),
