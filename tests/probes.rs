@@ -191,6 +191,74 @@ fn dwarf_unwinding_crosses_code_without_frame_pointers() {
     assert_eq!(info.lost_events.get("user_stack_ringbuf_full"), Some(&0));
 }
 
+/// Off-CPU µs of the folded lines that contain `needle`.
+fn folded_sum(folded: &str, needle: &str) -> u64 {
+    folded
+        .lines()
+        .filter(|l| l.contains(needle))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn dwarf_offcpu_stacks_cross_code_without_frame_pointers() {
+    require_root!();
+    let tmp = tempfile::tempdir().unwrap();
+    let helper = helper_with(
+        "nofp_block_chain",
+        &["-fomit-frame-pointer", "-fno-optimize-sibling-calls"],
+    );
+    let chain = "main;storprof_nofp_block_outer;storprof_nofp_block_middle;";
+    // Frame pointers lose the chain of the sleeping code.
+    let fp = tmp.path().join("fp");
+    record_with(&fp, &["--unwind", "fp"], [helper.to_str().unwrap(), "2"]);
+    let folded = std::fs::read_to_string(fp.join("offcpu.folded")).unwrap();
+    assert!(
+        !folded.contains("storprof_nofp_block_outer;storprof_nofp_block_middle"),
+        "frame pointers unexpectedly walked the chain:\n{folded}"
+    );
+    let info: SessionInfo = read_json(&fp, "session.json");
+    assert_eq!(info.unwind.unwrap().offcpu.mode, "fp");
+    // Auto (the executable lacks frame pointers: DWARF), with a 2 ms
+    // quantum: the 50 µs sleeps are sampled (about 1 in 20 taken, each
+    // weighing 2 ms), the 2 ms sleeps are all taken at their length.
+    let auto = tmp.path().join("auto");
+    record_with(
+        &auto,
+        &["--offcpu-quantum-us", "2000"],
+        [helper.to_str().unwrap(), "2"],
+    );
+    let folded = std::fs::read_to_string(auto.join("offcpu.folded")).unwrap();
+    let long = folded_sum(&folded, &format!("{chain}storprof_nofp_long_wait;"));
+    let short = folded_sum(&folded, &format!("{chain}storprof_nofp_short_wait;"));
+    let threads: Vec<ThreadStats> = read_json(&auto, "threads.json");
+    let sleeping_us = threads[0].off_cpu_ns.sleeping / 1000;
+    // Each half sleeps about 1 s. The sampled half's estimate has a
+    // relative standard deviation of about 1/sqrt(500) = 4.5%.
+    assert!(
+        long * 10 >= sleeping_us * 4 && short * 10 >= sleeping_us * 4,
+        "long {long} µs, short {short} µs of {sleeping_us} µs asleep:\n{folded}"
+    );
+    let ratio = short as f64 / long as f64;
+    assert!(
+        (0.75..1.33).contains(&ratio),
+        "short/long = {ratio:.2}:\n{folded}"
+    );
+    // Together they account for the time asleep (within sampling error).
+    let total = long + short;
+    assert!(
+        total * 100 >= sleeping_us * 85 && total * 100 <= sleeping_us * 115,
+        "{total} µs in the chain vs {sleeping_us} µs asleep:\n{folded}"
+    );
+    let info: SessionInfo = read_json(&auto, "session.json");
+    let offcpu = info.unwind.expect("unwind stats").offcpu;
+    assert_eq!(offcpu.mode, "dwarf-at-syscall-exit");
+    assert_eq!(offcpu.quantum_us, 2000);
+    assert!(offcpu.stacks >= 500, "{offcpu:?}");
+    assert_eq!(info.lost_events.get("offcpu_pending_map_full"), Some(&0));
+    assert_eq!(info.lost_events.get("user_stack_ringbuf_full"), Some(&0));
+}
+
 /// Builds a dynamically linked helper from tests/helpers/NAME.c (its
 /// executable holds only its own code, as most programs' do).
 fn dynamic_helper(name: &str, flags: &[&str]) -> PathBuf {

@@ -24,6 +24,11 @@ pub const FLAG_SYSCALL_LATENCY: u32 = 1;
 /// marked in `DWARF_PROCS` (decided by user space per executable); the
 /// others keep frame-pointer stacks only.
 pub const FLAG_UNWIND_PER_PROCESS: u32 = 2;
+/// DWARF mode: the user stack of a syscall that blocked is copied at the
+/// syscall's exit (the stack is the same as when it blocked), so off-CPU
+/// time in syscalls gets DWARF-unwound stacks. Needs the `sys_enter` hook
+/// (which marks threads inside a syscall) and `sys_exit`.
+pub const FLAG_OFFCPU_DWARF: u32 = 4;
 
 /// Global configuration written by user space before the command execs.
 #[repr(C)]
@@ -37,7 +42,12 @@ pub struct ProbeConfig {
     /// Bytes of user stack copied per CPU sample for DWARF unwinding in user
     /// space (0: none, frame-pointer stacks only). At most `MAX_STACK_BYTES`.
     pub stack_bytes: u32,
-    pub _pad: u32,
+    /// `FLAG_OFFCPU_DWARF`: blocked-syscall intervals shorter than this are
+    /// sampled with probability `blocked / quantum` and then stand for a
+    /// whole quantum (an unbiased estimate of the time per stack at a
+    /// bounded number of stack copies per second); longer ones are always
+    /// taken at their own length. 0: every interval is taken.
+    pub offcpu_quantum_us: u32,
 }
 const _: () = assert!(core::mem::size_of::<ProbeConfig>() == 16);
 
@@ -71,8 +81,16 @@ pub struct UserStackHeader {
     pub py_frames: u16,
     /// `py_status::*`: how the Python walk went.
     pub py_status: u16,
+    /// Off-CPU time this stack stands for (ns, `FLAG_OFFCPU_DWARF`): 0 for
+    /// a CPU sample.
+    pub blocked_ns: u64,
+    /// `offcpu_state` index of the off-CPU interval (0 for a CPU sample).
+    pub offcpu_state: u32,
+    /// Off-CPU intervals merged into this one (one syscall can block
+    /// several times; the stacks of the longest are kept).
+    pub offcpu_intervals: u32,
 }
-const _: () = assert!(core::mem::size_of::<UserStackHeader>() == 48);
+const _: () = assert!(core::mem::size_of::<UserStackHeader>() == 64);
 
 /// Outcome of the Python frame walk of one sample (`UserStackHeader::py_status`).
 pub mod py_status {
@@ -231,8 +249,11 @@ pub mod lost {
     pub const STACKS_FULL: u32 = 7;
     /// The user-stack ring buffer was full (a DWARF-mode sample was lost).
     pub const STACK_RINGBUF_FULL: u32 = 8;
+    /// The pending off-CPU map was full: a blocked syscall's time went to
+    /// the frame-pointer off-CPU stacks instead.
+    pub const OFFCPU_PENDING_FULL: u32 = 9;
     /// Number of counters.
-    pub const COUNT: u32 = 9;
+    pub const COUNT: u32 = 10;
     /// Names used in `session.json` `lost_events`, by index.
     pub const NAMES: [&str; COUNT as usize] = [
         "cpu_samples_map_full",
@@ -244,6 +265,7 @@ pub mod lost {
         "process_ringbuf_full",
         "stack_map_full",
         "user_stack_ringbuf_full",
+        "offcpu_pending_map_full",
     ];
 }
 
@@ -284,6 +306,10 @@ pub mod offcpu_state {
     pub const SLEEPING: usize = 1;
     pub const UNINTERRUPTIBLE: usize = 2;
     pub const OTHER: usize = 3;
+    /// Bit of `OffCpuStart::state` (above the index): the thread left the
+    /// CPU inside a syscall of a DWARF-unwound process, its stack is taken
+    /// at the syscall's exit (`FLAG_OFFCPU_DWARF`).
+    pub const AT_SYSCALL_EXIT: u32 = 0x100;
 
     /// Maps `sched_switch`'s `prev_state` (TASK_REPORT bits; 0x100 means
     /// preempted) to an index.
@@ -377,6 +403,24 @@ pub struct OffCpuStart {
     pub kernel_stack: i32,
 }
 const _: () = assert!(core::mem::size_of::<OffCpuStart>() == 24);
+
+/// Off-CPU time of a thread inside a syscall, waiting for the syscall's
+/// exit to have its user stack copied (`FLAG_OFFCPU_DWARF`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuPending {
+    /// Sum of the taken intervals' weights (ns).
+    pub weight_ns: u64,
+    /// The largest taken interval's weight: its stacks and state are kept.
+    pub largest_ns: u64,
+    pub tgid: u32,
+    pub state: u32,
+    pub user_stack: i32,
+    pub kernel_stack: i32,
+    pub intervals: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<OffCpuPending>() == 40);
 
 /// Key of an in-flight block request.
 #[repr(C)]

@@ -17,6 +17,10 @@
 //!   sampled thread's Python frames (bounded) into the same event, and in
 //!   frame-pointer mode sends that event without a stack window.
 //! - `sched_switch` (tracepoint): on-CPU time, off-CPU time by state, off-CPU stacks.
+//!   With `FLAG_OFFCPU_DWARF`, time a DWARF-unwound thread spends blocked
+//!   inside a syscall is held per thread (`OFFCPU_PENDING`, sampled by
+//!   blocked time) and sent by `sys_exit` with the thread's user stack,
+//!   which is the same at the exit as when it blocked → `STACK_EVENTS`.
 //! - `offcpu_python` (tracepoint sched_switch, DWARF mode only): Python frames
 //!   of registered interpreters' threads at switch-out, sent with the time
 //!   blocked at switch-in → `PY_OFFCPU_EVENTS`.
@@ -42,12 +46,12 @@ use aya_ebpf::{
     },
 };
 use storprof_common::{
-    BlockEvent, BlockInflight, BlockKey, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS,
-    MAX_PY_FRAMES, MAX_PY_THREADS, MAX_STACK_BYTES, OffCpuStart, PY_NO_OFFSET, ProbeConfig,
-    ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
-    SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
-    USER_STACK_PREFIX, UserStackHeader, UserStackSample, is_read_family, is_write_family,
-    log2_bucket, lost, offcpu_state, proc_event, py_status, py_tstate,
+    BlockEvent, BlockInflight, BlockKey, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY,
+    FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES, MAX_PY_THREADS, MAX_STACK_BYTES, OffCpuPending,
+    OffCpuStart, PY_NO_OFFSET, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
+    SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey,
+    SyscallStart, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, UserStackSample, is_read_family,
+    is_write_family, log2_bucket, lost, offcpu_state, proc_event, py_status, py_tstate,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -140,12 +144,24 @@ static BLOCK_EVENTS: RingBuf = RingBuf::with_byte_size(8 << 20, 0);
 #[map]
 static STACK_EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
 
-/// Scratch where a user-stack sample is assembled, one slot per CPU
-/// (indexed by CPU id; a per-CPU array cannot hold values over 32 KiB).
-/// User space sizes it to the possible CPUs. A sampling program does not
-/// nest with itself on one CPU, so a slot has one writer at a time.
+/// Scratch where a user-stack sample is assembled, two slots per CPU
+/// (a per-CPU array cannot hold values over 32 KiB): slot `2 * cpu` for
+/// CPU samples, `2 * cpu + 1` for blocked syscalls at `sys_exit`, which a
+/// CPU sample (an NMI) can interrupt. User space sizes it to twice the
+/// possible CPUs. Neither program nests with itself on one CPU, so a slot
+/// has one writer at a time.
 #[map]
-static STACK_SCRATCH: Array<UserStackSample> = Array::with_max_entries(1, 0);
+static STACK_SCRATCH: Array<UserStackSample> = Array::with_max_entries(2, 0);
+
+/// tid → its blocked time inside the current syscall, until the syscall's
+/// exit copies its user stack (`FLAG_OFFCPU_DWARF`).
+#[map]
+static OFFCPU_PENDING: HashMap<u32, OffCpuPending> = HashMap::with_max_entries(8192, 0);
+
+/// tid → 1 while it has an entry in `OFFCPU_PENDING` (an array: the check
+/// at every syscall exit costs one load, no hashing).
+#[map]
+static OFFCPU_PENDING_FLAG: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
 
 /// tgid → its CPython interpreter (runtime address and struct offsets).
 /// Written by user space when it finds an interpreter; copied to forked
@@ -291,40 +307,57 @@ pub fn cpu_sample(ctx: PerfEventContext) -> u32 {
     }
     // SAFETY: the lookup result is only tested.
     let python_fp = stack_bytes == 0 && unsafe { PY_PROCS.get(tgid) }.is_some();
-    if stack_bytes != 0 {
-        capture_user_stack(key, stack_bytes);
-    } else if python_fp {
+    if stack_bytes != 0 || python_fp {
+        // SAFETY: helpers without preconditions; `bpf_task_pt_regs` returns
+        // the task's user register frame, read only through probe_read_kernel.
+        let regs = unsafe {
+            let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
+            aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
+        };
+        // SAFETY: no preconditions.
+        let cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
         // Frame-pointer mode: a Python process's sample still carries its
         // Python frames (no stack window).
-        capture_user_stack(key, 0);
+        capture_user_stack(key, stack_bytes, regs, cpu * 2, &NO_OFFCPU);
     }
     0
 }
+
+/// The off-CPU part of a CPU sample's header: none.
+static NO_OFFCPU: OffCpuPending = OffCpuPending {
+    weight_ns: 0,
+    largest_ns: 0,
+    tgid: 0,
+    state: 0,
+    user_stack: -1,
+    kernel_stack: -1,
+    intervals: 0,
+    _pad: 0,
+};
 
 /// x86_64 `struct pt_regs` word indices.
 const PT_REGS_BP: usize = 4;
 const PT_REGS_IP: usize = 16;
 const PT_REGS_SP: usize = 19;
 
-/// Copies the current task's user registers and up to `stack_bytes` of
-/// its user stack into `STACK_EVENTS`. The registers come from the task's
-/// saved user registers, right both for samples in user mode and in the
-/// kernel (a syscall or a fault).
+/// Copies the current task's user registers `regs` (its saved user
+/// register frame: right for samples in user mode, in a syscall or a
+/// fault) and up to `stack_bytes` of its user stack into `STACK_EVENTS`,
+/// assembled in scratch slot `slot`; `offcpu` is the blocked time the
+/// stack stands for (none for a CPU sample).
 #[inline(always)]
-fn capture_user_stack(key: StackKey, stack_bytes: u32) {
-    // SAFETY: helpers without preconditions; `bpf_task_pt_regs` returns the
-    // task's user register frame, read below only through probe_read_kernel.
-    let regs = unsafe {
-        let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
-        aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
-    };
+fn capture_user_stack(
+    key: StackKey,
+    stack_bytes: u32,
+    regs: *const u64,
+    slot: u32,
+    offcpu: &OffCpuPending,
+) {
     let read = |index: usize| -> u64 {
         // SAFETY: a word of pt_regs, through the checked helper.
         unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.wrapping_add(index)) }.unwrap_or(0)
     };
-    // SAFETY: no preconditions.
-    let cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
-    let Some(scratch) = STACK_SCRATCH.get_ptr_mut(cpu) else {
+    let Some(scratch) = STACK_SCRATCH.get_ptr_mut(slot) else {
         return;
     };
     let sp = read(PT_REGS_SP);
@@ -339,6 +372,9 @@ fn capture_user_stack(key: StackKey, stack_bytes: u32) {
         len: 0,
         py_frames: 0,
         py_status: py_status::NONE,
+        blocked_ns: offcpu.weight_ns,
+        offcpu_state: offcpu.state,
+        offcpu_intervals: offcpu.intervals,
     };
     // SAFETY: `scratch` is this CPU's map value.
     let (frames, status) = python_frames(key.tgid, key.tid, unsafe { &mut (*scratch).py });
@@ -487,13 +523,17 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
             }
         }
         let (user_stack, kernel_stack) = stack_ids(&ctx);
+        let mut state = offcpu_state::from_prev_state(prev_state) as u32;
+        if stack_at_syscall_exit(tgid, prev_tid) {
+            state |= offcpu_state::AT_SYSCALL_EXIT;
+        }
         if let Some(slot) = OFFCPU_START.get_ptr_mut(prev_tid) {
             // SAFETY: per-tid slot, see above.
             unsafe {
                 *slot = OffCpuStart {
                     ts: now,
                     tgid,
-                    state: offcpu_state::from_prev_state(prev_state) as u32,
+                    state,
                     user_stack,
                     kernel_stack,
                 }
@@ -524,11 +564,138 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
                     user_stack: off_copy.user_stack,
                     kernel_stack: off_copy.kernel_stack,
                 };
-                add_to(&OFFCPU_STACKS, &key, blocked, lost::OFFCPU_MAP_FULL);
+                if off_copy.state & offcpu_state::AT_SYSCALL_EXIT != 0 {
+                    pend_offcpu(key, off_copy.state & 3, blocked);
+                } else {
+                    add_to(&OFFCPU_STACKS, &key, blocked, lost::OFFCPU_MAP_FULL);
+                }
             }
         }
     }
     0
+}
+
+/// Whether thread `tid` of `tgid`, leaving the CPU now, is inside a
+/// syscall of a DWARF-unwound process: then its user stack stays as it is
+/// until the syscall's exit, and is copied there (`FLAG_OFFCPU_DWARF`).
+#[inline(always)]
+fn stack_at_syscall_exit(tgid: u32, tid: u32) -> bool {
+    let Some(config) = CONFIG.get(0) else {
+        return false;
+    };
+    if config.flags & FLAG_OFFCPU_DWARF == 0 {
+        return false;
+    }
+    if !SYSCALL_START.get(tid).is_some_and(|s| s.ts != 0) {
+        return false;
+    }
+    // SAFETY: the lookup result is only tested.
+    config.flags & FLAG_UNWIND_PER_PROCESS == 0 || unsafe { DWARF_PROCS.get(tgid) }.is_some()
+}
+
+/// Adds a blocked interval of a thread inside a syscall to its pending
+/// off-CPU time, sampled by `ProbeConfig::offcpu_quantum_us`: an interval
+/// shorter than the quantum is taken with probability `blocked / quantum`
+/// and then weighs a whole quantum, so the expected weight is its length.
+#[inline(always)]
+fn pend_offcpu(key: StackKey, state: u32, blocked: u64) {
+    let quantum = CONFIG
+        .get(0)
+        .map_or(0, |c| c.offcpu_quantum_us as u64 * 1000);
+    let weight = if quantum == 0 || blocked >= quantum {
+        blocked
+    } else {
+        // SAFETY: no preconditions.
+        let draw = unsafe { aya_ebpf::helpers::bpf_get_prandom_u32() } as u64;
+        if draw % quantum >= blocked {
+            return;
+        }
+        quantum
+    };
+    let tid = key.tid;
+    let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) else {
+        return;
+    };
+    // SAFETY: per-tid slot of the thread being switched in here; its
+    // pending entry is written only here and at its own syscall exit,
+    // which cannot run while it is being switched in.
+    unsafe {
+        if *flag != 0
+            && let Some(entry) = OFFCPU_PENDING.get_ptr_mut(tid)
+        {
+            (*entry).weight_ns += weight;
+            (*entry).intervals += 1;
+            if weight > (*entry).largest_ns {
+                (*entry).largest_ns = weight;
+                (*entry).state = state;
+                (*entry).user_stack = key.user_stack;
+                (*entry).kernel_stack = key.kernel_stack;
+            }
+            return;
+        }
+    }
+    let entry = OffCpuPending {
+        weight_ns: weight,
+        largest_ns: weight,
+        tgid: key.tgid,
+        state,
+        user_stack: key.user_stack,
+        kernel_stack: key.kernel_stack,
+        intervals: 1,
+        _pad: 0,
+    };
+    if OFFCPU_PENDING.insert(tid, entry, 0).is_ok() {
+        // SAFETY: as above.
+        unsafe { *flag = 1 };
+    } else {
+        // Counted, and the time still shows under the frame-pointer stack.
+        count_lost(lost::OFFCPU_PENDING_FULL);
+        add_to(&OFFCPU_STACKS, &key, weight, lost::OFFCPU_MAP_FULL);
+    }
+}
+
+/// Whether the current thread has blocked time pending (one array load:
+/// this runs at every traced syscall exit); clears the mark.
+#[inline(always)]
+fn take_offcpu_pending(tid: u32) -> bool {
+    let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) else {
+        return false;
+    };
+    // SAFETY: per-tid slot of the current thread.
+    unsafe {
+        if *flag == 0 {
+            return false;
+        }
+        *flag = 0;
+    }
+    true
+}
+
+/// At a syscall's exit: the pending blocked time of this thread, sent
+/// with its user stack (the same as when it blocked) to `STACK_EVENTS`.
+/// Not inlined: `sys_exit`'s own frame and the stack copy's would not fit
+/// one 512-byte BPF stack frame together.
+#[inline(never)]
+fn flush_offcpu(tgid: u32, tid: u32, regs: *const u64) {
+    // SAFETY: the value is copied out before the entry is removed.
+    let Some(pending) = (unsafe { OFFCPU_PENDING.get(tid) }).copied() else {
+        return;
+    };
+    let _ = OFFCPU_PENDING.remove(tid);
+    if pending.tgid != tgid {
+        // Not this process's time (a stale entry of a reused tid).
+        return;
+    }
+    let stack_bytes = CONFIG.get(0).map_or(0, |c| c.stack_bytes);
+    let key = StackKey {
+        tgid,
+        tid,
+        user_stack: pending.user_stack,
+        kernel_stack: pending.kernel_stack,
+    };
+    // SAFETY: no preconditions.
+    let cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
+    capture_user_stack(key, stack_bytes, regs, cpu * 2 + 1, &pending);
 }
 
 #[inline(always)]
@@ -549,9 +716,12 @@ pub fn offcpu_python(ctx: TracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
 
     // SAFETY (PY_PROCS.get): the lookup result is only tested.
+    // An interval inside a syscall of a DWARF-unwound process gets its
+    // Python frames with its native stack at the syscall's exit instead.
     if prev_tid != 0
         && is_traced(tgid)
         && unsafe { PY_PROCS.get(tgid) }.is_some()
+        && !stack_at_syscall_exit(tgid, prev_tid)
         && let Some(scratch) = PY_OFFCPU_SCRATCH.get_ptr_mut(0)
     {
         // SAFETY: this CPU's scratch value.
@@ -670,6 +840,16 @@ pub fn sched_process_exec(_ctx: TracePointContext) -> u32 {
     let _ = PY_PROCS.remove(tgid);
     // ... and its unwinding mode is decided anew.
     let _ = DWARF_PROCS.remove(tgid);
+    // Time blocked in `execve` would otherwise get the new image's stack.
+    let tid = pid_tgid as u32;
+    if let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the current thread.
+        if unsafe { *flag } != 0 {
+            // SAFETY: as above.
+            unsafe { *flag = 0 };
+            let _ = OFFCPU_PENDING.remove(tid);
+        }
+    }
     emit_proc_event(proc_event::EXEC, tgid, pid_tgid as u32, 0);
     0
 }
@@ -687,6 +867,20 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     if let Some(slot) = SYSCALL_THREAD.get_ptr_mut(tid) {
         // SAFETY: per-tid slot of the exiting thread.
         unsafe { *slot = 0 };
+    }
+    // ... starts outside any syscall (this one exits inside `exit`) ...
+    if let Some(slot) = SYSCALL_START.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the exiting thread.
+        unsafe { (*slot).ts = 0 };
+    }
+    // ... and has no blocked time pending.
+    if let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the exiting thread.
+        if unsafe { *flag } != 0 {
+            // SAFETY: as above.
+            unsafe { *flag = 0 };
+            let _ = OFFCPU_PENDING.remove(tid);
+        }
     }
     if tid != tgid || group_dead_now(&ctx) {
         // The entry copied at the fork of this thread or process.
@@ -813,6 +1007,9 @@ pub fn sys_exit(ctx: RawTracePointContext) -> u32 {
         return 0;
     }
     let tid = pid_tgid as u32;
+    if take_offcpu_pending(tid) {
+        flush_offcpu(tgid, tid, ctx.arg(0));
+    }
     let latency_on = CONFIG
         .get(0)
         .is_some_and(|c| c.flags & FLAG_SYSCALL_LATENCY != 0);

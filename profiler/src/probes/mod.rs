@@ -20,8 +20,8 @@ use aya::{
     },
 };
 use storprof_common::{
-    BlockEvent, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES, MAX_STACK_BYTES,
-    OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
+    BlockEvent, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES,
+    MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
     SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX,
     UserStackHeader, lost,
 };
@@ -174,6 +174,11 @@ pub struct ProbeOptions {
     /// [`ProbeSet::set_dwarf`] (`--unwind auto`). Default false: every
     /// traced process gets it when `stack_bytes` is set.
     pub unwind_per_process: bool,
+    /// With `stack_bytes` set and syscall latency on: the sampling quantum
+    /// of blocked syscalls whose user stack is copied at the syscall's exit
+    /// (`ProbeConfig::offcpu_quantum_us`; 0 takes every blocked syscall).
+    /// Default 10101 µs, one 99 Hz period.
+    pub offcpu_quantum_us: u32,
 }
 
 impl Default for ProbeOptions {
@@ -183,6 +188,7 @@ impl Default for ProbeOptions {
             syscall_latency: true,
             stack_bytes: 0,
             unwind_per_process: false,
+            offcpu_quantum_us: 10_101,
         }
     }
 }
@@ -221,6 +227,8 @@ pub struct ProbeSet {
     pub status: Vec<ProbeStatus>,
     options: ProbeOptions,
     pid_slots: u32,
+    /// `ProbeConfig::root_tgid` as last written.
+    root_tgid: u32,
     /// Owned attachments, detached in parallel on drop: each detach waits
     /// for an RCU grace period (~50-90 ms here), one after the other they
     /// made up most of a short recording's wall time.
@@ -287,10 +295,11 @@ impl ProbeSet {
             .map_max_entries("SYSCALL_START", pid_slots)
             .map_max_entries("SYSCALL_THREAD", pid_slots)
             .map_max_entries("PY_OFFCPU_PENDING", pid_slots)
-            // One stack scratch slot per possible CPU, ~64 KiB each.
+            .map_max_entries("OFFCPU_PENDING_FLAG", pid_slots)
+            // Two stack scratch slots per possible CPU, ~64 KiB each.
             .map_max_entries(
                 "STACK_SCRATCH",
-                aya::util::nr_cpus().map_or(1024, |n| n as u32).max(1),
+                2 * aya::util::nr_cpus().map_or(1024, |n| n as u32).max(1),
             )
             .load(PROBE_OBJECT)?;
         let mut set = Self {
@@ -302,15 +311,10 @@ impl ProbeSet {
             status: Vec::new(),
             options: options.clone(),
             pid_slots,
+            root_tgid: 0,
             links: Vec::new(),
         };
-        let flags = set.config_flags();
-        set.write_config(ProbeConfig {
-            root_tgid: 0,
-            flags,
-            stack_bytes: set.stack_bytes(),
-            _pad: 0,
-        })?;
+        set.write_current_config()?;
         set.proc_events = Some(set.take_ringbuf("PROC_EVENTS")?);
         set.block_events = Some(set.take_ringbuf("BLOCK_EVENTS")?);
         set.stack_events = Some(set.take_ringbuf("STACK_EVENTS")?);
@@ -327,7 +331,37 @@ impl ProbeSet {
         if self.options.unwind_per_process {
             flags |= FLAG_UNWIND_PER_PROCESS;
         }
+        if self.offcpu_dwarf() {
+            flags |= FLAG_OFFCPU_DWARF;
+        }
         flags
+    }
+
+    /// Whether blocked syscalls get DWARF-unwound off-CPU stacks: DWARF
+    /// mode, with both syscall hooks attached (`sys_enter` marks threads
+    /// inside a syscall, `sys_exit` copies their stack).
+    pub fn offcpu_dwarf(&self) -> bool {
+        self.stack_bytes() != 0
+            && self.options.syscall_latency
+            && self
+                .status
+                .iter()
+                .any(|s| s.name == family::SYSCALLS && s.attached)
+    }
+
+    /// The sampling quantum of DWARF off-CPU stacks (µs; 0: every one).
+    pub fn offcpu_quantum_us(&self) -> u32 {
+        self.options.offcpu_quantum_us
+    }
+
+    fn write_current_config(&mut self) -> Result<(), ProbeError> {
+        let config = ProbeConfig {
+            root_tgid: self.root_tgid,
+            flags: self.config_flags(),
+            stack_bytes: self.stack_bytes(),
+            offcpu_quantum_us: self.options.offcpu_quantum_us,
+        };
+        self.write_config(config)
     }
 
     /// The stack window the probe copies (0: none), at most `MAX_STACK_BYTES`.
@@ -377,13 +411,8 @@ impl ProbeSet {
 
     /// The pid the recorded command will have: traced from its exec on.
     pub fn set_root_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
-        let flags = self.config_flags();
-        self.write_config(ProbeConfig {
-            root_tgid: tgid,
-            flags,
-            stack_bytes: self.stack_bytes(),
-            _pad: 0,
-        })
+        self.root_tgid = tgid;
+        self.write_current_config()
     }
 
     /// Traces a running process (and, through fork, its future children).
@@ -439,6 +468,10 @@ impl ProbeSet {
                 },
             })
             .collect();
+        // The off-CPU DWARF flag depends on what attached.
+        if let Err(err) = self.write_current_config() {
+            log::warn!("probe config: {err}");
+        }
     }
 
     fn attach_one(

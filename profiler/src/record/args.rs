@@ -49,6 +49,14 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = storprof_common::DEFAULT_STACK_BYTES, value_name = "N",
           value_parser = clap::value_parser!(u32).range(64..=65536))]
     pub stack_bytes: u32,
+    /// Off-CPU stacks in dwarf mode: time blocked in syscalls is sampled
+    /// with one stack copy per this many µs of blocked time on average
+    /// (unbiased: a shorter wait is taken with probability wait/quantum
+    /// and then weighs a quantum). 0 takes every blocked syscall (costly
+    /// for readers that block thousands of times a second). Default: one
+    /// --freq period (10101 µs at 99 Hz).
+    #[arg(long, value_name = "US")]
+    pub offcpu_quantum_us: Option<u32>,
     /// The command to run and trace, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -97,6 +105,7 @@ impl RecordArgs {
             syscall_latency: !self.no_syscall_latency,
             unwind: self.unwind,
             stack_bytes: self.stack_bytes,
+            offcpu_quantum_us: self.offcpu_quantum_us,
         }
     }
 }

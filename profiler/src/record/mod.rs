@@ -64,6 +64,22 @@ pub struct RecordOptions {
     pub unwind: UnwindMode,
     /// Bytes of user stack copied per sample in `Dwarf` mode. Default 16384.
     pub stack_bytes: u32,
+    /// Off-CPU stacks of DWARF-unwound processes: time blocked in a
+    /// syscall is sampled, one stack copy per this many µs of blocked time
+    /// on average (shorter intervals are taken with probability
+    /// `blocked / quantum` and weigh one quantum, longer ones are always
+    /// taken; an unbiased estimate at a bounded cost). `Some(0)` takes
+    /// every blocked syscall. Default `None`: one sampling period at
+    /// `freq_hz` (10101 µs at 99 Hz), as dense as the CPU samples.
+    pub offcpu_quantum_us: Option<u32>,
+}
+
+impl RecordOptions {
+    /// The off-CPU sampling quantum in effect (µs).
+    pub fn offcpu_quantum_us(&self) -> u32 {
+        self.offcpu_quantum_us
+            .unwrap_or_else(|| (1_000_000 / self.freq_hz.max(1)).min(u32::MAX as u64) as u32)
+    }
 }
 
 /// How user stacks of CPU samples are unwound.
@@ -106,6 +122,7 @@ impl Default for RecordOptions {
             syscall_latency: true,
             unwind: UnwindMode::Auto,
             stack_bytes: storprof_common::DEFAULT_STACK_BYTES,
+            offcpu_quantum_us: None,
         }
     }
 }
@@ -228,6 +245,9 @@ struct Recorder {
     /// DWARF mode only: the unwinder and what it produced.
     unwinder: Option<DwarfUnwinder>,
     dwarf: DwarfSamples,
+    /// DWARF mode only: off-CPU time of blocked syscalls (ns per key),
+    /// with stacks unwound the same way.
+    dwarf_offcpu: DwarfSamples,
     /// DWARF mode only: interpreters of traced processes, Python frames.
     python: crate::python::PythonResolver,
     python_offcpu: python::PythonStacks,
@@ -255,6 +275,47 @@ struct DwarfSamples {
     fp_keys: BTreeMap<StackKey, u64>,
     /// (tgid, depth, stopped early) → samples.
     depths: BTreeMap<(u32, u32, bool), u64>,
+    /// Events added (CPU samples, or blocked syscalls with their merged
+    /// intervals counted in `intervals`).
+    events: u64,
+    intervals: u64,
+}
+
+impl DwarfSamples {
+    /// Adds `value` (samples or ns) for one unwound event.
+    fn add(
+        &mut self,
+        header: &storprof_common::UserStackHeader,
+        unwound: crate::unwind::Unwound,
+        python: python::PythonFrames,
+        value: u64,
+    ) {
+        let depth = unwound.ips.len() as u32;
+        let next_id = self.chains.len() as i32;
+        let chain = (unwound.ips, python);
+        let id = *self.chain_ids.entry(chain.clone()).or_insert(next_id);
+        if id == next_id {
+            self.chains.push(chain);
+        }
+        let key = StackKey {
+            tgid: header.tgid,
+            tid: header.tid,
+            user_stack: id,
+            kernel_stack: header.kernel_stack,
+        };
+        *self.counts.entry(key).or_insert(0) += value;
+        let fp_key = StackKey {
+            user_stack: header.user_stack,
+            ..key
+        };
+        *self.fp_keys.entry(fp_key).or_insert(0) += value;
+        *self
+            .depths
+            .entry((header.tgid, depth, unwound.end == UnwindEnd::Early))
+            .or_insert(0) += 1;
+        self.events += 1;
+        self.intervals += u64::from(header.offcpu_intervals.max(1));
+    }
 }
 
 impl Recorder {
@@ -355,30 +416,12 @@ impl Recorder {
             symbolizer.is_python_trampoline(h.tgid, addr)
         });
         let python = self.resolve_python(h.tgid, h.py_status, &event.python);
-        let dwarf = &mut self.dwarf;
-        let depth = unwound.ips.len() as u32;
-        let next_id = dwarf.chains.len() as i32;
-        let chain = (unwound.ips, python);
-        let id = *dwarf.chain_ids.entry(chain.clone()).or_insert(next_id);
-        if id == next_id {
-            dwarf.chains.push(chain);
+        if h.blocked_ns != 0 {
+            // A blocked syscall's stack, copied at its exit.
+            self.dwarf_offcpu.add(&h, unwound, python, h.blocked_ns);
+        } else {
+            self.dwarf.add(&h, unwound, python, 1);
         }
-        let key = StackKey {
-            tgid: h.tgid,
-            tid: h.tid,
-            user_stack: id,
-            kernel_stack: h.kernel_stack,
-        };
-        *dwarf.counts.entry(key).or_insert(0) += 1;
-        let fp_key = StackKey {
-            user_stack: h.user_stack,
-            ..key
-        };
-        *dwarf.fp_keys.entry(fp_key).or_insert(0) += 1;
-        *dwarf
-            .depths
-            .entry((h.tgid, depth, unwound.end == UnwindEnd::Early))
-            .or_insert(0) += 1;
     }
 
     /// On-CPU time of slices in progress at `now` (not yet accounted).
@@ -480,6 +523,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             0
         },
         unwind_per_process: options.unwind == UnwindMode::Auto,
+        offcpu_quantum_us: options.offcpu_quantum_us(),
     };
     let mut probes = ProbeSet::load(&probe_options)?;
     probes.attach_all();
@@ -502,6 +546,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         start_mono,
         unwinder: dwarf_mode.then(DwarfUnwinder::new),
         dwarf: DwarfSamples::default(),
+        dwarf_offcpu: DwarfSamples::default(),
         python: crate::python::PythonResolver::new(),
         python_offcpu: python::PythonStacks::default(),
         python_fp: python::PythonStacks::default(),
@@ -815,6 +860,7 @@ fn write_session(
         probes,
         symbolizer,
         dwarf,
+        dwarf_offcpu,
         unwinder,
         python: python_resolver,
         python_offcpu,
@@ -830,11 +876,12 @@ fn write_session(
         .samples
         .iter()
         .chain(&snapshot.offcpu)
-        .flat_map(|(key, _)| probes.stack(key.kernel_stack))
+        .map(|(key, _)| key)
+        .chain(dwarf_offcpu.counts.keys())
+        .flat_map(|key| probes.stack(key.kernel_stack))
         .collect();
     symbolizer.kernel_frames(&kernel_ips.into_iter().collect::<Vec<_>>());
-    // DWARF-mode on-CPU keys index the unwound chains; the others are
-    // kernel stack ids. Off-CPU stacks stay frame-pointer stacks.
+    // DWARF-mode keys index the unwound chains; the others are stack ids.
     let mut frames_with =
         |key: &StackKey, chains: Option<&Vec<(Vec<u64>, python::PythonFrames)>>| -> Vec<String> {
             let no_python = python::PythonFrames::new();
@@ -897,16 +944,21 @@ fn write_session(
             .collect();
         (folded, entries)
     };
-    // Python threads' off-CPU time comes with their Python frames (DWARF mode).
-    let offcpu_fp: Vec<(StackKey, u64)> = snapshot
-        .offcpu
-        .iter()
-        .filter(|(k, _)| !python_offcpu.tids.contains(&k.tid))
-        .copied()
-        .collect();
+    // Off-CPU: frame-pointer stacks, less the intervals folded with their
+    // Python frames (DWARF mode, outside syscalls) ...
+    let offcpu_fp = python_offcpu.subtract_from(&snapshot.offcpu);
     let offcpu = aggregate::fold(&offcpu_fp, 1000, &comm_of_key, &mut |k| {
         frames_with(k, None)
     });
+    // ... and blocked syscalls of DWARF-unwound processes, with their
+    // unwound user stacks (never in the frame-pointer map).
+    let offcpu_dwarf: Vec<(StackKey, u64)> =
+        dwarf_offcpu.counts.iter().map(|(k, v)| (*k, *v)).collect();
+    let offcpu_dwarf_chains = &dwarf_offcpu.chains;
+    let offcpu_dwarf_folded = aggregate::fold(&offcpu_dwarf, 1000, &comm_of_key, &mut |k| {
+        frames_with(k, Some(offcpu_dwarf_chains))
+    });
+    let offcpu = python::merge_folded(&offcpu, &offcpu_dwarf_folded);
     let oncpu = if dwarf_mode && !auto_mode {
         oncpu
     } else {
@@ -921,6 +973,7 @@ fn write_session(
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
         processes: aggregate::process_unwind(&unwind_entries),
         decisions: unwind_decisions.values().cloned().collect(),
+        offcpu: offcpu_unwind_stats(probes, dwarf_offcpu),
     };
 
     let mut features = BTreeMap::new();
@@ -996,6 +1049,30 @@ fn write_session(
     Ok(())
 }
 
+/// How off-CPU user stacks were unwound (`session.json` `unwind.offcpu`).
+fn offcpu_unwind_stats(probes: &ProbeSet, dwarf_offcpu: &DwarfSamples) -> model::OffCpuUnwind {
+    if !probes.offcpu_dwarf() {
+        return model::OffCpuUnwind {
+            mode: "fp".to_string(),
+            ..model::OffCpuUnwind::default()
+        };
+    }
+    let early: u64 = dwarf_offcpu
+        .depths
+        .iter()
+        .filter(|((_, _, early), _)| *early)
+        .map(|(_, n)| n)
+        .sum();
+    model::OffCpuUnwind {
+        mode: "dwarf-at-syscall-exit".to_string(),
+        quantum_us: probes.offcpu_quantum_us(),
+        stacks: dwarf_offcpu.events,
+        intervals: dwarf_offcpu.intervals,
+        estimated_ns: dwarf_offcpu.counts.values().sum(),
+        early_stop_stacks: early,
+    }
+}
+
 /// Gives the session directory to the sudo user who ran storprof.
 fn chown_session(dir: &Path) {
     let Some(creds) = launch::sudo_credentials() else {
@@ -1009,5 +1086,88 @@ fn chown_session(dir: &Path) {
         if let Err(err) = std::os::unix::fs::chown(&path, Some(creds.uid), Some(creds.gid)) {
             log::warn!("chown {}: {err}", path.display());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::unwind::Unwound;
+    use storprof_common::UserStackHeader;
+
+    fn header(tid: u32, user_stack: i32, blocked_ns: u64, intervals: u32) -> UserStackHeader {
+        UserStackHeader {
+            tgid: 7,
+            tid,
+            kernel_stack: 3,
+            user_stack,
+            blocked_ns,
+            offcpu_intervals: intervals,
+            ..UserStackHeader::default()
+        }
+    }
+
+    fn unwound(ips: &[u64], end: UnwindEnd) -> Unwound {
+        Unwound {
+            ips: ips.to_vec(),
+            end,
+        }
+    }
+
+    #[test]
+    fn dwarf_samples_sum_values_per_chain_and_keep_frame_pointer_keys() {
+        let mut offcpu = DwarfSamples::default();
+        // Two blocked syscalls of one thread in the same stack, one merging
+        // two intervals; a third in another stack that stopped early.
+        offcpu.add(
+            &header(8, 11, 2_000_000, 1),
+            unwound(&[0x10, 0x20, 0x30], UnwindEnd::Complete),
+            Vec::new(),
+            2_000_000,
+        );
+        offcpu.add(
+            &header(8, 11, 5_000_000, 2),
+            unwound(&[0x10, 0x20, 0x30], UnwindEnd::Complete),
+            Vec::new(),
+            5_000_000,
+        );
+        offcpu.add(
+            &header(8, 12, 1_000_000, 1),
+            unwound(&[0x40], UnwindEnd::Early),
+            Vec::new(),
+            1_000_000,
+        );
+        assert_eq!(offcpu.chains.len(), 2);
+        let key = |user_stack| StackKey {
+            tgid: 7,
+            tid: 8,
+            user_stack,
+            kernel_stack: 3,
+        };
+        assert_eq!(offcpu.counts.get(&key(0)), Some(&7_000_000));
+        assert_eq!(offcpu.counts.get(&key(1)), Some(&1_000_000));
+        // The frame-pointer keys the same time was seen under.
+        assert_eq!(offcpu.fp_keys.get(&key(11)), Some(&7_000_000));
+        assert_eq!(offcpu.fp_keys.get(&key(12)), Some(&1_000_000));
+        // Depths count stacks, not time.
+        assert_eq!(offcpu.depths.get(&(7, 3, false)), Some(&2));
+        assert_eq!(offcpu.depths.get(&(7, 1, true)), Some(&1));
+        assert_eq!((offcpu.events, offcpu.intervals), (3, 4));
+    }
+
+    #[test]
+    fn offcpu_quantum_defaults_to_one_sampling_period() {
+        let options = RecordOptions::default();
+        assert_eq!(options.offcpu_quantum_us(), 10_101);
+        let options = RecordOptions {
+            freq_hz: 1000,
+            ..RecordOptions::default()
+        };
+        assert_eq!(options.offcpu_quantum_us(), 1000);
+        let options = RecordOptions {
+            offcpu_quantum_us: Some(0),
+            ..RecordOptions::default()
+        };
+        assert_eq!(options.offcpu_quantum_us(), 0);
     }
 }

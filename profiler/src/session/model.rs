@@ -256,6 +256,37 @@ pub struct UnwindStats {
     /// the mode was forced for all).
     #[serde(default)]
     pub decisions: Vec<UnwindDecision>,
+    /// How off-CPU user stacks were unwound.
+    #[serde(default)]
+    pub offcpu: OffCpuUnwind,
+}
+
+/// Off-CPU user stacks of a recording. In "dwarf-at-syscall-exit" mode
+/// (DWARF unwinding with syscall latency on), the time a DWARF-unwound
+/// process's thread spends blocked inside a syscall is sampled by blocked
+/// time, and each taken interval's user stack is copied at the syscall's
+/// exit (unchanged since it blocked) and unwound like a CPU sample. Other
+/// off-CPU time (preemption, faults outside syscalls, frame-pointer
+/// processes) keeps its frame-pointer stack. "fp": all of it does.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OffCpuUnwind {
+    pub mode: String,
+    /// Sampling quantum (µs): a shorter interval is taken with probability
+    /// interval/quantum and then weighs one quantum. 0: every interval.
+    #[serde(default)]
+    pub quantum_us: u32,
+    /// Stacks copied and unwound (one per blocked syscall taken).
+    #[serde(default)]
+    pub stacks: u64,
+    /// Blocked intervals they stand for (a syscall can block several times).
+    #[serde(default)]
+    pub intervals: u64,
+    /// Off-CPU time (ns) the DWARF stacks stand for (an estimate: sampled).
+    #[serde(default)]
+    pub estimated_ns: u64,
+    /// Stacks whose unwinding stopped before the outermost frame.
+    #[serde(default)]
+    pub early_stop_stacks: u64,
 }
 
 /// The unwinding mode `--unwind auto` chose for one process.
