@@ -656,6 +656,37 @@ impl ProbeSet {
 
     /// Reads the accumulating maps. `tids_of_interest` selects which per-tid
     /// on-CPU slots to read (threads that may be running right now).
+    /// The per-thread maps only (threads, syscalls, and the on-CPU slots of
+    /// their tids and of `more_tids`): what the time series needs each
+    /// second, without walking the stack maps.
+    pub fn thread_snapshot(&self, more_tids: &[u32]) -> Result<MapSnapshot, ProbeError> {
+        let threads_map: HashMap<_, u32, ThreadAcc> = self.hash("THREADS")?;
+        let threads: Vec<ThreadAcc> = threads_map
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(_, v)| v)
+            .collect();
+        let syscalls = self.syscall_stats()?;
+        let tids: std::collections::BTreeSet<u32> = threads
+            .iter()
+            .map(|t| t.tid)
+            .chain(syscalls.iter().map(|(k, _)| k.tid))
+            .chain(more_tids.iter().copied())
+            .collect();
+        let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
+        let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
+        let oncpu_start = tids
+            .into_iter()
+            .filter_map(|tid| Some((tid, (oncpu.get(&tid, 0).ok()?, offstart.get(&tid, 0).ok()?))))
+            .collect();
+        Ok(MapSnapshot {
+            threads,
+            syscalls,
+            oncpu_start,
+            ..MapSnapshot::default()
+        })
+    }
+
     pub fn snapshot(&self, tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError> {
         let threads_map: HashMap<_, u32, ThreadAcc> = self.hash("THREADS")?;
         let threads = threads_map

@@ -34,8 +34,9 @@ struct InterpreterSymbols {
 
 impl InterpreterSymbols {
     fn read(path: &str) -> Option<Self> {
-        let data = std::fs::read(path).ok()?;
-        let file = object::File::parse(&*data).ok()?;
+        // Mapped: only the symbol tables' pages are read.
+        let data = crate::unwind::file_bytes(path).ok()?;
+        let file = object::File::parse(&**data).ok()?;
         let mut out = Self::default();
         for sym in file.symbols().chain(file.dynamic_symbols()) {
             let slot = match sym.name() {

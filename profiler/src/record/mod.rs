@@ -209,6 +209,17 @@ fn descendants(pid: u32) -> Vec<u32> {
 }
 
 /// Tgid of a task, from /proc (None when gone).
+/// The thread ids of process `pid` (empty when it is gone).
+fn task_ids(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn tgid_of(tid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
     status
@@ -240,6 +251,9 @@ struct Recorder {
     /// Processes that exec'ed recently: their layout is re-read often
     /// until the dynamic loader is done.
     fresh: BTreeMap<u32, Instant>,
+    /// When the layout of a fresh process (or one a sample found stale)
+    /// was last read.
+    layout_read: std::collections::HashMap<u32, Instant>,
     series: Vec<aggregate::ThreadCumulative>,
     start_mono: u64,
     /// DWARF mode only: the unwinder and what it produced.
@@ -373,14 +387,24 @@ impl Recorder {
         self.block_events.extend(blocks);
         self.fresh
             .retain(|_, t| t.elapsed() < Duration::from_secs(2));
-        let fresh: Vec<u32> = self.fresh.keys().copied().collect();
-        for tgid in fresh {
-            self.symbolizer.snapshot_process(tgid);
-            // The loader is still mapping libraries: rebuild the unwinder
-            // (unwind tables stay cached per file).
-            if let Some(unwinder) = self.unwinder.as_mut() {
-                unwinder.forget(tgid);
-            }
+        // Entries only matter while they can still hold a re-read back.
+        self.layout_read
+            .retain(|_, t| t.elapsed() < Duration::from_secs(1));
+        // Fresh processes' layouts are re-read every `FRESH_REREAD` (a
+        // large process's maps cost about a millisecond to read); a sample
+        // in code mapped meanwhile asks for a read itself (`unwind_sample`).
+        let due: Vec<u32> = self
+            .fresh
+            .keys()
+            .copied()
+            .filter(|tgid| {
+                self.layout_read
+                    .get(tgid)
+                    .is_none_or(|t| t.elapsed() >= FRESH_REREAD)
+            })
+            .collect();
+        for tgid in due {
+            self.reread_layout(tgid);
             self.detect_python(tgid);
         }
         // DWARF mode: every sample; frame-pointer mode: Python processes' samples.
@@ -392,29 +416,81 @@ impl Recorder {
         self.drain_python_offcpu();
     }
 
+    /// Re-reads the layout of `tgid` and drops its unwinder modules (the
+    /// loader may have mapped libraries; unwind tables stay cached per file).
+    fn reread_layout(&mut self, tgid: u32) {
+        self.symbolizer.snapshot_process(tgid);
+        self.layout_read.insert(tgid, Instant::now());
+        if let Some(unwinder) = self.unwinder.as_mut() {
+            unwinder.forget(tgid);
+        }
+    }
+
+    /// Re-reads the layout of `tgid` unless it was read in the last
+    /// `ON_DEMAND_REREAD`; looks for an interpreter in what it maps now.
+    /// Returns whether it was read.
+    fn reread_layout_on_demand(&mut self, tgid: u32) -> bool {
+        if self
+            .layout_read
+            .get(&tgid)
+            .is_some_and(|t| t.elapsed() < ON_DEMAND_REREAD)
+        {
+            return false;
+        }
+        self.reread_layout(tgid);
+        self.detect_python(tgid);
+        true
+    }
+
+    /// Unwinds a sample of `tgid` with its last layout read.
+    fn unwind_with_layout(&mut self, tgid: u32, sample: &StackSample) -> crate::unwind::Unwound {
+        let Some(unwinder) = self.unwinder.as_mut() else {
+            return crate::unwind::Unwound {
+                ips: Vec::new(),
+                end: UnwindEnd::Early,
+            };
+        };
+        let layout = self.symbolizer.layout(tgid).unwrap_or_default();
+        let symbolizer = &self.symbolizer;
+        unwinder.unwind_with(tgid, layout, sample, &|addr| {
+            symbolizer.is_python_trampoline(tgid, addr)
+        })
+    }
+
     /// Unwinds one DWARF-mode sample with the process's current layout.
     fn unwind_sample(&mut self, event: probes::UserStackEvent) {
         let h = event.header;
         // Auto mode: frame-pointer processes send Python frames only.
         let window = h.len > 0 || self.is_dwarf_process(h.tgid);
-        let Some(unwinder) = self.unwinder.as_mut().filter(|_| window) else {
+        if self.unwinder.is_none() || !window {
             self.python_fp_sample(event);
             return;
-        };
-        if !self.symbolizer.knows(h.tgid) {
-            self.symbolizer.snapshot_process(h.tgid);
         }
-        let layout = self.symbolizer.layout(h.tgid).unwrap_or_default();
         let sample = StackSample {
             ip: h.ip,
             sp: h.sp,
             bp: h.bp,
             stack: event.stack,
         };
-        let symbolizer = &self.symbolizer;
-        let unwound = unwinder.unwind_with(h.tgid, layout, &sample, &|addr| {
-            symbolizer.is_python_trampoline(h.tgid, addr)
-        });
+        // A sample in code the layout does not know yet (a library loaded
+        // since the last read) has the layout read again, at most every
+        // `ON_DEMAND_REREAD`: before unwinding when the sampled ip is
+        // unknown, after it when the walk stopped at an unknown caller.
+        let unknown_ip =
+            !self.symbolizer.knows(h.tgid) || (h.ip != 0 && !self.symbolizer.covers(h.tgid, h.ip));
+        if unknown_ip {
+            self.reread_layout_on_demand(h.tgid);
+        }
+        let mut unwound = self.unwind_with_layout(h.tgid, &sample);
+        if unwound.end == UnwindEnd::Early
+            && unwound
+                .ips
+                .last()
+                .is_some_and(|&ip| !self.symbolizer.covers(h.tgid, ip))
+            && self.reread_layout_on_demand(h.tgid)
+        {
+            unwound = self.unwind_with_layout(h.tgid, &sample);
+        }
         let python = self.resolve_python(h.tgid, h.py_status, &event.python);
         if h.blocked_ns != 0 {
             // A blocked syscall's stack, copied at its exit.
@@ -449,26 +525,39 @@ impl Recorder {
     }
 
     fn tick_series(&mut self) -> Result<(), RecordError> {
-        let snapshot = self.full_snapshot()?;
-        let running = Self::running_ns(&snapshot, monotonic_ns());
-        self.series.push(aggregate::thread_cumulative(
-            &snapshot.threads,
-            &snapshot.syscalls,
-            &running,
-        ));
         let live: Vec<u32> = self
             .tracked
             .iter()
             .copied()
             .filter(|p| launch::alive(*p))
             .collect();
+        // Threads running since before their first switch-out are in no
+        // map yet: their tids come from /proc.
+        let tasks: Vec<u32> = live.iter().flat_map(|&p| task_ids(p)).collect();
+        let snapshot = self.probes.thread_snapshot(&tasks)?;
+        let running = Self::running_ns(&snapshot, monotonic_ns());
+        self.series.push(aggregate::thread_cumulative(
+            &snapshot.threads,
+            &snapshot.syscalls,
+            &running,
+        ));
+        // DWARF processes' layouts are re-read when their samples need it.
         for tgid in live {
-            self.symbolizer.snapshot_process(tgid);
-            self.detect_python(tgid);
+            if !self.is_dwarf_process(tgid) {
+                self.symbolizer.snapshot_process(tgid);
+                self.detect_python(tgid);
+            }
         }
         Ok(())
     }
 }
+
+/// How often the layout of a process that exec'ed or forked in the last
+/// two seconds is re-read.
+const FRESH_REREAD: Duration = Duration::from_millis(100);
+/// The shortest time between two reads of a process's layout asked for by
+/// samples in unknown code.
+const ON_DEMAND_REREAD: Duration = Duration::from_millis(20);
 
 /// Why the recording loop ended.
 struct Ending {
@@ -542,6 +631,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         tracked: BTreeSet::new(),
         block_events: Vec::new(),
         fresh: BTreeMap::new(),
+        layout_read: std::collections::HashMap::new(),
         series: Vec::new(),
         start_mono,
         unwinder: dwarf_mode.then(DwarfUnwinder::new),

@@ -36,7 +36,7 @@ pub const MAX_FRAMES: usize = 128;
 /// used are ever read), or owned (a compressed section, or a file that
 /// could not be mapped).
 #[derive(Debug)]
-enum FileBytes {
+pub(crate) enum FileBytes {
     Mapped(memmap2::Mmap),
     Owned(Vec<u8>),
 }
@@ -94,7 +94,7 @@ impl SharedBytes {
 }
 
 /// The bytes of the file at `path`: mapped when possible, else read.
-fn file_bytes(path: &str) -> std::io::Result<Arc<FileBytes>> {
+pub(crate) fn file_bytes(path: &str) -> std::io::Result<Arc<FileBytes>> {
     let file = std::fs::File::open(path)?;
     // SAFETY: a read-only private mapping of a binary that processes are
     // executing; executables and libraries in use are replaced by rename,
