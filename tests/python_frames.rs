@@ -318,3 +318,45 @@ fn perf_trampolines_of_cpython_312_are_unwound_through() {
     });
     assert!(whole, "{folded}");
 }
+
+#[test]
+fn python_in_its_own_pid_namespace_shows_its_frames() {
+    if !is_root() {
+        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
+        return;
+    }
+    // A container's view: python runs as pid 1's child in a new pid
+    // namespace, where its thread ids (`native_thread_id`) differ from
+    // the kernel's global ones.
+    let unshare_works = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !unshare_works {
+        eprintln!("skipped: `unshare --pid --fork --mount-proc` is not available");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("session");
+    let nested = repo().join("tests/python/nested.py");
+    record_with(
+        &dir,
+        &["--unwind", "dwarf"],
+        [
+            "unshare".as_ref(),
+            "--pid".as_ref(),
+            "--fork".as_ref(),
+            "--mount-proc".as_ref(),
+            "python3".as_ref(),
+            nested.as_os_str(),
+            "1.5".as_ref(),
+        ],
+    );
+    let folded = std::fs::read_to_string(dir.join("oncpu.folded")).unwrap();
+    let info = session(&dir);
+    assert!(
+        nested_chain(&folded),
+        "no outer;middle;leaf stack in a pid namespace; notes {:?}\n{folded}",
+        info.notes
+    );
+}

@@ -158,8 +158,14 @@ pub struct PyProcess {
     pub frame_code: u32,
     pub frame_instr: u32,
     pub frame_flag: u32,
+    /// The process's pid namespace (`stat` of /proc/PID/ns/pid: device and
+    /// inode) when it is not the recorder's, else 0: `native_thread_id` is
+    /// the thread id as seen in that namespace (a container's), so the
+    /// probe compares it with the sampled thread's id there.
+    pub pidns_dev: u64,
+    pub pidns_ino: u64,
 }
-const _: () = assert!(core::mem::size_of::<PyProcess>() == 64);
+const _: () = assert!(core::mem::size_of::<PyProcess>() == 80);
 
 /// One Python frame of a sample, as the probe read it.
 #[repr(C)]

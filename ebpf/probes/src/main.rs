@@ -424,7 +424,7 @@ fn read_user<T>(addr: u64) -> Option<T> {
     unsafe { aya_ebpf::helpers::bpf_probe_read_user(addr as *const T) }.ok()
 }
 
-/// The `PyThreadState` of thread `tid`, or 0.
+/// The `PyThreadState` of thread `tid` (the current thread), or 0.
 #[inline(always)]
 fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
     if py.tstate_mode == py_tstate::GIL_HOLDER {
@@ -435,6 +435,25 @@ fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
         return Some(0);
     }
     let mut tstate = read_user::<u64>(interp + py.interp_tstate_head as u64)?;
+    // `native_thread_id` is the id in the process's own pid namespace.
+    let tid = if py.pidns_ino != 0 {
+        let mut ns = aya_ebpf::bindings::bpf_pidns_info { pid: 0, tgid: 0 };
+        // SAFETY: `ns` is a valid, writable bpf_pidns_info of the size given.
+        let rc = unsafe {
+            aya_ebpf::helpers::generated::bpf_get_ns_current_pid_tgid(
+                py.pidns_dev,
+                py.pidns_ino,
+                &mut ns,
+                core::mem::size_of::<aya_ebpf::bindings::bpf_pidns_info>() as u32,
+            )
+        };
+        if rc != 0 {
+            return None;
+        }
+        ns.pid
+    } else {
+        tid
+    };
     for _ in 0..MAX_PY_THREADS {
         if tstate == 0 {
             break;

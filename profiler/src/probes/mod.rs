@@ -273,6 +273,15 @@ impl Drop for ProbeSet {
     }
 }
 
+/// The pid namespace (device, inode) of `pid` when it differs from ours
+/// (a container's), else None.
+pub fn foreign_pid_namespace(pid: u32) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let theirs = std::fs::metadata(format!("/proc/{pid}/ns/pid")).ok()?;
+    let ours = std::fs::metadata("/proc/self/ns/pid").ok()?;
+    (theirs.dev() != ours.dev() || theirs.ino() != ours.ino()).then(|| (theirs.dev(), theirs.ino()))
+}
+
 /// `kernel.pid_max`: the per-pid arrays are this large.
 pub fn pid_max() -> u32 {
     std::fs::read_to_string("/proc/sys/kernel/pid_max")
@@ -607,8 +616,13 @@ impl ProbeSet {
                 name: "PY_PROCS",
                 source,
             })?;
+        let mut entry = *py;
+        if let Some((dev, ino)) = foreign_pid_namespace(tgid) {
+            entry.pidns_dev = dev;
+            entry.pidns_ino = ino;
+        }
         procs
-            .insert(tgid, *py, 0)
+            .insert(tgid, entry, 0)
             .map_err(|source| ProbeError::Map {
                 name: "PY_PROCS",
                 source,

@@ -95,6 +95,8 @@ const fn probe(version: u32) -> PyProcess {
         frame_code: PY_NO_OFFSET,
         frame_instr: PY_NO_OFFSET,
         frame_flag: PY_NO_OFFSET,
+        pidns_dev: 0,
+        pidns_ino: 0,
     }
 }
 
