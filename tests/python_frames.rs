@@ -185,6 +185,29 @@ fn nested_chain(folded: &str) -> bool {
     })
 }
 
+/// CPython `version` (e.g. "3.10"): pyenv's, else `pythonX.Y` on PATH.
+fn find_python(version: &str) -> Option<PathBuf> {
+    let pyenv = std::fs::read_dir("/root/.pyenv/versions")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{version}.")))
+        })
+        .map(|p| p.join("bin/python3"));
+    pyenv.filter(|p| p.exists()).or_else(|| {
+        let name = PathBuf::from(format!("python{version}"));
+        Command::new(&name)
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+            .then_some(name)
+    })
+}
+
 #[test]
 fn every_supported_cpython_version_shows_its_frames() {
     if !is_root() {
@@ -194,27 +217,7 @@ fn every_supported_cpython_version_shows_its_frames() {
     let nested = repo().join("tests/python/nested.py");
     let mut tested = 0;
     for version in ["3.10", "3.11", "3.12", "3.13"] {
-        // pyenv's interpreters, else one on PATH.
-        let pyenv = std::fs::read_dir("/root/.pyenv/versions")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&format!("{version}.")))
-            })
-            .map(|p| p.join("bin/python3"));
-        let python = pyenv.filter(|p| p.exists()).or_else(|| {
-            let name = PathBuf::from(format!("python{version}"));
-            Command::new(&name)
-                .arg("-V")
-                .output()
-                .is_ok_and(|o| o.status.success())
-                .then_some(name)
-        });
-        let Some(python) = python else {
+        let Some(python) = find_python(version) else {
             eprintln!(
                 "skipped CPython {version}: no interpreter found (pyenv or python{version} on PATH)"
             );
@@ -359,4 +362,59 @@ fn python_in_its_own_pid_namespace_shows_its_frames() {
         "no outer;middle;leaf stack in a pid namespace; notes {:?}\n{folded}",
         info.notes
     );
+}
+
+#[test]
+fn each_thread_gets_its_own_python_frames() {
+    if !is_root() {
+        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
+        return;
+    }
+    // 3.10 matches threads by pthread_self() (its FS base), 3.11+ by
+    // native thread id: either way a thread running without the GIL must
+    // not get the GIL holder's frames.
+    let threads = repo().join("tests/python/threads.py");
+    let mut tested = 0;
+    for version in ["3.10", "3.11", "3.12", "3.13"] {
+        let Some(python) = find_python(version) else {
+            eprintln!("skipped CPython {version}: no interpreter found");
+            continue;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("session");
+        record_with(
+            &dir,
+            &["--unwind", "dwarf"],
+            [python.as_os_str(), threads.as_os_str(), "2".as_ref()],
+        );
+        let folded = std::fs::read_to_string(dir.join("oncpu.folded")).unwrap();
+        let hashing: Vec<&str> = folded
+            .lines()
+            .filter(|l| l.contains("sha256") || l.contains("SHA256"))
+            .collect();
+        let count = |lines: &[&str], needle: &str| -> u64 {
+            lines
+                .iter()
+                .filter(|l| l.contains(needle))
+                .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+                .sum()
+        };
+        let under_hash_b = count(&hashing, "hash_b (");
+        let under_spin_a = count(&hashing, "spin_a (");
+        assert!(
+            under_hash_b >= 20,
+            "CPython {version}: {under_hash_b} hashing samples under hash_b:\n{folded}"
+        );
+        assert_eq!(
+            under_spin_a, 0,
+            "CPython {version}: hashing samples under the other thread's spin_a:\n{folded}"
+        );
+        // And the spinning thread keeps its own frames.
+        assert!(
+            count(&folded.lines().collect::<Vec<_>>(), "spin_a (") >= 20,
+            "{folded}"
+        );
+        tested += 1;
+    }
+    eprintln!("{tested} CPython versions tested");
 }

@@ -48,8 +48,12 @@ pub struct ProbeConfig {
     /// bounded number of stack copies per second); longer ones are always
     /// taken at their own length. 0: every interval is taken.
     pub offcpu_quantum_us: u32,
+    /// Byte offset of `task_struct.thread.fsbase` (from the kernel's BTF;
+    /// 0: unknown), for `py_tstate::BY_PTHREAD`.
+    pub task_fsbase: u32,
+    pub _pad: u32,
 }
-const _: () = assert!(core::mem::size_of::<ProbeConfig>() == 16);
+const _: () = assert!(core::mem::size_of::<ProbeConfig>() == 24);
 
 /// Largest user-stack window a CPU sample can copy (a power of two: the
 /// probe masks the length with `MAX_STACK_BYTES - 1` for the verifier).
@@ -122,6 +126,11 @@ pub mod py_tstate {
     /// Read the GIL holder `_PyRuntime.gilstate.tstate_current` (3.10,
     /// which has no native thread id: right for the thread running Python).
     pub const GIL_HOLDER: u32 = 1;
+    /// Walk the thread-state list for `thread_id == pthread_self()` of the
+    /// sampled thread, which is its FS base on x86_64 glibc, read from its
+    /// task (3.10: right for every thread, GIL holder or not; needs
+    /// `ProbeConfig::task_fsbase`).
+    pub const BY_PTHREAD: u32 = 2;
 }
 
 /// A registered CPython interpreter of one process (map `PY_PROCS`, keyed
@@ -136,11 +145,11 @@ pub struct PyProcess {
     pub version: u32,
     /// `py_tstate::*`.
     pub tstate_mode: u32,
-    /// `_PyRuntime.interpreters.head` (BY_NATIVE_TID).
+    /// `_PyRuntime.interpreters.head` (BY_NATIVE_TID, BY_PTHREAD).
     pub runtime_interp_head: u32,
-    /// `PyInterpreterState.threads.head` (BY_NATIVE_TID).
+    /// `PyInterpreterState.threads.head` (`tstate_head` in 3.10).
     pub interp_tstate_head: u32,
-    /// `PyThreadState.next` (BY_NATIVE_TID).
+    /// `PyThreadState.next`.
     pub tstate_next: u32,
     /// `PyThreadState.native_thread_id` (BY_NATIVE_TID).
     pub tstate_native_tid: u32,
@@ -164,8 +173,11 @@ pub struct PyProcess {
     /// probe compares it with the sampled thread's id there.
     pub pidns_dev: u64,
     pub pidns_ino: u64,
+    /// `PyThreadState.thread_id` (BY_PTHREAD).
+    pub tstate_pthread: u32,
+    pub _pad: u32,
 }
-const _: () = assert!(core::mem::size_of::<PyProcess>() == 80);
+const _: () = assert!(core::mem::size_of::<PyProcess>() == 88);
 
 /// One Python frame of a sample, as the probe read it.
 #[repr(C)]

@@ -435,8 +435,45 @@ fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
         return Some(0);
     }
     let mut tstate = read_user::<u64>(interp + py.interp_tstate_head as u64)?;
-    // `native_thread_id` is the id in the process's own pid namespace.
-    let tid = if py.pidns_ino != 0 {
+    // What the thread state holds for this thread: its pthread_t (the FS
+    // base) in BY_PTHREAD mode, else its id in its own pid namespace.
+    let (wanted, field) = if py.tstate_mode == py_tstate::BY_PTHREAD {
+        (current_fsbase()?, py.tstate_pthread)
+    } else {
+        (native_tid(py, tid)? as u64, py.tstate_native_tid)
+    };
+    for _ in 0..MAX_PY_THREADS {
+        if tstate == 0 {
+            break;
+        }
+        let value = read_user::<u64>(tstate + field as u64)?;
+        if value == wanted {
+            return Some(tstate);
+        }
+        tstate = read_user::<u64>(tstate + py.tstate_next as u64)?;
+    }
+    Some(0)
+}
+
+/// The current task's user FS base (`pthread_self()` on x86_64 glibc).
+#[inline(always)]
+fn current_fsbase() -> Option<u64> {
+    let offset = CONFIG.get(0).map_or(0, |c| c.task_fsbase);
+    if offset == 0 {
+        return None;
+    }
+    // SAFETY: no preconditions; the task pointer is only read through the
+    // checked helper below.
+    let task = unsafe { aya_ebpf::helpers::bpf_get_current_task() };
+    // SAFETY: a kernel read through the checked helper.
+    unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((task + offset as u64) as *const u64) }.ok()
+}
+
+/// Thread `tid` (the current thread)'s id in its process's pid namespace,
+/// which is what `native_thread_id` holds.
+#[inline(always)]
+fn native_tid(py: &PyProcess, tid: u32) -> Option<u32> {
+    Some(if py.pidns_ino != 0 {
         let mut ns = aya_ebpf::bindings::bpf_pidns_info { pid: 0, tgid: 0 };
         // SAFETY: `ns` is a valid, writable bpf_pidns_info of the size given.
         let rc = unsafe {
@@ -453,18 +490,7 @@ fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
         ns.pid
     } else {
         tid
-    };
-    for _ in 0..MAX_PY_THREADS {
-        if tstate == 0 {
-            break;
-        }
-        let native = read_user::<u64>(tstate + py.tstate_native_tid as u64)?;
-        if native == tid as u64 {
-            return Some(tstate);
-        }
-        tstate = read_user::<u64>(tstate + py.tstate_next as u64)?;
-    }
-    Some(0)
+    })
 }
 
 /// Walks the Python frames of the sampled thread, innermost first, into

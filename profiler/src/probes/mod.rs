@@ -7,6 +7,7 @@
 //! [`ProbeSet::drain_proc_events`] / [`ProbeSet::drain_block_events`] and
 //! map snapshots ([`ProbeSet::snapshot`]) → drop (detaches everything).
 //! Nothing here interprets the data; `record::aggregate` does, purely.
+pub mod btf;
 pub mod tracefs;
 
 use std::collections::BTreeMap;
@@ -23,7 +24,7 @@ use storprof_common::{
     BlockEvent, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES,
     MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
     SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX,
-    UserStackHeader, lost,
+    UserStackHeader, lost, py_tstate,
 };
 
 use crate::session::model::ProbeStatus;
@@ -229,6 +230,9 @@ pub struct ProbeSet {
     pid_slots: u32,
     /// `ProbeConfig::root_tgid` as last written.
     root_tgid: u32,
+    /// `task_struct.thread.fsbase`'s offset, looked up from BTF when the
+    /// first interpreter that needs it registers.
+    task_fsbase: Option<Result<u32, btf::BtfError>>,
     /// Owned attachments, detached in parallel on drop: each detach waits
     /// for an RCU grace period (~50-90 ms here), one after the other they
     /// made up most of a short recording's wall time.
@@ -321,6 +325,7 @@ impl ProbeSet {
             options: options.clone(),
             pid_slots,
             root_tgid: 0,
+            task_fsbase: None,
             links: Vec::new(),
         };
         set.write_current_config()?;
@@ -369,6 +374,11 @@ impl ProbeSet {
             flags: self.config_flags(),
             stack_bytes: self.stack_bytes(),
             offcpu_quantum_us: self.options.offcpu_quantum_us,
+            task_fsbase: match self.task_fsbase {
+                Some(Ok(offset)) => offset,
+                _ => 0,
+            },
+            _pad: 0,
         };
         self.write_config(config)
     }
@@ -607,6 +617,15 @@ impl ProbeSet {
     /// Registers the CPython interpreter of `tgid` for the probe's Python
     /// frame walk (forked children inherit it in the kernel).
     pub fn register_python(&mut self, tgid: u32, py: &PyProcess) -> Result<(), ProbeError> {
+        let mut entry = *py;
+        if let Some((dev, ino)) = foreign_pid_namespace(tgid) {
+            entry.pidns_dev = dev;
+            entry.pidns_ino = ino;
+        }
+        if entry.tstate_mode == py_tstate::BY_PTHREAD && !self.task_fsbase_known()? {
+            // Without the task layout only the GIL holder can be found.
+            entry.tstate_mode = py_tstate::GIL_HOLDER;
+        }
         let map = self
             .ebpf
             .map_mut("PY_PROCS")
@@ -616,17 +635,29 @@ impl ProbeSet {
                 name: "PY_PROCS",
                 source,
             })?;
-        let mut entry = *py;
-        if let Some((dev, ino)) = foreign_pid_namespace(tgid) {
-            entry.pidns_dev = dev;
-            entry.pidns_ino = ino;
-        }
         procs
             .insert(tgid, entry, 0)
             .map_err(|source| ProbeError::Map {
                 name: "PY_PROCS",
                 source,
             })
+    }
+
+    /// Looks up `task_struct.thread.fsbase` once (BTF) and writes it to
+    /// the probe config; false when the kernel's BTF does not tell.
+    fn task_fsbase_known(&mut self) -> Result<bool, ProbeError> {
+        if self.task_fsbase.is_none() {
+            let found = btf::task_fsbase_offset();
+            match &found {
+                Ok(offset) => log::debug!("btf: task_struct.thread.fsbase at {offset}"),
+                Err(err) => {
+                    log::warn!("python 3.10: threads are matched by the GIL holder only ({err})")
+                }
+            }
+            self.task_fsbase = Some(found);
+            self.write_current_config()?;
+        }
+        Ok(matches!(self.task_fsbase, Some(Ok(_))))
     }
 
     /// Marks `tgid` for stack windows under

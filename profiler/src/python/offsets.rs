@@ -97,6 +97,8 @@ const fn probe(version: u32) -> PyProcess {
         frame_flag: PY_NO_OFFSET,
         pidns_dev: 0,
         pidns_ino: 0,
+        tstate_pthread: PY_NO_OFFSET,
+        _pad: 0,
     }
 }
 
@@ -106,7 +108,14 @@ pub const VERSIONS: &[VersionOffsets] = &[
         major: 3,
         minor: 10,
         probe: PyProcess {
-            tstate_mode: py_tstate::GIL_HOLDER,
+            // 3.10 has no native thread id: threads are matched by
+            // pthread_self(); the GIL holder is the fallback when the
+            // kernel's task layout is unknown (no BTF).
+            tstate_mode: py_tstate::BY_PTHREAD,
+            runtime_interp_head: 32,
+            interp_tstate_head: 8,
+            tstate_next: 8,
+            tstate_pthread: 176,
             runtime_tstate_current: 568,
             tstate_frame: 24,
             frame_previous: 24,
@@ -253,6 +262,12 @@ mod tests {
             }
             match p.tstate_mode {
                 py_tstate::GIL_HOLDER => assert_ne!(p.runtime_tstate_current, PY_NO_OFFSET),
+                py_tstate::BY_PTHREAD => {
+                    assert_ne!(p.runtime_interp_head, PY_NO_OFFSET);
+                    assert_ne!(p.tstate_pthread, PY_NO_OFFSET);
+                    // The fallback without BTF.
+                    assert_ne!(p.runtime_tstate_current, PY_NO_OFFSET);
+                }
                 _ => {
                     assert_ne!(p.runtime_interp_head, PY_NO_OFFSET);
                     assert_ne!(p.tstate_native_tid, PY_NO_OFFSET);

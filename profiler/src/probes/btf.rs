@@ -1,0 +1,280 @@
+//! Member offsets of kernel structs from the kernel's BTF
+//! (`/sys/kernel/btf/vmlinux`), for the few fields a probe reads by offset.
+//!
+//! Only what that needs is parsed: the header, then the type records in
+//! order (a type's id is its position, from 1), skipping each kind's
+//! trailing data, and the struct members' names and bit offsets.
+use std::collections::HashMap;
+
+const BTF_MAGIC: u16 = 0xeb9f;
+
+const KIND_INT: u32 = 1;
+const KIND_ARRAY: u32 = 3;
+const KIND_STRUCT: u32 = 4;
+const KIND_UNION: u32 = 5;
+const KIND_ENUM: u32 = 6;
+const KIND_FUNC_PROTO: u32 = 13;
+const KIND_VAR: u32 = 14;
+const KIND_DATASEC: u32 = 15;
+const KIND_DECL_TAG: u32 = 17;
+const KIND_ENUM64: u32 = 19;
+
+/// Why an offset could not be found.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BtfError {
+    #[error("not BTF data (bad magic or header)")]
+    BadHeader,
+    #[error("BTF data is truncated at byte {0}")]
+    Truncated(usize),
+    #[error("BTF type kind {kind} of type {id} is unknown")]
+    UnknownKind { id: u32, kind: u32 },
+    #[error("struct {0} not found in the kernel's BTF")]
+    NoStruct(String),
+    #[error("struct {strukt} has no member {member}")]
+    NoMember { strukt: String, member: String },
+}
+
+/// One struct or union member: name, type id, offset in bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Member {
+    name: String,
+    type_id: u32,
+    bit_offset: u32,
+}
+
+/// The structs and unions of a BTF blob, by type id, and their names.
+#[derive(Debug, Default)]
+pub struct KernelTypes {
+    members: HashMap<u32, Vec<Member>>,
+    /// Struct name → ids of the structs with members (forward declarations left out).
+    struct_ids: HashMap<String, Vec<u32>>,
+}
+
+fn u32_at(data: &[u8], at: usize) -> Result<u32, BtfError> {
+    let bytes = data.get(at..at + 4).ok_or(BtfError::Truncated(at))?;
+    Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+}
+
+fn string_at(strings: &[u8], offset: u32) -> String {
+    let start = offset as usize;
+    let Some(rest) = strings.get(start..) else {
+        return String::new();
+    };
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    String::from_utf8_lossy(&rest[..end]).into_owned()
+}
+
+impl KernelTypes {
+    /// Parses a little-endian BTF blob.
+    pub fn parse(data: &[u8]) -> Result<Self, BtfError> {
+        let magic = data.get(0..2).ok_or(BtfError::BadHeader)?;
+        if u16::from_le_bytes([magic[0], magic[1]]) != BTF_MAGIC {
+            return Err(BtfError::BadHeader);
+        }
+        let hdr_len = u32_at(data, 4)? as usize;
+        let type_off = u32_at(data, 8)? as usize;
+        let type_len = u32_at(data, 12)? as usize;
+        let str_off = u32_at(data, 16)? as usize;
+        let str_len = u32_at(data, 20)? as usize;
+        let types_start = hdr_len.checked_add(type_off).ok_or(BtfError::BadHeader)?;
+        let types = data
+            .get(types_start..types_start + type_len)
+            .ok_or(BtfError::Truncated(types_start))?;
+        let strings_start = hdr_len.checked_add(str_off).ok_or(BtfError::BadHeader)?;
+        let strings = data
+            .get(strings_start..strings_start + str_len)
+            .ok_or(BtfError::Truncated(strings_start))?;
+
+        let mut out = Self::default();
+        let mut at = 0usize;
+        let mut id = 1u32;
+        while at < types.len() {
+            let name_off = u32_at(types, at)?;
+            let info = u32_at(types, at + 4)?;
+            at += 12;
+            let vlen = (info & 0xffff) as usize;
+            let kind = (info >> 24) & 0x1f;
+            let kind_flag = info >> 31 == 1;
+            let extra = match kind {
+                KIND_INT | KIND_VAR | KIND_DECL_TAG => 4,
+                KIND_ARRAY => 12,
+                KIND_STRUCT | KIND_UNION => {
+                    let mut members = Vec::with_capacity(vlen);
+                    for i in 0..vlen {
+                        let m = at + i * 12;
+                        let offset = u32_at(types, m + 8)?;
+                        members.push(Member {
+                            name: string_at(strings, u32_at(types, m)?),
+                            type_id: u32_at(types, m + 4)?,
+                            // With kind_flag the top 8 bits are a bitfield size.
+                            bit_offset: if kind_flag {
+                                offset & 0x00ff_ffff
+                            } else {
+                                offset
+                            },
+                        });
+                    }
+                    if kind == KIND_STRUCT && vlen > 0 {
+                        out.struct_ids
+                            .entry(string_at(strings, name_off))
+                            .or_default()
+                            .push(id);
+                    }
+                    out.members.insert(id, members);
+                    vlen * 12
+                }
+                KIND_ENUM | KIND_FUNC_PROTO => vlen * 8,
+                KIND_DATASEC | KIND_ENUM64 => vlen * 12,
+                2 | 7..=12 | 16 | 18 => 0,
+                _ => return Err(BtfError::UnknownKind { id, kind }),
+            };
+            at += extra;
+            id += 1;
+        }
+        Ok(out)
+    }
+
+    /// The byte offset of `path` (members, outermost first) inside struct
+    /// `strukt`, e.g. `("task_struct", ["thread", "fsbase"])`. Members of
+    /// anonymous structs and unions are searched through.
+    pub fn offset_of(&self, strukt: &str, path: &[&str]) -> Result<u32, BtfError> {
+        let ids = self
+            .struct_ids
+            .get(strukt)
+            .ok_or_else(|| BtfError::NoStruct(strukt.to_string()))?;
+        let mut type_id = ids[0];
+        let mut bits = 0u32;
+        let mut owner = strukt.to_string();
+        for &name in path {
+            let (member_bits, member_type) =
+                self.find_member(type_id, name)
+                    .ok_or_else(|| BtfError::NoMember {
+                        strukt: owner.clone(),
+                        member: name.to_string(),
+                    })?;
+            bits += member_bits;
+            type_id = self.resolve_struct(member_type).unwrap_or(member_type);
+            owner = name.to_string();
+        }
+        Ok(bits / 8)
+    }
+
+    /// `name` in the struct/union `type_id` or its anonymous members:
+    /// (bit offset, type id).
+    fn find_member(&self, type_id: u32, name: &str) -> Option<(u32, u32)> {
+        let members = self.members.get(&type_id)?;
+        if let Some(m) = members.iter().find(|m| m.name == name) {
+            return Some((m.bit_offset, m.type_id));
+        }
+        members.iter().filter(|m| m.name.is_empty()).find_map(|m| {
+            let inner = self.resolve_struct(m.type_id)?;
+            let (bits, ty) = self.find_member(inner, name)?;
+            Some((m.bit_offset + bits, ty))
+        })
+    }
+
+    /// `type_id` itself when it is a struct/union with members (typedefs
+    /// and qualifiers are not followed: the members used here are plain).
+    fn resolve_struct(&self, type_id: u32) -> Option<u32> {
+        self.members.contains_key(&type_id).then_some(type_id)
+    }
+}
+
+/// The byte offset of `task_struct.thread.fsbase` in the running kernel
+/// (x86_64: the user FS base, which glibc's `pthread_self()` returns).
+pub fn task_fsbase_offset() -> Result<u32, BtfError> {
+    let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|_| BtfError::BadHeader)?;
+    KernelTypes::parse(&data)?.offset_of("task_struct", &["thread", "fsbase"])
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A BTF blob with: 1 int, 2 struct inner { a @0, fsbase @64 bits },
+    /// 3 an anonymous union { thread: inner @0 }, 4 struct outer { x @0,
+    /// <3> @64 bits } (offsets in the bitfield encoding), laid out as the
+    /// kernel writes it.
+    fn blob() -> Vec<u8> {
+        let strings = b"\0int\0inner\0a\0fsbase\0outer\0x\0thread\0".to_vec();
+        let s = |name: &str| -> u32 {
+            let hay = std::str::from_utf8(&strings).unwrap();
+            hay.find(&format!("\0{name}\0")).unwrap() as u32 + 1
+        };
+        let mut types = Vec::new();
+        let mut push = |words: &[u32]| {
+            for w in words {
+                types.extend_from_slice(&w.to_le_bytes());
+            }
+        };
+        // 1: int, size 4, encoding word.
+        push(&[s("int"), KIND_INT << 24, 4, 32]);
+        // 2: struct inner, 2 members.
+        push(&[s("inner"), KIND_STRUCT << 24 | 2, 16]);
+        push(&[s("a"), 1, 0]);
+        push(&[s("fsbase"), 1, 64]);
+        // 3: anonymous union with one member `thread`.
+        push(&[0, KIND_UNION << 24 | 1, 16]);
+        push(&[s("thread"), 2, 0]);
+        // 4: struct outer { x @0, anon union @32 }, kind_flag set (bitfield encoding).
+        push(&[s("outer"), 1 << 31 | KIND_STRUCT << 24 | 2, 24]);
+        push(&[s("x"), 1, 0]);
+        push(&[0, 3, 64]);
+        let mut out = Vec::new();
+        out.extend_from_slice(&BTF_MAGIC.to_le_bytes());
+        out.extend_from_slice(&[1, 0]); // version, flags
+        out.extend_from_slice(&24u32.to_le_bytes()); // hdr_len
+        out.extend_from_slice(&0u32.to_le_bytes()); // type_off
+        out.extend_from_slice(&(types.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(types.len() as u32).to_le_bytes()); // str_off
+        out.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+        out.extend_from_slice(&types);
+        out.extend_from_slice(&strings);
+        out
+    }
+
+    #[test]
+    fn finds_a_member_through_an_anonymous_union() {
+        let types = KernelTypes::parse(&blob()).unwrap();
+        // outer.<anon>@64 bits + thread@0 + fsbase@64 bits = 16 bytes.
+        assert_eq!(types.offset_of("outer", &["thread", "fsbase"]), Ok(16));
+        assert_eq!(types.offset_of("inner", &["fsbase"]), Ok(8));
+        assert_eq!(
+            types.offset_of("outer", &["nope"]),
+            Err(BtfError::NoMember {
+                strukt: "outer".into(),
+                member: "nope".into()
+            })
+        );
+        assert_eq!(
+            types.offset_of("missing", &["a"]),
+            Err(BtfError::NoStruct("missing".into()))
+        );
+    }
+
+    #[test]
+    fn rejects_bad_and_truncated_data() {
+        assert_eq!(
+            KernelTypes::parse(b"nope").unwrap_err(),
+            BtfError::BadHeader
+        );
+        let mut data = blob();
+        data.truncate(40);
+        assert!(matches!(
+            KernelTypes::parse(&data),
+            Err(BtfError::Truncated(_))
+        ));
+    }
+
+    #[test]
+    fn the_running_kernel_has_task_fsbase() {
+        // Every x86_64 kernel with BTF has it; skip where there is no BTF.
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            eprintln!("skipped: no /sys/kernel/btf/vmlinux");
+            return;
+        }
+        let offset = task_fsbase_offset().unwrap();
+        assert!(offset > 0 && offset.is_multiple_of(8), "{offset}");
+    }
+}
