@@ -374,12 +374,27 @@ fn each_thread_gets_its_own_python_frames() {
     // native thread id: either way a thread running without the GIL must
     // not get the GIL holder's frames.
     let threads = repo().join("tests/python/threads.py");
-    let mut tested = 0;
+    let mut pythons: Vec<(String, PathBuf)> = Vec::new();
     for version in ["3.10", "3.11", "3.12", "3.13"] {
-        let Some(python) = find_python(version) else {
-            eprintln!("skipped CPython {version}: no interpreter found");
-            continue;
-        };
+        match find_python(version) {
+            Some(python) => pythons.push((version.to_string(), python)),
+            None => eprintln!("skipped CPython {version}: no interpreter found"),
+        }
+    }
+    // The distribution's own python3 too (Debian's links libpython into
+    // the executable and strips its local symbols), when it is a supported
+    // version.
+    let system = PathBuf::from("/usr/bin/python3");
+    let system_version = if system.exists() {
+        python_version(&system)
+    } else {
+        String::new()
+    };
+    if ["3.10", "3.11", "3.12", "3.13"].contains(&system_version.as_str()) {
+        pythons.push((format!("{system_version} ({})", system.display()), system));
+    }
+    let mut tested = 0;
+    for (version, python) in pythons {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("session");
         record_with(
