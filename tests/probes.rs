@@ -467,3 +467,26 @@ fn doctor_passes_on_this_machine() {
         assert!(stdout.contains(check), "no {check} line in:\n{stdout}");
     }
 }
+
+#[test]
+fn the_command_starts_with_default_signal_state() {
+    require_root!();
+    // Rust ignores SIGPIPE in storprof itself; the traced command must not
+    // inherit that (an ignored signal stays ignored across exec).
+    let tmp = tempfile::tempdir().unwrap();
+    let out = record_with(
+        tmp.path(),
+        &[],
+        ["/bin/sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status"],
+    );
+    let status = String::from_utf8_lossy(&out.stdout);
+    let mask = |name: &str| -> u64 {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {status}"));
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+    };
+    assert_eq!(mask("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0, "{status}");
+    assert_eq!(mask("SigBlk:"), 0, "{status}");
+}

@@ -63,7 +63,14 @@ pub fn run(mut report: impl FnMut(&Check)) -> Vec<Check> {
         check(
             "BTF (/sys/kernel/btf/vmlinux)",
             if Path::new("/sys/kernel/btf/vmlinux").exists() {
-                Ok("present".into())
+                // What the CPython 3.10 thread match reads.
+                probes::btf::task_fsbase_offset()
+                    .map(|offset| format!("present; task_struct.thread.fsbase at byte {offset}"))
+                    .map_err(|err| {
+                        format!(
+                            "present, but {err}: CPython 3.10 threads get the GIL holder's frames"
+                        )
+                    })
             } else {
                 Err("missing: the kernel lacks CONFIG_DEBUG_INFO_BTF".into())
             },

@@ -39,6 +39,21 @@ enum Command {
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Doctor(_)
+            | Command::Report(_)
+            | Command::Flamegraph(_)
+            | Command::Bundle(_)
+            | Command::Merge(_)
+    ) {
+        // Output-only commands end quietly when their reader goes away
+        // (`storprof doctor | head`), as Unix tools do, instead of panicking
+        // on EPIPE. Commands that run a workload keep Rust's default: they
+        // must still write their session or results.
+        // SAFETY: setting a signal's disposition; no handler is involved.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         Command::Datagen(args) => storprof_bench::cli::run_datagen(&args).map(|()| exit::OK),
         Command::Bench(args) => storprof_bench::cli::run_bench(&args),

@@ -100,6 +100,12 @@ pub fn fork_command(
     if go_rc != 0 || err_rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: a zeroed sigset_t is a valid value for sigemptyset to fill.
+    let empty_mask = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        set
+    };
     // SAFETY: fork in a process whose other threads (if any) hold no locks the
     // child needs: the child only calls async-signal-safe functions below.
     let pid = unsafe { libc::fork() };
@@ -124,6 +130,13 @@ pub fn fork_command(
                 libc::write(fd, bytes.as_ptr().cast(), bytes.len());
                 libc::_exit(127)
             };
+            // The command starts with the signal state it would have
+            // without storprof: Rust's runtime ignores SIGPIPE (an ignored
+            // signal stays ignored across exec; a pipeline in the command
+            // would see EPIPE errors instead of ending), and no signal is
+            // blocked.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty_mask, std::ptr::null_mut());
             if let Some(c) = credentials {
                 let groups = [c.gid];
                 if libc::setgroups(1, groups.as_ptr()) != 0
