@@ -12,7 +12,7 @@ use std::{
 use storprof::session::model::{IoStats, SessionInfo, ThreadStats};
 
 mod support;
-use support::{STORPROF, is_root, record_with};
+use support::{STORPROF, folded_count, is_root, record_with};
 
 macro_rules! require_root {
     () => {
@@ -174,11 +174,7 @@ fn dwarf_unwinding_crosses_code_without_frame_pointers() {
     );
     let folded = std::fs::read_to_string(dwarf.join("oncpu.folded")).unwrap();
     let total: u64 = leaves(&folded).values().sum();
-    let full: u64 = folded
-        .lines()
-        .filter(|l| l.contains(chain))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
-        .sum();
+    let full = folded_count(&folded, |l| l.contains(chain));
     assert!(full >= 50, "only {full} samples with the chain:\n{folded}");
     assert!(full * 10 >= total * 9, "{full} of {total}:\n{folded}");
     let info: SessionInfo = read_json(&dwarf, "session.json");
@@ -189,15 +185,6 @@ fn dwarf_unwinding_crosses_code_without_frame_pointers() {
     assert!(process.median_depth >= 4, "{unwind:?}");
     assert!(process.early_stop_share.unwrap() < 0.1, "{unwind:?}");
     assert_eq!(info.lost_events.get("user_stack_ringbuf_full"), Some(&0));
-}
-
-/// Off-CPU µs of the folded lines that contain `needle`.
-fn folded_sum(folded: &str, needle: &str) -> u64 {
-    folded
-        .lines()
-        .filter(|l| l.contains(needle))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
-        .sum()
 }
 
 #[test]
@@ -229,8 +216,10 @@ fn dwarf_offcpu_stacks_cross_code_without_frame_pointers() {
         [helper.to_str().unwrap(), "2"],
     );
     let folded = std::fs::read_to_string(auto.join("offcpu.folded")).unwrap();
-    let long = folded_sum(&folded, &format!("{chain}storprof_nofp_long_wait;"));
-    let short = folded_sum(&folded, &format!("{chain}storprof_nofp_short_wait;"));
+    let long_chain = format!("{chain}storprof_nofp_long_wait;");
+    let short_chain = format!("{chain}storprof_nofp_short_wait;");
+    let long = folded_count(&folded, |l| l.contains(&long_chain));
+    let short = folded_count(&folded, |l| l.contains(&short_chain));
     let threads: Vec<ThreadStats> = read_json(&auto, "threads.json");
     let sleeping_us = threads[0].off_cpu_ns.sleeping / 1000;
     // Each half sleeps about 1 s. The sampled half's estimate has a
@@ -308,11 +297,7 @@ fn auto_unwinding_gives_stack_windows_only_to_code_without_frame_pointers() {
     let folded = std::fs::read_to_string(session.join("oncpu.folded")).unwrap();
     let chain = "main;storprof_nofp_outer;storprof_nofp_middle;storprof_nofp_inner";
     let total: u64 = leaves(&folded).values().sum();
-    let full: u64 = folded
-        .lines()
-        .filter(|l| l.contains(chain))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
-        .sum();
+    let full = folded_count(&folded, |l| l.contains(chain));
     assert!(full >= 50, "only {full} samples with the chain:\n{folded}");
     assert!(full * 10 >= total * 8, "{full} of {total}:\n{folded}");
 

@@ -18,7 +18,7 @@ use std::{
 use storprof::session::model::SessionInfo;
 
 mod support;
-use support::{is_root, record_with};
+use support::{folded_count, is_root, record_with};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -403,19 +403,9 @@ fn each_thread_gets_its_own_python_frames() {
             [python.as_os_str(), threads.as_os_str(), "2".as_ref()],
         );
         let folded = std::fs::read_to_string(dir.join("oncpu.folded")).unwrap();
-        let hashing: Vec<&str> = folded
-            .lines()
-            .filter(|l| l.contains("sha256") || l.contains("SHA256"))
-            .collect();
-        let count = |lines: &[&str], needle: &str| -> u64 {
-            lines
-                .iter()
-                .filter(|l| l.contains(needle))
-                .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
-                .sum()
-        };
-        let under_hash_b = count(&hashing, "hash_b (");
-        let under_spin_a = count(&hashing, "spin_a (");
+        let hashing = |l: &str| l.contains("sha256") || l.contains("SHA256");
+        let under_hash_b = folded_count(&folded, |l| hashing(l) && l.contains("hash_b ("));
+        let under_spin_a = folded_count(&folded, |l| hashing(l) && l.contains("spin_a ("));
         assert!(
             under_hash_b >= 20,
             "CPython {version}: {under_hash_b} hashing samples under hash_b:\n{folded}"
@@ -426,7 +416,7 @@ fn each_thread_gets_its_own_python_frames() {
         );
         // And the spinning thread keeps its own frames.
         assert!(
-            count(&folded.lines().collect::<Vec<_>>(), "spin_a (") >= 20,
+            folded_count(&folded, |l| l.contains("spin_a (")) >= 20,
             "{folded}"
         );
         tested += 1;

@@ -39,3 +39,12 @@ where
     );
     out
 }
+
+/// Sum of the counts of the folded-stack lines (`stack COUNT`) that `keep` accepts.
+pub fn folded_count(folded: &str, keep: impl Fn(&str) -> bool) -> u64 {
+    folded
+        .lines()
+        .filter(|l| keep(l))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum()
+}

@@ -96,6 +96,18 @@ pub struct UserStackHeader {
 }
 const _: () = assert!(core::mem::size_of::<UserStackHeader>() == 64);
 
+impl UserStackHeader {
+    /// The thread and frame-pointer/kernel stack ids of the sample.
+    pub const fn stack_key(&self) -> StackKey {
+        StackKey {
+            tgid: self.tgid,
+            tid: self.tid,
+            user_stack: self.user_stack,
+            kernel_stack: self.kernel_stack,
+        }
+    }
+}
+
 /// Outcome of the Python frame walk of one sample (`UserStackHeader::py_status`).
 pub mod py_status {
     /// The process has no registered interpreter.
@@ -230,6 +242,18 @@ const _: () = assert!(
     core::mem::size_of::<PyOffCpuSample>()
         == 40 + MAX_PY_FRAMES * core::mem::size_of::<PyFrameRecord>()
 );
+
+impl PyOffCpuSample {
+    /// The thread and frame-pointer/kernel stack ids of the interval.
+    pub const fn stack_key(&self) -> StackKey {
+        StackKey {
+            tgid: self.tgid,
+            tid: self.tid,
+            user_stack: self.user_stack,
+            kernel_stack: self.kernel_stack,
+        }
+    }
+}
 
 /// Per-CPU scratch of the probe: a header, the Python frame area (always
 /// sent whole) and the largest stack window.

@@ -420,6 +420,17 @@ impl ProbeSet {
         Array::try_from(map).map_err(|source| ProbeError::Map { name, source })
     }
 
+    fn hash_mut<K: aya::Pod, V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+    ) -> Result<HashMap<&mut MapData, K, V>, ProbeError> {
+        let map = self
+            .ebpf
+            .map_mut(name)
+            .ok_or(ProbeError::MissingMap(name))?;
+        HashMap::try_from(map).map_err(|source| ProbeError::Map { name, source })
+    }
+
     fn hash<K: aya::Pod, V: aya::Pod>(
         &self,
         name: &'static str,
@@ -626,15 +637,7 @@ impl ProbeSet {
             // Without the task layout only the GIL holder can be found.
             entry.tstate_mode = py_tstate::GIL_HOLDER;
         }
-        let map = self
-            .ebpf
-            .map_mut("PY_PROCS")
-            .ok_or(ProbeError::MissingMap("PY_PROCS"))?;
-        let mut procs: HashMap<&mut MapData, u32, PyProcess> =
-            HashMap::try_from(map).map_err(|source| ProbeError::Map {
-                name: "PY_PROCS",
-                source,
-            })?;
+        let mut procs: HashMap<&mut MapData, u32, PyProcess> = self.hash_mut("PY_PROCS")?;
         procs
             .insert(tgid, entry, 0)
             .map_err(|source| ProbeError::Map {
@@ -664,15 +667,7 @@ impl ProbeSet {
     /// [`ProbeOptions::unwind_per_process`]; forked children inherit the
     /// mark in the kernel, exec and exit clear it.
     pub fn set_dwarf(&mut self, tgid: u32) -> Result<(), ProbeError> {
-        let map = self
-            .ebpf
-            .map_mut("DWARF_PROCS")
-            .ok_or(ProbeError::MissingMap("DWARF_PROCS"))?;
-        let mut procs: HashMap<&mut MapData, u32, u8> =
-            HashMap::try_from(map).map_err(|source| ProbeError::Map {
-                name: "DWARF_PROCS",
-                source,
-            })?;
+        let mut procs: HashMap<&mut MapData, u32, u8> = self.hash_mut("DWARF_PROCS")?;
         procs
             .insert(tgid, 1u8, 0)
             .map_err(|source| ProbeError::Map {

@@ -5,8 +5,10 @@
 //! (`probes::ProbeSet`), forks the command (it waits on a pipe), registers
 //! its pid, lets it exec ([`launch`]); then loops: process events keep the
 //! symbolizer's view of each traced process fresh, block completions are
-//! collected, the maps are snapshotted every second for the time series.
-//! When the command exits (or the duration ends, or SIGINT/SIGTERM), the
+//! collected, the per-thread maps are read every second for the time
+//! series, and (DWARF mode) user-stack samples are unwound while their
+//! process is alive: CPU samples, and blocked syscalls' stacks copied at
+//! the syscall's exit, which become DWARF off-CPU stacks. When the command exits (or the duration ends, or SIGINT/SIGTERM), the
 //! maps are read one last time, turned into the model by the pure functions
 //! of [`aggregate`], symbolized, and written; dropping the probe set detaches
 //! everything.
@@ -311,17 +313,12 @@ impl DwarfSamples {
         if id == next_id {
             self.chains.push(chain);
         }
+        let fp_key = header.stack_key();
         let key = StackKey {
-            tgid: header.tgid,
-            tid: header.tid,
             user_stack: id,
-            kernel_stack: header.kernel_stack,
+            ..fp_key
         };
         *self.counts.entry(key).or_insert(0) += value;
-        let fp_key = StackKey {
-            user_stack: header.user_stack,
-            ..key
-        };
         *self.fp_keys.entry(fp_key).or_insert(0) += value;
         *self
             .depths

@@ -29,9 +29,6 @@ pub struct PythonStacks {
     chain_ids: HashMap<PythonFrames, usize>,
     /// (thread and its frame-pointer/kernel stack ids, chain) → samples or ns.
     times: BTreeMap<(StackKey, usize), u64>,
-    /// Threads whose off-CPU time is here (their entries of the
-    /// frame-pointer off-CPU map are left out, not to count it twice).
-    pub tids: BTreeSet<u32>,
     intervals: u64,
 }
 
@@ -43,8 +40,16 @@ impl PythonStacks {
             self.chains.push(frames);
         }
         *self.times.entry((key, id)).or_insert(0) += value;
-        self.tids.insert(key.tid);
         self.intervals += 1;
+    }
+
+    /// The threads with samples or time here.
+    pub fn thread_count(&self) -> usize {
+        self.times
+            .keys()
+            .map(|(key, _)| key.tid)
+            .collect::<BTreeSet<_>>()
+            .len()
     }
 
     /// `samples` (frame-pointer CPU samples per key) less the samples held
@@ -129,13 +134,8 @@ impl Recorder {
             if frames.is_empty() {
                 continue;
             }
-            let key = StackKey {
-                tgid: sample.tgid,
-                tid: sample.tid,
-                user_stack: sample.user_stack,
-                kernel_stack: sample.kernel_stack,
-            };
-            self.python_offcpu.add(key, frames, sample.blocked_ns);
+            self.python_offcpu
+                .add(sample.stack_key(), frames, sample.blocked_ns);
         }
     }
 
@@ -147,13 +147,7 @@ impl Recorder {
         if frames.is_empty() {
             return;
         }
-        let key = StackKey {
-            tgid: h.tgid,
-            tid: h.tid,
-            user_stack: h.user_stack,
-            kernel_stack: h.kernel_stack,
-        };
-        self.python_fp.add(key, frames, 1);
+        self.python_fp.add(h.stack_key(), frames, 1);
     }
 
     /// Names the Python frames of one sample (reads the process's memory).
@@ -246,7 +240,7 @@ pub fn fold_python_offcpu(
         format!(
             "python: {} off-CPU intervals of {} Python threads with their Python frames (lost: {map_full} map full, {ring_full} ring buffer full)",
             offcpu.intervals,
-            offcpu.tids.len()
+            offcpu.thread_count()
         )
     });
     (folded, note)
@@ -316,7 +310,7 @@ mod tests {
             1,
         );
         assert_eq!(stacks.chains.len(), 2);
-        assert_eq!(stacks.tids.len(), 2);
+        assert_eq!(stacks.thread_count(), 2);
         let left = stacks.subtract_from(&[(key(1, 5), 3), (key(2, 5), 1), (key(3, 7), 4)]);
         assert_eq!(left, vec![(key(1, 5), 1), (key(3, 7), 4)]);
     }
