@@ -110,8 +110,11 @@ echo 1 > /proc/sys/kernel/bpf_stats_enabled
     -- "$PY" "$LOADER" "$WORK/data" "$SECS" > /dev/null 2>&1 &
 rec=$!
 sleep $(( SECS / 2 + 1 ))
-bpftool prog show name cpu_sample 2> /dev/null \
-    | sed -n 's/.*run_time_ns \([0-9]*\) run_cnt \([0-9]*\).*/\1 \2/p' \
-    | awk '{ printf "cpu_sample (dwarf mode, Python walk): %d runs, %.1f us per run (all CPUs, traced or not)\n", $2, $1 / $2 / 1000 }'
+# Every probe program that ran (cpu_sample: dwarf mode with the Python walk).
+for prog in cpu_sample sched_switch offcpu_python sys_enter sys_exit; do
+    bpftool prog show name "$prog" 2> /dev/null \
+        | sed -n 's/.*run_time_ns \([0-9]*\) run_cnt \([0-9]*\).*/\1 \2/p' \
+        | awk -v p="$prog" '$2 > 0 { printf "%s: %d runs, %.2f us per run, %.3f s in all (all CPUs, traced or not)\n", p, $2, $1 / $2 / 1000, $1 / 1e9 }'
+done
 wait "$rec" || true
 echo "$stats_was" > /proc/sys/kernel/bpf_stats_enabled
