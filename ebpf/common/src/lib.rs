@@ -294,8 +294,10 @@ pub mod lost {
     /// The pending off-CPU map was full: a blocked syscall's time went to
     /// the frame-pointer off-CPU stacks instead.
     pub const OFFCPU_PENDING_FULL: u32 = 9;
+    /// The wake-up edge map was full: a wake-up was not counted.
+    pub const WAKE_MAP_FULL: u32 = 10;
     /// Number of counters.
-    pub const COUNT: u32 = 10;
+    pub const COUNT: u32 = 11;
     /// Names used in `session.json` `lost_events`, by index.
     pub const NAMES: [&str; COUNT as usize] = [
         "cpu_samples_map_full",
@@ -308,6 +310,7 @@ pub mod lost {
         "stack_map_full",
         "user_stack_ringbuf_full",
         "offcpu_pending_map_full",
+        "wake_edges_map_full",
     ];
 }
 
@@ -352,6 +355,9 @@ pub mod offcpu_state {
     /// CPU inside a syscall of a DWARF-unwound process, its stack is taken
     /// at the syscall's exit (`FLAG_OFFCPU_DWARF`).
     pub const AT_SYSCALL_EXIT: u32 = 0x100;
+    /// Bit of `OffCpuStart::state`: the blocked interval was already ended
+    /// by a wake-up and counted on its edge (`sched_waking`).
+    pub const WOKEN: u32 = 0x200;
 
     /// Maps `sched_switch`'s `prev_state` (TASK_REPORT bits; 0x100 means
     /// preempted) to an index.
@@ -463,6 +469,84 @@ pub struct OffCpuPending {
     pub _pad: u32,
 }
 const _: () = assert!(core::mem::size_of::<OffCpuPending>() == 40);
+
+/// Who ran the wake-up of a blocked thread (`sched_waking` fires in the
+/// waker's context): a task, or an interrupt on top of whatever task was
+/// running, which is then not the waker.
+pub mod waker_kind {
+    /// A task in process context: the current task is the waker.
+    pub const TASK: u8 = 0;
+    /// A hardware interrupt handler (block completions, virtio).
+    pub const HARDIRQ: u8 = 1;
+    /// A softirq (network receive, block completion, RCU); also when it
+    /// runs in ksoftirqd.
+    pub const SOFTIRQ: u8 = 2;
+    /// An hrtimer callback: a timed sleep or a timeout ended.
+    pub const TIMER: u8 = 3;
+    /// The idle task (pid 0): an interrupt taken on an idle CPU outside
+    /// the handlers above.
+    pub const IDLE: u8 = 4;
+}
+
+/// Interrupt-context depth counters per CPU (`IRQ_CONTEXT` indices),
+/// raised at the handlers' entry tracepoints and lowered at their exit.
+pub mod irq_context {
+    pub const HARDIRQ: u32 = 0;
+    pub const SOFTIRQ: u32 = 1;
+    pub const TIMER: u32 = 2;
+    pub const COUNT: u32 = 3;
+}
+
+/// `WakeKey::syscall` when the wakee was not inside a traced syscall.
+pub const WAKE_NO_SYSCALL: u16 = u16::MAX;
+
+/// A waker's stack is taken on the first wake-up of an edge and then on
+/// every `WAKER_STACK_EVERY`-th one (a power of two).
+pub const WAKER_STACK_EVERY: u64 = 64;
+
+/// Key of a wake-up edge: a waker ended a blocked interval of a traced
+/// wakee. Interrupt wakers (`waker_kind` other than `TASK`) have
+/// `waker_tgid` 0 and `waker_tid` the CPU number, since the interrupted
+/// task is not the waker.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WakeKey {
+    pub waker_tgid: u32,
+    pub waker_tid: u32,
+    pub wakee_tgid: u32,
+    pub wakee_tid: u32,
+    /// The wakee's `offcpu_state` index when it blocked.
+    pub wakee_state: u8,
+    /// `waker_kind`.
+    pub waker_kind: u8,
+    /// The syscall the wakee blocked in (`WAKE_NO_SYSCALL`: none or unknown).
+    pub syscall: u16,
+    pub _pad: u32,
+    /// For futex waits: the futex word's address (0 otherwise), so that a
+    /// lock that several threads contend for can be told from a hand-off.
+    pub futex_addr: u64,
+}
+const _: () = assert!(core::mem::size_of::<WakeKey>() == 32);
+
+/// What the wake-ups of one edge ended, summed in the kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WakeAcc {
+    /// Σ the wakee's blocked time, switch-out → wake-up (ns).
+    pub blocked_ns: u64,
+    pub count: u64,
+    /// `bpf_ktime_get_ns` of the first and the last wake-up.
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// The blocked time the first wake-up ended.
+    pub first_blocked_ns: u64,
+    /// The waker's stacks at a sampled wake-up (negative: none).
+    pub waker_user_stack: i32,
+    pub waker_kernel_stack: i32,
+    /// The waker's comm at its first wake-up.
+    pub waker_comm: [u8; COMM_LEN],
+}
+const _: () = assert!(core::mem::size_of::<WakeAcc>() == 64);
 
 /// Key of an in-flight block request.
 #[repr(C)]
@@ -577,7 +661,9 @@ mod pod {
         ProcEvent,
         UserStackHeader,
         PyProcess,
-        PyFrameRecord
+        PyFrameRecord,
+        WakeKey,
+        WakeAcc
     );
 }
 

@@ -32,6 +32,12 @@
 //!   requeue) is still attributed to the process that asked for it.
 //! - `block_rq_issue/complete` (tracepoints): completed requests → ring buffer.
 //! - `filemap_add_to_page_cache` (tracepoint): page-cache misses per thread.
+//! - `sched_waking` (tracepoint, waker's context): the wake-up graph. A
+//!   traced thread's blocked interval (from its switch-out) ends here; it is
+//!   added to the edge (waker, wakee, the wakee's state, syscall and futex
+//!   word) in `WAKE_EDGES`, with the waker's stacks sampled. Interrupt
+//!   wakers are told from tasks by per-CPU depth counters that
+//!   `irq_handler_*`, `softirq_*` and `hrtimer_expire_*` keep.
 #![no_std]
 #![no_main]
 
@@ -50,8 +56,9 @@ use storprof_common::{
     FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES, MAX_PY_THREADS, MAX_STACK_BYTES, OffCpuPending,
     OffCpuStart, PY_NO_OFFSET, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
     SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey,
-    SyscallStart, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, UserStackSample, is_read_family,
-    is_write_family, log2_bucket, lost, offcpu_state, proc_event, py_status, py_tstate,
+    SyscallStart, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, UserStackSample, WAKE_NO_SYSCALL,
+    WAKER_STACK_EVERY, WakeAcc, WakeKey, irq_context, is_read_family, is_write_family, log2_bucket,
+    lost, offcpu_state, proc_event, py_status, py_tstate, waker_kind,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -196,6 +203,18 @@ static PY_OFFCPU_EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
 /// Off-CPU Python samples lost: [0] `PY_OFFCPU` full, [1] ring buffer full.
 #[map]
 static PY_OFFCPU_LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(2, 0);
+
+/// Futex word of the futex call a thread is in (written at `sys_enter`).
+#[map]
+static FUTEX_ADDR: Array<u64> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// Wake-up edges, summed in the kernel (nothing per event is streamed).
+#[map]
+static WAKE_EDGES: HashMap<WakeKey, WakeAcc> = HashMap::with_max_entries(32768, 0);
+
+/// Interrupt-context depth per CPU, by `irq_context` index.
+#[map]
+static IRQ_CONTEXT: PerCpuArray<u32> = PerCpuArray::with_max_entries(irq_context::COUNT, 0);
 
 #[map]
 static PROC_EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
@@ -1037,12 +1056,25 @@ pub fn sys_enter(ctx: RawTracePointContext) -> u32 {
         return 0;
     }
     let nr: u64 = ctx.arg(1);
-    if let Some(slot) = SYSCALL_START.get_ptr_mut(pid_tgid as u32) {
+    let tid = pid_tgid as u32;
+    if let Some(slot) = SYSCALL_START.get_ptr_mut(tid) {
         // SAFETY: per-tid slot; only this thread writes it.
         unsafe { *slot = SyscallStart { ts: now_ns(), nr } };
     }
+    if nr == FUTEX_NR {
+        let regs: *const u64 = ctx.arg(0);
+        // SAFETY: reading regs->di (the futex word) through the checked helper.
+        let addr = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.add(14)) }.unwrap_or(0);
+        if let Some(slot) = FUTEX_ADDR.get_ptr_mut(tid) {
+            // SAFETY: per-tid slot; only this thread writes it.
+            unsafe { *slot = addr };
+        }
+    }
     0
 }
+
+/// x86_64 `futex`.
+const FUTEX_NR: u64 = 202;
 
 #[raw_tracepoint(tracepoint = "sys_exit")]
 pub fn sys_exit(ctx: RawTracePointContext) -> u32 {
@@ -1194,6 +1226,155 @@ pub fn filemap_add_to_page_cache(ctx: TracePointContext) -> u32 {
         // SAFETY: map value of the current thread.
         unsafe { (*acc).page_cache_pages += 1u64 << (order & 31) };
     }
+    0
+}
+
+/// The kind of the current waker: an interrupt handler when one runs on
+/// this CPU, else the task.
+#[inline(always)]
+fn current_waker_kind(tgid: u32) -> u8 {
+    let depth = |i: u32| IRQ_CONTEXT.get(i).copied().unwrap_or(0);
+    if depth(irq_context::TIMER) > 0 {
+        waker_kind::TIMER
+    } else if depth(irq_context::SOFTIRQ) > 0 {
+        waker_kind::SOFTIRQ
+    } else if depth(irq_context::HARDIRQ) > 0 {
+        waker_kind::HARDIRQ
+    } else if tgid == 0 {
+        waker_kind::IDLE
+    } else {
+        waker_kind::TASK
+    }
+}
+
+#[tracepoint]
+pub fn sched_waking(ctx: TracePointContext) -> u32 {
+    // Format (checked by user space): pid@24 i32. `current` is the waker.
+    let wakee_tid: u32 = field(&ctx, 24);
+    let Some(off) = OFFCPU_START.get_ptr_mut(wakee_tid) else {
+        return 0;
+    };
+    // SAFETY: per-tid slot of the wakee; it is blocked, so its own
+    // switch-in (the slot's other writer) cannot run before this wake-up.
+    let start = unsafe { *off };
+    if start.ts == 0 || start.state & offcpu_state::WOKEN != 0 || !is_traced(start.tgid) {
+        return 0;
+    }
+    let now = now_ns();
+    if now <= start.ts {
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { (*off).state = start.state | offcpu_state::WOKEN };
+    let blocked = now - start.ts;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let kind = current_waker_kind((pid_tgid >> 32) as u32);
+    let (waker_tgid, waker_tid) = if kind == waker_kind::TASK {
+        ((pid_tgid >> 32) as u32, pid_tgid as u32)
+    } else {
+        // SAFETY: no preconditions.
+        (0, unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() })
+    };
+    let syscall = match SYSCALL_START.get(wakee_tid) {
+        Some(s) if s.ts != 0 && s.nr < u64::from(WAKE_NO_SYSCALL) => s.nr as u16,
+        _ => WAKE_NO_SYSCALL,
+    };
+    let futex_addr = if u64::from(syscall) == FUTEX_NR {
+        FUTEX_ADDR.get(wakee_tid).copied().unwrap_or(0)
+    } else {
+        0
+    };
+    let key = WakeKey {
+        waker_tgid,
+        waker_tid,
+        wakee_tgid: start.tgid,
+        wakee_tid,
+        wakee_state: (start.state & 3) as u8,
+        waker_kind: kind,
+        syscall,
+        _pad: 0,
+        futex_addr,
+    };
+    if let Some(acc) = WAKE_EDGES.get_ptr_mut(key) {
+        // SAFETY: the key holds the waker's tid (or CPU for interrupts),
+        // which runs on one CPU at a time: no concurrent writer.
+        unsafe {
+            (*acc).blocked_ns += blocked;
+            (*acc).count += 1;
+            (*acc).last_ns = now;
+            if (*acc).count & (WAKER_STACK_EVERY - 1) == 0 {
+                let (user, kernel) = stack_ids(&ctx);
+                (*acc).waker_user_stack = user;
+                (*acc).waker_kernel_stack = kernel;
+            }
+        }
+        return 0;
+    }
+    let (user, kernel) = stack_ids(&ctx);
+    let fresh = WakeAcc {
+        blocked_ns: blocked,
+        count: 1,
+        first_ns: now,
+        last_ns: now,
+        first_blocked_ns: blocked,
+        waker_user_stack: user,
+        waker_kernel_stack: kernel,
+        waker_comm: bpf_get_current_comm().unwrap_or_default(),
+    };
+    if WAKE_EDGES.insert(key, fresh, BPF_NOEXIST as u64).is_err() {
+        count_lost(lost::WAKE_MAP_FULL);
+    }
+    0
+}
+
+#[inline(always)]
+fn irq_depth_add(index: u32, enter: bool) {
+    if let Some(depth) = IRQ_CONTEXT.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot; a handler's entry and exit run on one CPU,
+        // and nested handlers of one kind unwind in order.
+        unsafe {
+            *depth = if enter {
+                (*depth).saturating_add(1)
+            } else {
+                (*depth).saturating_sub(1)
+            }
+        };
+    }
+}
+
+#[tracepoint]
+pub fn irq_handler_entry(_ctx: TracePointContext) -> u32 {
+    irq_depth_add(irq_context::HARDIRQ, true);
+    0
+}
+
+#[tracepoint]
+pub fn irq_handler_exit(_ctx: TracePointContext) -> u32 {
+    irq_depth_add(irq_context::HARDIRQ, false);
+    0
+}
+
+#[tracepoint]
+pub fn softirq_entry(_ctx: TracePointContext) -> u32 {
+    irq_depth_add(irq_context::SOFTIRQ, true);
+    0
+}
+
+#[tracepoint]
+pub fn softirq_exit(_ctx: TracePointContext) -> u32 {
+    irq_depth_add(irq_context::SOFTIRQ, false);
+    0
+}
+
+#[tracepoint]
+pub fn hrtimer_expire_entry(_ctx: TracePointContext) -> u32 {
+    irq_depth_add(irq_context::TIMER, true);
+    0
+}
+
+#[tracepoint]
+pub fn hrtimer_expire_exit(_ctx: TracePointContext) -> u32 {
+    irq_depth_add(irq_context::TIMER, false);
     0
 }
 

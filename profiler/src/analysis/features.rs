@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Thresholds, frames};
+use super::{Thresholds, frames, waitgraph::WaitAnalysis};
 use crate::session::{
     load::{FoldedStacks, Session},
     model::{DeviceStats, SyscallStats, ThreadStats},
@@ -115,6 +115,9 @@ pub enum ReaderSelection {
     Activity,
     /// Nothing stood out: every thread.
     All,
+    /// The threads on the critical path of the consumer's data waits
+    /// (wake-up graph); shares are of the consumer's data wait.
+    CriticalPath,
 }
 
 /// One block device's figures over the recording.
@@ -136,8 +139,13 @@ pub struct DeviceFeature {
 pub struct ConsumerFeature {
     pub comm: String,
     pub tids: Vec<u32>,
-    /// Time in nanosleep / thread time (an AU estimate from the kernel side).
+    /// Time in nanosleep / thread time (an AU estimate from the kernel
+    /// side); with the wake-up graph, the kernel-measured AU over the
+    /// training window (1 − data-wait share).
     pub sleep_share: f64,
+    /// The share came from the wake-up graph's data wait.
+    #[serde(default)]
+    pub from_wait_graph: bool,
 }
 
 /// Figures of the `storprof bench` run, when the command was one.
@@ -317,6 +325,58 @@ fn select_readers<'a>(
 }
 
 impl Features {
+    /// Replaces the reader shares by the critical path of the consumer's
+    /// data waits: each share is then of the time the consumer waited for
+    /// data, spent in that state by the threads it waited on (directly or
+    /// through their own waits). Idle pool threads weigh nothing.
+    pub fn apply_critical_path(&mut self, w: &WaitAnalysis, path_oncpu: &FoldedStacks) {
+        use super::waitgraph::PathKind as K;
+        let Some(au) = w.kernel_au_percentage else {
+            return;
+        };
+        let cpu = w.share(&[K::CpuUser, K::CpuKernel]);
+        let user = w.share(&[K::CpuUser]);
+        self.reader_selection = Some(ReaderSelection::CriticalPath);
+        let threads: BTreeSet<(u32, u32)> = w
+            .critical_path
+            .iter()
+            .flat_map(|p| p.threads.iter().map(|t| (t.0, t.1)))
+            .collect();
+        self.reader_threads = threads.len();
+        let comms: BTreeSet<String> = w
+            .critical_path
+            .iter()
+            .flat_map(|p| p.threads.iter().map(|t| t.2.clone()))
+            .collect();
+        if !comms.is_empty() {
+            self.reader_comms = comms.into_iter().collect();
+        }
+        self.reader_thread_s = w
+            .consumers
+            .iter()
+            .map(|c| c.data_wait_ns as f64 / 1e9)
+            .sum();
+        self.reader_on_cpu_share = cpu;
+        self.reader_user_share = (cpu > 0.0).then(|| user / cpu);
+        self.reader_runnable_share = w.share(&[K::Runnable]);
+        self.reader_blocked_io_share = w.share(&[K::BlockIo]);
+        self.reader_futex_share = w.share(&[K::Lock]);
+        self.reader_socket_recv_share = w.share(&[K::Network]);
+        self.reader_sleeping_share = w.share(&[K::Timer, K::Unattributed, K::WaitsForConsumer]);
+        if !path_oncpu.is_empty() {
+            self.reader_cache_copy_share =
+                frames::share_matching(path_oncpu, CACHE_COPY_FRAMES, true);
+        }
+        if let Some(c) = w.consumers.first() {
+            self.consumer = Some(ConsumerFeature {
+                comm: c.comm.clone(),
+                tids: w.consumers.iter().map(|c| c.tid).collect(),
+                sleep_share: au / 100.0,
+                from_wait_graph: true,
+            });
+        }
+    }
+
     /// Of reader CPU, the share that is the reader's own work: user code,
     /// faulting in its own buffers, allocation — everything but copying from
     /// the page cache. A reader that reads `a`× the bytes it returns (bench
@@ -491,6 +551,7 @@ impl Features {
                 comm: th.comm.clone(),
                 tids: vec![th.tid],
                 sleep_share: share,
+                from_wait_graph: false,
             });
 
         let bench = session.bench.as_ref().map(|b| {

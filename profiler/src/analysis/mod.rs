@@ -3,6 +3,9 @@
 //! ```text
 //! session::load::Session
 //!        │ features::Features::extract      (figures: shares, bytes, AU)
+//!        │ waitgraph::analyze               (roles, window, data wait, critical
+//!        │                                   path; replaces the reader shares
+//!        │                                   when a consumer is found)
 //!        │ frames::hot_frames               (hottest categories, functions, libraries)
 //!        ▼
 //! verdict::decide ──► Verdict (verdict.json) ──► output::report, bundle
@@ -14,6 +17,7 @@ pub mod features;
 pub mod frames;
 pub mod thresholds;
 pub mod verdict;
+pub mod waitgraph;
 
 use serde::Serialize;
 
@@ -21,8 +25,11 @@ pub use features::Features;
 pub use frames::HotFrames;
 pub use thresholds::Thresholds;
 pub use verdict::{Verdict, VerdictId};
+pub use waitgraph::WaitAnalysis;
 
-use crate::session::load::Session;
+use std::collections::BTreeMap;
+
+use crate::session::load::{FoldedStacks, Session};
 
 /// Rows kept per "hottest" list.
 pub const HOT_LIMIT: usize = 15;
@@ -38,23 +45,91 @@ pub struct Analysis {
     pub hot_oncpu: HotFrames,
     /// Off-CPU hot frames (microseconds) of every traced thread.
     pub hot_offcpu: HotFrames,
+    /// Who waits for whom (None: a format 1 session, or no wake-up probe).
+    pub wait: Option<WaitAnalysis>,
 }
 
 /// Analyses a loaded session.
 pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
-    let features = Features::extract(session, thresholds);
-    let readers = features.reader_comms.clone();
-    let is_reader = |comm: &str| readers.iter().any(|r| r == comm);
-    let hot_oncpu_readers = frames::hot_frames(&session.oncpu, &is_reader, HOT_LIMIT);
+    let mut features = Features::extract(session, thresholds);
+    let wait = waitgraph::analyze(session, thresholds);
+    let path = wait
+        .as_ref()
+        .filter(|w| w.kernel_au_percentage.is_some())
+        .map(|w| {
+            let stacks = threads_stacks(&session.oncpu_threads, &w.path_cpu_threads);
+            features.apply_critical_path(w, &stacks);
+            stacks
+        });
+    let hot_oncpu_readers = match &path {
+        Some(stacks) if !stacks.is_empty() => frames::hot_frames(stacks, &|_| true, HOT_LIMIT),
+        _ => {
+            let readers = features.reader_comms.clone();
+            let is_reader = |comm: &str| readers.iter().any(|r| r == comm);
+            frames::hot_frames(&session.oncpu, &is_reader, HOT_LIMIT)
+        }
+    };
     let hot_oncpu = frames::hot_frames(&session.oncpu, &|_| true, HOT_LIMIT);
     let hot_offcpu = frames::hot_frames(&session.offcpu, &|_| true, HOT_LIMIT);
-    let verdict = verdict::decide(&features, &hot_oncpu_readers, thresholds);
+    let mut verdict = verdict::decide(&features, &hot_oncpu_readers, thresholds);
+    verdict.attach_wait(wait.as_ref(), session.info.format_version);
     Analysis {
         verdict,
         features,
         hot_oncpu_readers,
         hot_oncpu,
         hot_offcpu,
+        wait,
+    }
+}
+
+/// The per-thread on-CPU stacks (`comm;[pid/tid];...`) of `threads`, each
+/// weighted by its share of the critical path, as per-comm stacks: the
+/// hottest frames of the time the consumer waited for.
+pub fn threads_stacks(per_thread: &FoldedStacks, threads: &[(u32, u32, f64)]) -> FoldedStacks {
+    let mut samples: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    let mut parsed = Vec::new();
+    for (stack, n) in &per_thread.stacks {
+        let mut parts = stack.splitn(3, ';');
+        let (Some(comm), Some(ids)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let rest = parts.next().unwrap_or("");
+        let Some((pid, tid)) = ids
+            .strip_prefix('[')
+            .and_then(|s| s.strip_suffix(']'))
+            .and_then(|s| s.split_once('/'))
+            .and_then(|(p, t)| Some((p.parse().ok()?, t.parse().ok()?)))
+        else {
+            continue;
+        };
+        *samples.entry((pid, tid)).or_insert(0) += n;
+        parsed.push(((pid, tid), comm, rest, *n));
+    }
+    // Scaled so that each thread's samples sum to its path share × 10^4.
+    let weight: BTreeMap<(u32, u32), f64> = threads
+        .iter()
+        .filter_map(|&(pid, tid, share)| {
+            let n = *samples.get(&(pid, tid))?;
+            (n > 0).then(|| ((pid, tid), share * 1e4 / n as f64))
+        })
+        .collect();
+    let mut merged: BTreeMap<String, u64> = BTreeMap::new();
+    for (id, comm, rest, n) in parsed {
+        let Some(w) = weight.get(&id) else { continue };
+        let value = (n as f64 * w).round() as u64;
+        if value == 0 {
+            continue;
+        }
+        let stack = if rest.is_empty() {
+            comm.to_string()
+        } else {
+            format!("{comm};{rest}")
+        };
+        *merged.entry(stack).or_insert(0) += value;
+    }
+    FoldedStacks {
+        stacks: merged.into_iter().collect(),
     }
 }
 
@@ -292,6 +367,7 @@ mod tests {
             comm: "consumer".into(),
             tids: vec![7],
             sleep_share: 0.96,
+            from_wait_graph: false,
         });
         let v = decide(&f);
         assert_eq!(v.verdict, VerdictId::ComputeBound);

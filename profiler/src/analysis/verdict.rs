@@ -20,6 +20,7 @@ use super::{
     Thresholds,
     features::Features,
     frames::{FrameShare, HotFrames},
+    waitgraph::{ConsumerTime, PathShare, Phase, RoleRow, WaitAnalysis, Window},
 };
 
 /// Version of the verdict.json layout.
@@ -147,6 +148,95 @@ pub struct Verdict {
     pub runners_up: Vec<RunnerUp>,
     /// Secondary findings and caveats (page cache, #330 mismatch, partial session).
     pub notes: Vec<String>,
+    /// Which rules decided: "wait-graph" (the critical path of the
+    /// consumer's data waits), "readers" (wake-up graph without a
+    /// consumer: the readers' own time) or "format-1" (a session recorded
+    /// before the wake-up graph existed: the readers' summed thread time).
+    #[serde(default)]
+    pub rules: String,
+    /// The consumer's AU as the kernel saw it over the training window (%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_au_percentage: Option<f64>,
+    /// 1 − kernel AU: the share of the window the consumer waited for data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_wait_share: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consumers: Vec<ConsumerTime>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<RoleRow>,
+    /// Where the consumer's data wait went, heaviest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub critical_path: Vec<PathShare>,
+}
+
+impl Verdict {
+    /// Adds the wait-for-graph figures and says which rules decided.
+    pub fn attach_wait(&mut self, wait: Option<&WaitAnalysis>, session_format: u32) {
+        let Some(w) = wait else {
+            self.rules = if session_format < 2 {
+                self.notes.push(
+                    "Session of format 1 (no wake-up graph): verdict by the older rules over \
+                     the readers' summed thread time; idle pool threads may weigh in."
+                        .to_string(),
+                );
+                "format-1"
+            } else {
+                self.notes.push(
+                    "No wake-up graph in this session (the wakeups probe did not run): \
+                     verdict over the readers' summed thread time."
+                        .to_string(),
+                );
+                "readers"
+            }
+            .to_string();
+            return;
+        };
+        self.notes.extend(w.notes.iter().cloned());
+        if w.kernel_au_percentage.is_none() {
+            self.rules = "readers".to_string();
+            return;
+        }
+        self.rules = "wait-graph".to_string();
+        let wait_s: f64 = w
+            .consumers
+            .iter()
+            .map(|c| c.data_wait_ns as f64 / 1e9)
+            .sum();
+        let names: Vec<String> = w
+            .consumers
+            .iter()
+            .map(|c| format!("{} (tid {})", c.comm, c.tid))
+            .collect();
+        self.notes.push(format!(
+            "Figures about \"reader\" time are shares of the consumer's data wait ({wait_s:.2} s \
+             over the training window, consumer {}), spent by the threads it waited on, \
+             directly or through their own waits.",
+            names.join(", ")
+        ));
+        self.kernel_au_percentage = w.kernel_au_percentage.map(round4);
+        self.data_wait_share = w.data_wait_share.map(round4);
+        self.window = w.window.clone();
+        self.phases = w.phases.clone();
+        self.consumers = w.consumers.clone();
+        self.roles = w.roles.clone();
+        self.critical_path = w
+            .critical_path
+            .iter()
+            .map(|p| PathShare {
+                share: round4(p.share),
+                threads: p
+                    .threads
+                    .iter()
+                    .map(|(pid, tid, comm, share)| (*pid, *tid, comm.clone(), round4(*share)))
+                    .collect(),
+                ..p.clone()
+            })
+            .collect();
+    }
 }
 
 fn storage_phrase(f: &Features) -> String {
@@ -752,5 +842,13 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Verdict {
             })
             .collect(),
         notes,
+        rules: String::new(),
+        kernel_au_percentage: None,
+        data_wait_share: None,
+        window: None,
+        phases: Vec::new(),
+        consumers: Vec::new(),
+        roles: Vec::new(),
+        critical_path: Vec::new(),
     }
 }

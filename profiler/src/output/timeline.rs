@@ -267,6 +267,7 @@ mod tests {
                     comm: format!("w<{i}>"),
                     on_cpu_ns: vec![500_000_000, 1_000_000_000],
                     read_bytes: vec![1 << 20, 0],
+                    ..ThreadSeries::default()
                 })
                 .collect(),
             devices: vec![DeviceSeries {

@@ -24,7 +24,7 @@ use storprof_common::{
     BlockEvent, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES,
     MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
     SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX,
-    UserStackHeader, lost, py_tstate,
+    UserStackHeader, WakeAcc, WakeKey, lost, py_tstate,
 };
 
 use crate::session::model::ProbeStatus;
@@ -46,6 +46,9 @@ pub mod family {
     pub const PAGE_CACHE: &str = "page_cache";
     /// Python frames of off-CPU intervals (DWARF mode only).
     pub const PYTHON_OFFCPU: &str = "python_offcpu";
+    /// The wake-up graph (`sched_waking`, with the interrupt-context
+    /// hooks that tell interrupt wakers from tasks).
+    pub const WAKEUPS: &str = "wakeups";
 }
 
 /// Tracepoint fields the probes read at fixed offsets: (category, event,
@@ -56,6 +59,7 @@ pub const TRACEPOINT_FIELDS: &[(&str, &str, &str, usize)] = &[
     ("sched", "sched_switch", "prev_pid", 24),
     ("sched", "sched_switch", "prev_state", 32),
     ("sched", "sched_switch", "next_pid", 56),
+    ("sched", "sched_waking", "pid", 24),
     ("sched", "sched_process_fork", "child_pid", 20),
     ("sched", "sched_process_exit", "group_dead", 32),
     ("block", "block_io_start", "dev", 8),
@@ -135,6 +139,44 @@ pub const PROGRAMS: &[(&str, &str, Attach)] = &[
         "filemap_add_to_page_cache",
         family::PAGE_CACHE,
         Attach::TracePoint("filemap", "mm_filemap_add_to_page_cache"),
+    ),
+    // The interrupt-context counters attach before the wake-up hook that
+    // reads them, exits before entries: an exit seen without its entry
+    // leaves a depth at 0, an entry without its exit would leave it raised.
+    (
+        "irq_handler_exit",
+        family::WAKEUPS,
+        Attach::TracePoint("irq", "irq_handler_exit"),
+    ),
+    (
+        "softirq_exit",
+        family::WAKEUPS,
+        Attach::TracePoint("irq", "softirq_exit"),
+    ),
+    (
+        "hrtimer_expire_exit",
+        family::WAKEUPS,
+        Attach::TracePoint("timer", "hrtimer_expire_exit"),
+    ),
+    (
+        "irq_handler_entry",
+        family::WAKEUPS,
+        Attach::TracePoint("irq", "irq_handler_entry"),
+    ),
+    (
+        "softirq_entry",
+        family::WAKEUPS,
+        Attach::TracePoint("irq", "softirq_entry"),
+    ),
+    (
+        "hrtimer_expire_entry",
+        family::WAKEUPS,
+        Attach::TracePoint("timer", "hrtimer_expire_entry"),
+    ),
+    (
+        "sched_waking",
+        family::WAKEUPS,
+        Attach::TracePoint("sched", "sched_waking"),
     ),
 ];
 
@@ -306,6 +348,7 @@ impl ProbeSet {
             .map_max_entries("ONCPU_START", pid_slots)
             .map_max_entries("OFFCPU_START", pid_slots)
             .map_max_entries("SYSCALL_START", pid_slots)
+            .map_max_entries("FUTEX_ADDR", pid_slots)
             .map_max_entries("SYSCALL_THREAD", pid_slots)
             .map_max_entries("PY_OFFCPU_PENDING", pid_slots)
             .map_max_entries("OFFCPU_PENDING_FLAG", pid_slots)
@@ -775,6 +818,15 @@ impl ProbeSet {
         let sys_map: HashMap<_, SyscallKey, SyscallAcc> = self.hash("SYSCALLS")?;
         let hashed = sys_map.iter().filter_map(Result::ok);
         Ok(merge_syscall_stats(pooled.into_iter().chain(hashed)))
+    }
+
+    /// The wake-up edges summed so far (empty when the family did not attach).
+    pub fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, ProbeError> {
+        if !self.attached(family::WAKEUPS) {
+            return Ok(Vec::new());
+        }
+        let edges: HashMap<_, WakeKey, WakeAcc> = self.hash("WAKE_EDGES")?;
+        Ok(edges.iter().filter_map(Result::ok).collect())
     }
 
     /// Frames (instruction pointers, leaf first) of a stack id.

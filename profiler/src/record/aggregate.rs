@@ -4,12 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use storprof_common::{
-    BlockEvent, LOG2_BUCKETS, StackKey, SyscallAcc, SyscallKey, ThreadAcc, is_read_family,
-    is_write_family, log2_bucket,
+    BlockEvent, LOG2_BUCKETS, StackKey, SyscallAcc, SyscallKey, ThreadAcc, WAKE_NO_SYSCALL,
+    WakeAcc, WakeKey, is_read_family, is_write_family, log2_bucket, offcpu_state, waker_kind,
 };
 
 use crate::session::model::{
     DeviceSeries, DeviceStats, OffCpuNs, ProcessUnwind, SyscallStats, ThreadSeries, ThreadStats,
+    WaitGraph, WakeEdge,
 };
 
 /// Name of an x86_64 syscall number ("sys_<nr>" when not in the table).
@@ -375,8 +376,18 @@ pub fn device_series(
         .collect()
 }
 
-/// Cumulative per-thread counters at one instant: tid → (tgid, on-CPU ns, read bytes).
-pub type ThreadCumulative = BTreeMap<u32, (u32, u64, u64)>;
+/// Cumulative counters of one thread at one instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CumulativeThread {
+    pub tgid: u32,
+    pub on_cpu_ns: u64,
+    pub read_bytes: u64,
+    /// `ThreadAcc::off_cpu_ns`: runnable, sleeping, uninterruptible, other.
+    pub off_cpu_ns: [u64; 4],
+}
+
+/// Cumulative per-thread counters at one instant, by tid.
+pub type ThreadCumulative = BTreeMap<u32, CumulativeThread>;
 
 /// Cumulative counters from map contents (`running_ns`: slices in progress).
 pub fn thread_cumulative(
@@ -385,13 +396,20 @@ pub fn thread_cumulative(
     running_ns: &BTreeMap<u32, u64>,
 ) -> ThreadCumulative {
     let mut out = ThreadCumulative::new();
+    let blank = |tgid| CumulativeThread {
+        tgid,
+        ..CumulativeThread::default()
+    };
     for t in threads {
-        let e = out.entry(t.tid).or_insert((t.tgid, 0, 0));
-        e.1 += t.on_cpu_ns + running_ns.get(&t.tid).copied().unwrap_or(0);
+        let e = out.entry(t.tid).or_insert_with(|| blank(t.tgid));
+        e.on_cpu_ns += t.on_cpu_ns + running_ns.get(&t.tid).copied().unwrap_or(0);
+        for (sum, v) in e.off_cpu_ns.iter_mut().zip(t.off_cpu_ns) {
+            *sum += v;
+        }
     }
     for (k, acc) in syscalls {
         if is_read_family(u64::from(k.nr)) {
-            out.entry(k.tid).or_insert((k.tgid, 0, 0)).2 += acc.bytes;
+            out.entry(k.tid).or_insert_with(|| blank(k.tgid)).read_bytes += acc.bytes;
         }
     }
     out
@@ -406,31 +424,184 @@ pub fn thread_series(
     let buckets = snapshots.len().saturating_sub(1);
     let mut tids: BTreeMap<u32, u32> = BTreeMap::new();
     for snap in snapshots {
-        for (&tid, &(tgid, _, _)) in snap {
-            tids.insert(tid, tgid);
+        for (&tid, c) in snap {
+            tids.insert(tid, c.tgid);
         }
     }
     tids.into_iter()
         .map(|(tid, tgid)| {
-            let value = |i: usize| snapshots[i].get(&tid).map_or((0, 0), |&(_, c, r)| (c, r));
-            let mut on_cpu_ns = Vec::with_capacity(buckets);
-            let mut read_bytes = Vec::with_capacity(buckets);
-            for i in 0..buckets {
-                let (c0, r0) = value(i);
-                let (c1, r1) = value(i + 1);
-                on_cpu_ns.push(c1.saturating_sub(c0));
-                read_bytes.push(r1.saturating_sub(r0));
-            }
-            ThreadSeries {
+            let value = |i: usize| snapshots[i].get(&tid).copied().unwrap_or_default();
+            let mut series = ThreadSeries {
                 pid: tgid,
                 tid,
                 comm: comm_of(tid),
-                on_cpu_ns,
-                read_bytes,
+                ..ThreadSeries::default()
+            };
+            for i in 0..buckets {
+                let (a, b) = (value(i), value(i + 1));
+                series
+                    .on_cpu_ns
+                    .push(b.on_cpu_ns.saturating_sub(a.on_cpu_ns));
+                series
+                    .read_bytes
+                    .push(b.read_bytes.saturating_sub(a.read_bytes));
+                let off = |state: usize| b.off_cpu_ns[state].saturating_sub(a.off_cpu_ns[state]);
+                series.runnable_ns.push(off(offcpu_state::RUNNABLE));
+                series.sleeping_ns.push(off(offcpu_state::SLEEPING));
+                series
+                    .blocked_io_ns
+                    .push(off(offcpu_state::UNINTERRUPTIBLE));
             }
+            series
         })
         .collect()
 }
+
+/// Cumulative (blocked ns, wake-ups) per wake-up edge at one instant.
+pub type WakeCumulative = BTreeMap<WakeKey, (u64, u64)>;
+
+/// Wake-up edges as they are at one instant.
+pub fn wake_cumulative(edges: &[(WakeKey, WakeAcc)]) -> WakeCumulative {
+    edges
+        .iter()
+        .map(|(k, acc)| (*k, (acc.blocked_ns, acc.count)))
+        .collect()
+}
+
+/// Per edge, the buckets in which it grew: (bucket, blocked ns, wake-ups).
+pub type WakeSeries = BTreeMap<WakeKey, Vec<(u32, u64, u64)>>;
+
+/// Adds bucket `bucket` (= `now` − `prev`, two cumulative snapshots taken
+/// at its boundaries, as for [`thread_series`]) to `series`: only edges
+/// with wake-ups in it, so a long recording keeps what changed.
+pub fn add_wake_bucket(
+    series: &mut WakeSeries,
+    prev: &WakeCumulative,
+    now: &WakeCumulative,
+    bucket: u32,
+) {
+    for (key, &(ns, n)) in now {
+        let (ns0, n0) = prev.get(key).copied().unwrap_or((0, 0));
+        if n > n0 {
+            series
+                .entry(*key)
+                .or_default()
+                .push((bucket, ns.saturating_sub(ns0), n - n0));
+        }
+    }
+}
+
+/// Name of a `waker_kind`.
+pub fn waker_kind_name(kind: u8) -> &'static str {
+    match kind {
+        waker_kind::TASK => "task",
+        waker_kind::HARDIRQ => "hardirq",
+        waker_kind::SOFTIRQ => "softirq",
+        waker_kind::TIMER => "timer",
+        waker_kind::IDLE => "idle",
+        _ => "unknown",
+    }
+}
+
+/// Name of an `offcpu_state` index.
+pub fn offcpu_state_name(state: u8) -> &'static str {
+    match state as usize {
+        offcpu_state::RUNNABLE => "runnable",
+        offcpu_state::SLEEPING => "sleeping",
+        offcpu_state::UNINTERRUPTIBLE => "uninterruptible",
+        _ => "other",
+    }
+}
+
+/// The wake-up graph from the final edge map. `start_mono_ns` is the
+/// recording's start on the probes' clock; `stack_of` gives a waker's
+/// frames (outermost first) for its tgid, user and kernel stack ids;
+/// `is_traced` tells traced processes.
+pub fn wait_graph(
+    edges: &[(WakeKey, WakeAcc)],
+    series: &WakeSeries,
+    start_mono_ns: u64,
+    bucket_ns: u64,
+    is_traced: &dyn Fn(u32) -> bool,
+    stack_of: &mut dyn FnMut(u32, i32, i32) -> Vec<String>,
+) -> WaitGraph {
+    let seconds = |t: u64| t.saturating_sub(start_mono_ns) as f64 / 1e9;
+    let mut out: Vec<WakeEdge> = edges
+        .iter()
+        .map(|(k, acc)| {
+            let task = k.waker_kind == waker_kind::TASK;
+            WakeEdge {
+                waker_kind: waker_kind_name(k.waker_kind).to_string(),
+                waker_pid: k.waker_tgid,
+                waker_tid: k.waker_tid,
+                waker_comm: comm_string(&acc.waker_comm),
+                waker_traced: task && is_traced(k.waker_tgid),
+                wakee_pid: k.wakee_tgid,
+                wakee_tid: k.wakee_tid,
+                wakee_state: offcpu_state_name(k.wakee_state).to_string(),
+                syscall: (k.syscall != WAKE_NO_SYSCALL).then(|| syscall_name(u32::from(k.syscall))),
+                futex_addr: k.futex_addr,
+                blocked_ns: acc.blocked_ns,
+                count: acc.count,
+                first_s: seconds(acc.first_ns),
+                last_s: seconds(acc.last_ns),
+                first_blocked_ns: acc.first_blocked_ns,
+                waker_stack: stack_of(
+                    k.waker_tgid,
+                    if task { acc.waker_user_stack } else { -1 },
+                    acc.waker_kernel_stack,
+                ),
+                series: series.get(k).cloned().unwrap_or_default(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.blocked_ns
+            .cmp(&a.blocked_ns)
+            .then_with(|| (a.wakee_tid, a.waker_tid).cmp(&(b.wakee_tid, b.waker_tid)))
+    });
+    WaitGraph {
+        bucket_ns,
+        edges: out,
+    }
+}
+
+/// Splits folded stacks whose first frame is `comm` + [`THREAD_MARK`] +
+/// `pid/tid` into the per-comm form (`comm;...`) and the per-thread form
+/// (`comm;[pid/tid];...`), each sorted with identical stacks merged.
+pub fn split_thread_folded(folded: &str) -> (String, String) {
+    let mut by_comm: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_thread: BTreeMap<String, u64> = BTreeMap::new();
+    for line in folded.lines() {
+        let Some((stack, n)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else {
+            continue;
+        };
+        let (first, rest) = stack.split_once(';').unwrap_or((stack, ""));
+        let (comm, ids) = first.split_once(THREAD_MARK).unwrap_or((first, "?"));
+        let join = |head: String| {
+            if rest.is_empty() {
+                head
+            } else {
+                format!("{head};{rest}")
+            }
+        };
+        *by_comm.entry(join(comm.to_string())).or_insert(0) += n;
+        *by_thread
+            .entry(join(format!("{comm};[{ids}]")))
+            .or_insert(0) += n;
+    }
+    let text = |m: BTreeMap<String, u64>| -> String {
+        m.into_iter().map(|(s, n)| format!("{s} {n}\n")).collect()
+    };
+    (text(by_comm), text(by_thread))
+}
+
+/// Separates a thread's comm from its `pid/tid` in the first frame of
+/// folded stacks before [`split_thread_folded`].
+pub const THREAD_MARK: char = '\u{1f}';
 
 /// Folded stacks (`comm;outer;...;leaf VALUE`), sorted, identical stacks
 /// merged. `frames` returns the frames of a key outermost first; values are
@@ -628,15 +799,115 @@ mod tests {
 
     #[test]
     fn thread_series_diffs_snapshots() {
-        let s0 = ThreadCumulative::from([(11, (10, 0, 0))]);
-        let s1 = ThreadCumulative::from([(11, (10, 400, 4096)), (12, (10, 5, 0))]);
-        let s2 = ThreadCumulative::from([(11, (10, 900, 4096)), (12, (10, 5, 1))]);
+        let c = |on_cpu_ns, read_bytes, sleeping| CumulativeThread {
+            tgid: 10,
+            on_cpu_ns,
+            read_bytes,
+            off_cpu_ns: [0, sleeping, 0, 0],
+        };
+        let s0 = ThreadCumulative::from([(11, c(0, 0, 0))]);
+        let s1 = ThreadCumulative::from([(11, c(400, 4096, 100)), (12, c(5, 0, 0))]);
+        let s2 = ThreadCumulative::from([(11, c(900, 4096, 700)), (12, c(5, 1, 0))]);
         let series = thread_series(&[s0, s1, s2], &|tid| format!("t{tid}"));
         assert_eq!(series.len(), 2);
         assert_eq!(series[0].on_cpu_ns, vec![400, 500]);
         assert_eq!(series[0].read_bytes, vec![4096, 0]);
+        assert_eq!(series[0].sleeping_ns, vec![100, 600]);
         assert_eq!(series[1].on_cpu_ns, vec![5, 0]);
         assert_eq!(series[1].read_bytes, vec![0, 1]);
+    }
+
+    fn wake_key(waker_tid: u32, wakee_tid: u32) -> WakeKey {
+        WakeKey {
+            waker_tgid: 1,
+            waker_tid,
+            wakee_tgid: 1,
+            wakee_tid,
+            wakee_state: offcpu_state::SLEEPING as u8,
+            waker_kind: waker_kind::TASK,
+            syscall: 202,
+            _pad: 0,
+            futex_addr: 0x1000,
+        }
+    }
+
+    #[test]
+    fn wake_series_keeps_buckets_with_wake_ups() {
+        let a = wake_key(2, 3);
+        let b = wake_key(3, 2);
+        let s0 = WakeCumulative::new();
+        let s1 = WakeCumulative::from([(a, (500, 2))]);
+        let s2 = WakeCumulative::from([(a, (500, 2)), (b, (70, 1))]);
+        let s3 = WakeCumulative::from([(a, (900, 3)), (b, (70, 1))]);
+        let mut series = WakeSeries::new();
+        for (i, pair) in [s0, s1, s2, s3].windows(2).enumerate() {
+            add_wake_bucket(&mut series, &pair[0], &pair[1], i as u32);
+        }
+        assert_eq!(series[&a], vec![(0, 500, 2), (2, 400, 1)]);
+        assert_eq!(series[&b], vec![(1, 70, 1)]);
+    }
+
+    #[test]
+    fn wait_graph_names_kinds_and_orders_by_blocked_time() {
+        let task = wake_key(2, 3);
+        let timer = WakeKey {
+            waker_tgid: 0,
+            waker_tid: 1,
+            waker_kind: waker_kind::TIMER,
+            syscall: WAKE_NO_SYSCALL,
+            futex_addr: 0,
+            ..wake_key(0, 3)
+        };
+        let acc = |blocked_ns, first_ns| WakeAcc {
+            blocked_ns,
+            count: 4,
+            first_ns,
+            last_ns: first_ns + 2_000_000_000,
+            first_blocked_ns: 10,
+            waker_user_stack: 5,
+            waker_kernel_stack: 6,
+            waker_comm: *b"worker\0\0\0\0\0\0\0\0\0\0",
+        };
+        let mut asked = Vec::new();
+        let graph = wait_graph(
+            &[
+                (task, acc(100, 1_500_000_000)),
+                (timer, acc(900, 1_000_000_000)),
+            ],
+            &WakeSeries::new(),
+            1_000_000_000,
+            1_000_000_000,
+            &|pid| pid == 1,
+            &mut |_, user, kernel| {
+                asked.push((user, kernel));
+                vec![format!("u{user}"), format!("k{kernel}")]
+            },
+        );
+        assert_eq!(graph.edges.len(), 2);
+        let first = &graph.edges[0];
+        assert_eq!(first.waker_kind, "timer");
+        assert!(!first.waker_traced);
+        assert_eq!(first.syscall, None);
+        assert_eq!(first.first_s, 0.0);
+        let second = &graph.edges[1];
+        assert_eq!(second.waker_kind, "task");
+        assert!(second.waker_traced);
+        assert_eq!(second.syscall.as_deref(), Some("futex"));
+        assert_eq!(second.waker_comm, "worker");
+        assert!((second.first_s - 0.5).abs() < 1e-9);
+        assert!((second.last_s - 2.5).abs() < 1e-9);
+        // An interrupt's user stack belongs to the task it interrupted.
+        assert!(asked.contains(&(-1, 6)), "{asked:?}");
+        assert!(asked.contains(&(5, 6)), "{asked:?}");
+    }
+
+    #[test]
+    fn thread_folded_splits_into_comm_and_thread_forms() {
+        let m = THREAD_MARK;
+        let folded = format!("w{m}1/2;a;b 3\nw{m}1/3;a;b 4\nw{m}1/3 1\n");
+        let (by_comm, by_thread) = split_thread_folded(&folded);
+        assert_eq!(by_comm, "w 1\nw;a;b 7\n");
+        assert_eq!(by_thread, "w;[1/2];a;b 3\nw;[1/3] 1\nw;[1/3];a;b 4\n");
     }
 
     #[test]

@@ -230,6 +230,14 @@ fn tgid_of(tid: u32) -> Option<u32> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Parent pid of a live process (/proc/PID/stat field 4).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The comm (field 2) may hold spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Kernel name of a block device from its kernel-internal dev_t.
 fn device_name(dev: u32) -> String {
     let (major, minor) = aggregate::dev_major_minor(dev);
@@ -257,6 +265,12 @@ struct Recorder {
     /// was last read.
     layout_read: std::collections::HashMap<u32, Instant>,
     series: Vec<aggregate::ThreadCumulative>,
+    /// The wake-up edges at the last series tick, and per edge the buckets
+    /// in which it grew.
+    wake_last: aggregate::WakeCumulative,
+    wake_series: aggregate::WakeSeries,
+    /// Process tree: child tgid → parent tgid, from fork events.
+    parents: BTreeMap<u32, u32>,
     start_mono: u64,
     /// DWARF mode only: the unwinder and what it produced.
     unwinder: Option<DwarfUnwinder>,
@@ -351,6 +365,7 @@ impl Recorder {
                 let child = event.tid;
                 let child_tgid = tgid_of(child).unwrap_or(child);
                 if child_tgid == child {
+                    self.parents.insert(child, event.tgid);
                     self.tracked.insert(child);
                     self.symbolizer.inherit(child, event.tgid);
                     self.symbolizer.snapshot_process(child);
@@ -538,6 +553,10 @@ impl Recorder {
             &snapshot.syscalls,
             &running,
         ));
+        let wakes = aggregate::wake_cumulative(&self.probes.wake_edges()?);
+        let bucket = u32::try_from(self.series.len().saturating_sub(2)).unwrap_or(u32::MAX);
+        aggregate::add_wake_bucket(&mut self.wake_series, &self.wake_last, &wakes, bucket);
+        self.wake_last = wakes;
         // DWARF processes' layouts are re-read when their samples need it.
         for tgid in live {
             if !self.is_dwarf_process(tgid) {
@@ -630,6 +649,9 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         fresh: BTreeMap::new(),
         layout_read: std::collections::HashMap::new(),
         series: Vec::new(),
+        wake_last: aggregate::WakeCumulative::new(),
+        wake_series: aggregate::WakeSeries::new(),
+        parents: BTreeMap::new(),
         start_mono,
         unwinder: dwarf_mode.then(DwarfUnwinder::new),
         dwarf: DwarfSamples::default(),
@@ -954,11 +976,17 @@ fn write_session(
         python_fp,
         selector,
         unwind_decisions,
+        wake_series,
+        tracked: recorder_tracked,
+        parents,
+        start_mono,
         ..
     } = recorder;
+    let start_mono = *start_mono;
     let dwarf_mode = unwinder.is_some();
     let auto_mode = options.unwind == UnwindMode::Auto;
     // One kallsyms pass for every kernel address (per stack it cost ~5 ms each).
+    let wake_edges = probes.wake_edges()?;
     let kernel_ips: BTreeSet<u64> = snapshot
         .samples
         .iter()
@@ -966,6 +994,11 @@ fn write_session(
         .map(|(key, _)| key)
         .chain(dwarf_offcpu.counts.keys())
         .flat_map(|key| probes.stack(key.kernel_stack))
+        .chain(
+            wake_edges
+                .iter()
+                .flat_map(|(_, acc)| probes.stack(acc.waker_kernel_stack)),
+        )
         .collect();
     symbolizer.kernel_frames(&kernel_ips.into_iter().collect::<Vec<_>>());
     // DWARF-mode keys index the unwound chains; the others are stack ids.
@@ -992,7 +1025,17 @@ fn write_session(
             );
             frames
         };
-    let comm_of_key = |key: &StackKey| comm_of(key.tgid, key.tid);
+    // Folded per thread first (the comm, then the ids after a mark), split
+    // into the per-comm and per-thread files at the end.
+    let comm_of_key = |key: &StackKey| {
+        format!(
+            "{}{}{}/{}",
+            comm_of(key.tgid, key.tid),
+            aggregate::THREAD_MARK,
+            key.tgid,
+            key.tid
+        )
+    };
     let (oncpu, unwind_entries) = if dwarf_mode {
         let samples: Vec<(StackKey, u64)> = dwarf.counts.iter().map(|(k, v)| (*k, *v)).collect();
         let chains = &dwarf.chains;
@@ -1055,6 +1098,30 @@ fn write_session(
     let (offcpu_python, offcpu_python_note) =
         python::fold_python_offcpu(python_offcpu, symbolizer, probes, &comm_of_key);
     let offcpu = python::merge_folded(&offcpu, &offcpu_python);
+    let (oncpu, oncpu_threads) = aggregate::split_thread_folded(&oncpu);
+    let (offcpu, offcpu_threads) = aggregate::split_thread_folded(&offcpu);
+    let tracked = &recorder_tracked;
+    let waits = aggregate::wait_graph(
+        &wake_edges,
+        wake_series,
+        start_mono,
+        bucket_ns,
+        &|pid| tracked.contains(&pid),
+        &mut |tgid, user, kernel| {
+            let mut frames: Vec<String> = symbolizer
+                .user_frames(tgid, &probes.stack(user))
+                .into_iter()
+                .rev()
+                .collect();
+            frames.extend(
+                symbolizer
+                    .kernel_frames(&probes.stack(kernel))
+                    .into_iter()
+                    .rev(),
+            );
+            frames
+        },
+    );
     let unwind = model::UnwindStats {
         mode: options.unwind.name().to_string(),
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
@@ -1124,6 +1191,26 @@ fn write_session(
         lost_events: probes.lost_events(),
         notes,
         unwind: Some(unwind),
+        processes: recorder_tracked
+            .iter()
+            .map(|&pid| model::ProcessInfo {
+                pid,
+                ppid: parents
+                    .get(&pid)
+                    .copied()
+                    .or_else(|| parent_of(pid))
+                    .unwrap_or(0),
+                comm: std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| {
+                        threads
+                            .iter()
+                            .find(|t| t.tid == pid)
+                            .map(|t| t.comm.clone())
+                            .unwrap_or_default()
+                    }),
+            })
+            .collect(),
     };
     use model::files;
     write_json(dir, files::SESSION, &info)?;
@@ -1132,6 +1219,11 @@ fn write_session(
     write_json(dir, files::TIMESERIES, &timeseries)?;
     write_text(dir, files::ONCPU_FOLDED, &oncpu)?;
     write_text(dir, files::OFFCPU_FOLDED, &offcpu)?;
+    write_text(dir, files::ONCPU_THREADS_FOLDED, &oncpu_threads)?;
+    write_text(dir, files::OFFCPU_THREADS_FOLDED, &offcpu_threads)?;
+    if probes.attached(probes::family::WAKEUPS) {
+        write_json(dir, files::WAITS, &waits)?;
+    }
     chown_session(dir);
     Ok(())
 }

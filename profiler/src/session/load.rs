@@ -17,7 +17,9 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, files};
+use super::model::{
+    IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, WaitGraph, files,
+};
 
 /// Why a session directory could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -211,6 +213,12 @@ pub struct Session {
     pub oncpu: FoldedStacks,
     pub offcpu: FoldedStacks,
     pub bench: Option<BenchSummary>,
+    /// The wake-up graph (format 2 on; None for older sessions or when the
+    /// wake-up probe did not run).
+    pub waits: Option<WaitGraph>,
+    /// Per-thread folded stacks (`comm;[pid/tid];...`; format 2 on).
+    pub oncpu_threads: FoldedStacks,
+    pub offcpu_threads: FoldedStacks,
     /// Required files that were absent (a recording killed mid-way).
     pub missing: Vec<&'static str>,
     /// Non-fatal problems: empty folded files, skipped lines, derived values.
@@ -349,6 +357,22 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
                 *slot = stacks;
             }
             None => session.missing.push(name),
+        }
+    }
+
+    // Format 2 files: optional, a session of format 1 has none of them.
+    let path = dir.join(files::WAITS);
+    if let Some(text) = read_optional(&path)? {
+        session.waits = Some(parse_json(&path, &text)?);
+    }
+    for (name, slot) in [
+        (files::ONCPU_THREADS_FOLDED, &mut session.oncpu_threads),
+        (files::OFFCPU_THREADS_FOLDED, &mut session.offcpu_threads),
+    ] {
+        if let Some(text) = read_optional(&dir.join(name))? {
+            let (stacks, warnings) = FoldedStacks::parse(&text, name);
+            session.warnings.extend(warnings);
+            *slot = stacks;
         }
     }
 

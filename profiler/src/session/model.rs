@@ -11,6 +11,10 @@
 //! DIR/offcpu.folded     `comm;outer;...;leaf MICROSECONDS` (blocked time)
 //! DIR/bench-summary.json  copy of storprof bench's summary.json, when the
 //!                         recorded command was `storprof bench` (optional)
+//! DIR/waits.json        WaitGraph: wake-up edges (who ended whose blocked
+//!                       time), with 1-second series (format 2 on)
+//! DIR/oncpu-threads.folded, offcpu-threads.folded
+//!                       the same stacks per thread: `comm;[pid/tid];...`
 //! ```
 use std::collections::BTreeMap;
 
@@ -18,7 +22,10 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the session directory layout. Bumped on incompatible changes;
 /// readers refuse sessions with a newer major version.
-pub const SESSION_FORMAT_VERSION: u32 = 1;
+/// Version 2 added the wake-up graph (`waits.json`), per-thread folded
+/// stacks, the process tree and per-bucket thread states; version 1
+/// sessions still load and get the verdict rules of that format.
+pub const SESSION_FORMAT_VERSION: u32 = 2;
 
 /// File names inside a session directory.
 pub mod files {
@@ -29,6 +36,9 @@ pub mod files {
     pub const ONCPU_FOLDED: &str = "oncpu.folded";
     pub const OFFCPU_FOLDED: &str = "offcpu.folded";
     pub const BENCH_SUMMARY: &str = "bench-summary.json";
+    pub const WAITS: &str = "waits.json";
+    pub const ONCPU_THREADS_FOLDED: &str = "oncpu-threads.folded";
+    pub const OFFCPU_THREADS_FOLDED: &str = "offcpu-threads.folded";
 }
 
 /// Environment variable set for the recorded command: the session directory.
@@ -84,6 +94,70 @@ pub struct SessionInfo {
     /// How user stacks were unwound, and how deep they got per process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwind: Option<UnwindStats>,
+    /// The traced processes with their parents (format 2 on).
+    #[serde(default)]
+    pub processes: Vec<ProcessInfo>,
+}
+
+/// One traced process and its parent (the process tree: DataLoader
+/// workers are children of the trainer).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    /// 0 when unknown.
+    pub ppid: u32,
+    #[serde(default)]
+    pub comm: String,
+}
+
+/// `waits.json`: the wake-up graph of the recording.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WaitGraph {
+    /// Width of the series' buckets (the time series' buckets), ns.
+    pub bucket_ns: u64,
+    pub edges: Vec<WakeEdge>,
+}
+
+/// Wake-ups of one waker that ended blocked intervals of one traced thread
+/// in one state, syscall and futex word.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WakeEdge {
+    /// "task", "hardirq", "softirq", "timer" or "idle".
+    pub waker_kind: String,
+    /// The waking task (0 for interrupts).
+    pub waker_pid: u32,
+    /// The waking task, or the CPU number for interrupts.
+    pub waker_tid: u32,
+    pub waker_comm: String,
+    /// Whether the waker is a traced thread.
+    #[serde(default)]
+    pub waker_traced: bool,
+    pub wakee_pid: u32,
+    pub wakee_tid: u32,
+    /// "sleeping", "uninterruptible" or "other".
+    pub wakee_state: String,
+    /// The syscall the wakee blocked in, when known.
+    #[serde(default)]
+    pub syscall: Option<String>,
+    /// The futex word of a futex wait (0: not a futex wait).
+    #[serde(default)]
+    pub futex_addr: u64,
+    /// Σ blocked time these wake-ups ended, ns.
+    pub blocked_ns: u64,
+    pub count: u64,
+    /// First and last wake-up, seconds since the recording's start.
+    pub first_s: f64,
+    pub last_s: f64,
+    /// The blocked time the first wake-up ended, ns.
+    #[serde(default)]
+    pub first_blocked_ns: u64,
+    /// The waker's stack at a sampled wake-up, outermost frame first
+    /// (user frames, then kernel frames).
+    #[serde(default)]
+    pub waker_stack: Vec<String>,
+    /// (bucket, blocked ns, wake-ups) of the buckets with wake-ups.
+    #[serde(default)]
+    pub series: Vec<(u32, u64, u64)>,
 }
 
 /// Whether one probe ran.
@@ -228,6 +302,14 @@ pub struct ThreadSeries {
     pub comm: String,
     pub on_cpu_ns: Vec<u64>,
     pub read_bytes: Vec<u64>,
+    /// Off-CPU time per bucket by state, accounted when the thread comes
+    /// back on a CPU (format 2 on; empty before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runnable_ns: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sleeping_ns: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_io_ns: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]

@@ -1,0 +1,1545 @@
+//! Who waits for whom: roles, the training window, the consumer's data
+//! wait and the critical path, from the wake-up graph (`waits.json`).
+//!
+//! ```text
+//! Session (threads, waits, process tree, per-bucket states)
+//!   ──► data side: reader threads (read bytes) and the threads of the
+//!       worker processes they live in
+//!   ──► consumer(s): threads fed by the data side (wake-ups), relays
+//!       (pin-memory threads) passed through; loaders: who feeds them;
+//!       helpers: who loaders wait on; idle: the rest
+//!   ──► window: first → last data wake-up of the consumer (training)
+//!   ──► data wait = consumer blocked time ended by the data side;
+//!       kernel AU = 1 − data wait / window
+//!   ──► critical path: each data wait is split over the state of the
+//!       thread that ended it (on CPU, runnable, D, and its own waits,
+//!       followed recursively, wPerf's cascaded redistribution), never
+//!       back into a thread already on the path, so fork-join waits reach
+//!       the helper doing the work and idle pool threads weigh nothing
+//! ```
+//!
+//! Pure: no I/O. Figures are over the training window when the time series
+//! has per-bucket states (format 2), else over the whole recording.
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::Thresholds;
+use crate::session::{
+    load::Session,
+    model::{ThreadStats, WakeEdge},
+};
+
+/// A thread, by (pid, tid).
+pub type ThreadId = (u32, u32);
+
+/// What a thread does in the pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Takes the data; the job's progress depends on it.
+    Consumer,
+    /// Reads the data and wakes the consumer (directly or through relays).
+    Loader,
+    /// Loaders wait on it for part of their work (decode and I/O pools).
+    Helper,
+    /// Neither blocks anyone on the data path nor is waited on.
+    Idle,
+}
+
+/// One thread's role and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoleRow {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub role: Role,
+    pub reason: String,
+    /// Share of its window time on a CPU.
+    pub on_cpu_share: f64,
+}
+
+/// The consumer's time over the training window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerTime {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    /// Blocked time ended by the data side (loaders, relays), ns.
+    pub data_wait_ns: u64,
+    /// Timed sleeps (nanosleep ended by a timer): emulated compute, ns.
+    pub compute_ns: u64,
+    /// The consumer emulates compute with timed sleeps (DLIO, the bench):
+    /// AU = 1 − (data wait + its own CPU) / its time; else AU = 1 − data
+    /// wait / its time.
+    pub emulated_compute: bool,
+    /// The consumer's own accounted time in the window (on CPU, runnable,
+    /// blocked), ns: the AU's denominator.
+    pub window_ns: u64,
+    /// 1 − data_wait / window, in percent.
+    pub au_percentage: f64,
+}
+
+/// One phase of the recording.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// "start-up", "training" or "tear-down".
+    pub name: String,
+    pub start_s: f64,
+    pub end_s: f64,
+    /// What the busiest threads did, in words.
+    pub activity: String,
+}
+
+/// The steady-state training window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub start_s: f64,
+    pub end_s: f64,
+    /// How it was found.
+    pub source: String,
+    /// Whole time-series buckets inside it (first, end exclusive); None
+    /// when the figures are over the whole recording.
+    pub buckets: Option<(usize, usize)>,
+}
+
+/// Where the critical path's time went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathKind {
+    /// On a CPU in user space (decode, formatting).
+    CpuUser,
+    /// On a CPU in the kernel (copies, faults, allocation).
+    CpuKernel,
+    /// Runnable, waiting for a CPU.
+    Runnable,
+    /// Uninterruptible sleep: block I/O, page-cache misses.
+    BlockIo,
+    /// Waiting for the network (socket receive, softirq wake-ups).
+    Network,
+    /// Blocked on a lock that a sibling on the path held.
+    Lock,
+    /// A timed sleep of a thread on the path.
+    Timer,
+    /// Woken by an untraced process (a server, a daemon).
+    OtherProcess,
+    /// Woken by an interrupt that is neither block nor network.
+    Interrupt,
+    /// Waiting for the consumer itself (the pipeline was not kept full).
+    WaitsForConsumer,
+    /// Blocked time no wake-up ended in the window.
+    Unattributed,
+}
+
+impl PathKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CpuUser => "cpu-user",
+            Self::CpuKernel => "cpu-kernel",
+            Self::Runnable => "runnable",
+            Self::BlockIo => "block-io",
+            Self::Network => "network",
+            Self::Lock => "lock",
+            Self::Timer => "timer",
+            Self::OtherProcess => "other-process",
+            Self::Interrupt => "interrupt",
+            Self::WaitsForConsumer => "waits-for-consumer",
+            Self::Unattributed => "unattributed",
+        }
+    }
+}
+
+/// A share of the consumer's data wait that ended in one kind of state,
+/// with the threads it was spent in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathShare {
+    pub kind: PathKind,
+    /// Share of the data wait (0..1).
+    pub share: f64,
+    pub ns: u64,
+    /// Threads, heaviest first: (pid, tid, comm, share of the data wait).
+    pub threads: Vec<(u32, u32, String, f64)>,
+}
+
+/// The wait-for-graph analysis of a session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WaitAnalysis {
+    pub consumers: Vec<ConsumerTime>,
+    pub roles: Vec<RoleRow>,
+    pub window: Option<Window>,
+    pub phases: Vec<Phase>,
+    /// Mean over consumers of the kernel-measured AU (%).
+    pub kernel_au_percentage: Option<f64>,
+    /// 1 − kernel AU.
+    pub data_wait_share: Option<f64>,
+    /// The data wait's split, heaviest first.
+    pub critical_path: Vec<PathShare>,
+    /// Threads on the critical path with their share of the data wait
+    /// (on CPU), for naming their hottest frames.
+    pub path_cpu_threads: Vec<(u32, u32, f64)>,
+    pub notes: Vec<String>,
+}
+
+impl WaitAnalysis {
+    /// Share of the data wait that went to `kinds`.
+    pub fn share(&self, kinds: &[PathKind]) -> f64 {
+        self.critical_path
+            .iter()
+            .filter(|p| kinds.contains(&p.kind))
+            .map(|p| p.share)
+            .sum()
+    }
+
+    pub fn role_of(&self, pid: u32, tid: u32) -> Option<Role> {
+        self.roles
+            .iter()
+            .find(|r| r.pid == pid && r.tid == tid)
+            .map(|r| r.role)
+    }
+}
+
+/// A thread's time over the window, by state (ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct StateTime {
+    on_cpu: u64,
+    runnable: u64,
+    sleeping: u64,
+    io: u64,
+    other: u64,
+    /// Share of CPU samples in user space (None: no samples).
+    user_share: Option<f64>,
+}
+
+impl StateTime {
+    fn total(&self) -> u64 {
+        self.on_cpu + self.runnable + self.sleeping + self.io + self.other
+    }
+}
+
+fn whole_run_state(t: &ThreadStats) -> StateTime {
+    let samples = t.samples_user + t.samples_kernel;
+    StateTime {
+        on_cpu: t.on_cpu_ns,
+        runnable: t.off_cpu_ns.runnable,
+        sleeping: t.off_cpu_ns.sleeping,
+        io: t.off_cpu_ns.uninterruptible,
+        other: t.off_cpu_ns.other,
+        user_share: (samples > 0).then(|| t.samples_user as f64 / samples as f64),
+    }
+}
+
+/// Syscalls whose wait means "the network" when an interrupt ends it.
+const SOCKET_SYSCALLS: &[&str] = &[
+    "recvfrom",
+    "recvmsg",
+    "recvmmsg",
+    "poll",
+    "ppoll",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "select",
+    "pselect6",
+    "read",
+    "readv",
+];
+/// Kernel frames of a waker stack that mean a network receive.
+const NET_FRAMES: &[&str] = &[
+    "net_rx_action",
+    "tcp_",
+    "napi_",
+    "ip_rcv",
+    "sock_def_readable",
+];
+/// Kernel frames of a waker stack that mean a block completion.
+const BLOCK_FRAMES: &[&str] = &["blk_", "bio_endio", "virtblk", "nvme_", "scsi_"];
+
+fn stack_has(edge: &WakeEdge, frames: &[&str]) -> bool {
+    edge.waker_stack
+        .iter()
+        .any(|f| frames.iter().any(|p| f.contains(p)))
+}
+
+fn is_main_thread(id: ThreadId) -> bool {
+    id.0 == id.1
+}
+
+/// The sleeping time of nanosleep-family waits that a timer ended: a
+/// thread's emulated compute, or a poll interval.
+fn is_timer_sleep(edge: &WakeEdge) -> bool {
+    edge.waker_kind == "timer"
+        && matches!(
+            edge.syscall.as_deref(),
+            Some("nanosleep" | "clock_nanosleep") | None
+        )
+}
+
+/// The graph restricted to a window.
+struct Graph<'a> {
+    states: BTreeMap<ThreadId, StateTime>,
+    comms: BTreeMap<ThreadId, String>,
+    /// Edges into each wakee, with their blocked ns in the window.
+    into: BTreeMap<ThreadId, Vec<(&'a WakeEdge, u64, u64)>>,
+    /// Futex granules (64-byte) each thread waited on.
+    futex_waiters: BTreeMap<(u32, u64), BTreeSet<u32>>,
+}
+
+fn waker_id(e: &WakeEdge) -> Option<ThreadId> {
+    (e.waker_kind == "task" && e.waker_traced).then_some((e.waker_pid, e.waker_tid))
+}
+
+impl<'a> Graph<'a> {
+    fn new(session: &'a Session, buckets: Option<(usize, usize)>) -> Self {
+        let mut states: BTreeMap<ThreadId, StateTime> = session
+            .threads
+            .iter()
+            .map(|t| ((t.pid, t.tid), whole_run_state(t)))
+            .collect();
+        let comms = session
+            .threads
+            .iter()
+            .map(|t| ((t.pid, t.tid), t.comm.clone()))
+            .collect();
+        if let (Some((b0, b1)), Some(ts)) = (buckets, &session.timeseries) {
+            for series in &ts.threads {
+                let sum = |v: &[u64]| v.iter().skip(b0).take(b1 - b0).sum::<u64>();
+                let Some(st) = states.get_mut(&(series.pid, series.tid)) else {
+                    continue;
+                };
+                let user_share = st.user_share;
+                *st = StateTime {
+                    on_cpu: sum(&series.on_cpu_ns),
+                    runnable: sum(&series.runnable_ns),
+                    sleeping: sum(&series.sleeping_ns),
+                    io: sum(&series.blocked_io_ns),
+                    other: 0,
+                    user_share,
+                };
+            }
+        }
+        let mut into: BTreeMap<ThreadId, Vec<(&WakeEdge, u64, u64)>> = BTreeMap::new();
+        let mut futex_waiters: BTreeMap<(u32, u64), BTreeSet<u32>> = BTreeMap::new();
+        for e in session.waits.iter().flat_map(|w| &w.edges) {
+            let (ns, n) = match buckets {
+                Some((b0, b1)) => e
+                    .series
+                    .iter()
+                    .filter(|(b, _, _)| (b0..b1).contains(&(*b as usize)))
+                    .fold((0, 0), |(ns, n), (_, bns, bn)| (ns + bns, n + bn)),
+                None => (e.blocked_ns, e.count),
+            };
+            if e.futex_addr != 0 {
+                futex_waiters
+                    .entry((e.wakee_pid, e.futex_addr >> 6))
+                    .or_default()
+                    .insert(e.wakee_tid);
+            }
+            if n == 0 {
+                continue;
+            }
+            into.entry((e.wakee_pid, e.wakee_tid))
+                .or_default()
+                .push((e, ns, n));
+        }
+        Graph {
+            states,
+            comms,
+            into,
+            futex_waiters,
+        }
+    }
+
+    fn comm(&self, id: ThreadId) -> String {
+        self.comms.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// Wake-ups of `to` by `from` in the window.
+    fn wakes(&self, from: ThreadId, to: ThreadId) -> (u64, u64) {
+        self.into.get(&to).map_or((0, 0), |v| {
+            v.iter()
+                .filter(|(e, _, _)| waker_id(e) == Some(from))
+                .fold((0, 0), |(ns, n), (_, ens, en)| (ns + ens, n + en))
+        })
+    }
+}
+
+/// Threads whose wake-ups feed `to`: (waker, wake-ups).
+fn feeders(g: &Graph, to: ThreadId) -> BTreeMap<ThreadId, u64> {
+    let mut out = BTreeMap::new();
+    for (e, _, n) in g.into.get(&to).into_iter().flatten() {
+        if let Some(w) = waker_id(e)
+            && w != to
+        {
+            *out.entry(w).or_insert(0) += n;
+        }
+    }
+    out
+}
+
+/// Processes that descend from another traced process, by pid → parent.
+fn parents(session: &Session) -> BTreeMap<u32, u32> {
+    let traced: BTreeSet<u32> = session.info.processes.iter().map(|p| p.pid).collect();
+    session
+        .info
+        .processes
+        .iter()
+        .filter(|p| p.ppid != 0 && traced.contains(&p.ppid))
+        .map(|p| (p.pid, p.ppid))
+        .collect()
+}
+
+/// The data side: reader threads, and every thread of a worker process
+/// (a traced process whose parent is traced) that holds a reader; and the
+/// trainers, the parents of those processes.
+fn data_side(session: &Session, t: &Thresholds) -> (BTreeSet<ThreadId>, BTreeSet<u32>, String) {
+    let total_read: u64 = session.threads.iter().map(|t| t.read_bytes).sum();
+    let mut readers: BTreeSet<ThreadId> = BTreeSet::new();
+    let mut how = String::new();
+    if total_read >= t.reader_min_read_bytes {
+        let floor = ((total_read as f64 * t.reader_read_fraction) as u64).max(1);
+        readers.extend(
+            session
+                .threads
+                .iter()
+                .filter(|th| th.read_bytes >= floor)
+                .map(|th| (th.pid, th.tid)),
+        );
+        how = format!(
+            "returned at least {:.0}% of the read bytes",
+            t.reader_read_fraction * 100.0
+        );
+    }
+    if readers.is_empty() {
+        // No significant read syscalls (mapped files, memory): the busy threads.
+        readers.extend(
+            session
+                .threads
+                .iter()
+                .filter(|th| {
+                    let life = whole_run_state(th).total() as f64;
+                    life > 0.0
+                        && (th.on_cpu_ns + th.off_cpu_ns.uninterruptible) as f64 / life
+                            >= t.busy_thread_share
+                })
+                .map(|th| (th.pid, th.tid)),
+        );
+        how = format!(
+            "on CPU or in D state at least {:.0}% of their life (no significant read syscalls)",
+            t.busy_thread_share * 100.0
+        );
+    }
+    // Worker processes: readers' processes with a traced parent; their
+    // parents are trainers, whose threads are never data side (a trainer
+    // reads its modules and listings at start-up too).
+    let workers = parents(session);
+    let trainers: BTreeSet<u32> = readers
+        .iter()
+        .filter_map(|r| workers.get(&r.0))
+        .copied()
+        .collect();
+    let worker_pids: BTreeSet<u32> = readers
+        .iter()
+        .map(|r| r.0)
+        .filter(|p| workers.contains_key(p) && !trainers.contains(p))
+        .collect();
+    let mut side: BTreeSet<ThreadId> = readers
+        .into_iter()
+        .filter(|r| !trainers.contains(&r.0))
+        .collect();
+    side.extend(
+        session
+            .threads
+            .iter()
+            .filter(|th| worker_pids.contains(&th.pid))
+            .map(|th| (th.pid, th.tid)),
+    );
+    (side, trainers, how)
+}
+
+/// Finds the consumers. With worker processes (a DataLoader's), the
+/// consumer is the thread of their parent process (the trainer) that they
+/// feed, directly or through a relay thread of the trainer (pin memory):
+/// its main thread when that is fed. Without, threads outside the data
+/// side that the data side feeds, scored by how much they exchange with it,
+/// main threads and threads that sleep between batches (emulated compute)
+/// first: a decode pool's thread is neither.
+fn find_consumers(
+    g: &Graph,
+    side: &BTreeSet<ThreadId>,
+    trainers: &BTreeSet<u32>,
+) -> Vec<(ThreadId, String)> {
+    let outside: Vec<ThreadId> = g
+        .states
+        .keys()
+        .filter(|id| !side.contains(id))
+        .copied()
+        .collect();
+    let fed_direct = |id: ThreadId| -> u64 {
+        feeders(g, id)
+            .iter()
+            .filter(|(w, _)| side.contains(w))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    // Relays: outside threads fed by the side; what they pass on to another
+    // thread of their process counts as fed through them.
+    let relays: Vec<ThreadId> = outside
+        .iter()
+        .copied()
+        .filter(|&r| fed_direct(r) > 0)
+        .collect();
+    let through = |id: ThreadId| -> u64 {
+        relays
+            .iter()
+            .filter(|&&r| r != id && r.0 == id.0)
+            .map(|&r| g.wakes(r, id).1)
+            .sum()
+    };
+    // What a thread sends to the data side: its wake-ups of side threads
+    // and of threads of its process that wake the side (queue feeders):
+    // a consumer that never waits for data (compute-bound) still sends
+    // the next indices.
+    let sends = |id: ThreadId| -> u64 {
+        outside
+            .iter()
+            .filter(|&&t| t != id && t.0 == id.0)
+            .filter(|&&t| side.iter().any(|&s| g.wakes(t, s).1 > 0))
+            .map(|&t| g.wakes(id, t).1)
+            .chain(side.iter().map(|&s| g.wakes(id, s).1))
+            .sum()
+    };
+    let min_wakes = 4;
+    let describe = |_: ThreadId, direct: u64, via: u64| {
+        if via > direct {
+            format!("fed {via} times through a relay thread of its process by the data side")
+        } else {
+            format!("woken {direct} times by the data side (its queue or pipe)")
+        }
+    };
+    if !trainers.is_empty() {
+        let mut out = Vec::new();
+        for &trainer in trainers {
+            let threads: Vec<(ThreadId, u64, u64, u64)> = outside
+                .iter()
+                .filter(|id| id.0 == trainer)
+                .map(|&id| (id, fed_direct(id), through(id), sends(id)))
+                .filter(|(_, d, v, s)| d + v + s >= min_wakes)
+                .collect();
+            let main = threads.iter().find(|(id, ..)| is_main_thread(*id));
+            let pick = main.or_else(|| threads.iter().max_by_key(|(_, d, v, s)| d + v + s));
+            if let Some(&(id, d, v, s)) = pick {
+                let how = if d + v >= min_wakes {
+                    describe(id, d, v)
+                } else {
+                    format!("sends work to the data side {s} times and hardly waits for it")
+                };
+                out.push((
+                    id,
+                    format!(
+                        "{} of the process that started the workers; {}",
+                        if is_main_thread(id) {
+                            "main thread"
+                        } else {
+                            "thread"
+                        },
+                        how
+                    ),
+                ));
+            }
+        }
+        // A wrapper (sh, mpirun) as the only trainer feeds nothing: the
+        // consumer is then found among the threads as without workers.
+        if !out.is_empty() {
+            return out;
+        }
+    }
+    let timer_sleep = |id: ThreadId| -> f64 {
+        let ns: u64 = g
+            .into
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter(|(e, _, _)| is_timer_sleep(e))
+            .map(|(_, ns, _)| ns)
+            .sum();
+        ns as f64 / g.states.get(&id).map_or(0, StateTime::total).max(1) as f64
+    };
+    let scored: Vec<(ThreadId, u64, u64, f64)> = outside
+        .iter()
+        .map(|&id| (id, fed_direct(id), through(id)))
+        .filter(|(_, d, v)| d + v >= min_wakes)
+        .map(|(id, d, v)| {
+            let to_side: u64 = side.iter().map(|&s| g.wakes(id, s).1).sum();
+            let main = if is_main_thread(id) { 2.0 } else { 1.0 };
+            let sleeps = if timer_sleep(id) >= 0.05 { 2.0 } else { 1.0 };
+            (id, d, v, (d + v + to_side) as f64 * main * sleeps)
+        })
+        .collect();
+    let best = scored.iter().map(|s| s.3).fold(0.0, f64::max);
+    scored
+        .into_iter()
+        .filter(|s| s.3 >= 0.5 * best)
+        .map(|(id, d, v, _)| (id, describe(id, d, v)))
+        .collect()
+}
+
+/// Blocked time of `consumer` ended by the data side (or relays).
+fn data_waits<'a>(
+    g: &Graph<'a>,
+    consumer: ThreadId,
+    side: &BTreeSet<ThreadId>,
+    relays: &BTreeSet<ThreadId>,
+) -> Vec<(&'a WakeEdge, u64)> {
+    g.into
+        .get(&consumer)
+        .into_iter()
+        .flatten()
+        .filter(|(e, _, _)| {
+            waker_id(e).is_some_and(|w| w != consumer && (side.contains(&w) || relays.contains(&w)))
+        })
+        .map(|(e, ns, _)| (*e, *ns))
+        .collect()
+}
+
+/// Accumulates the critical path.
+#[derive(Default)]
+struct PathAcc {
+    by_kind: BTreeMap<PathKind, (f64, BTreeMap<ThreadId, f64>)>,
+    cpu_threads: BTreeMap<ThreadId, f64>,
+}
+
+impl PathAcc {
+    fn add(&mut self, kind: PathKind, id: ThreadId, ns: f64) {
+        let e = self.by_kind.entry(kind).or_default();
+        e.0 += ns;
+        *e.1.entry(id).or_insert(0.0) += ns;
+        if matches!(kind, PathKind::CpuUser | PathKind::CpuKernel) {
+            *self.cpu_threads.entry(id).or_insert(0.0) += ns;
+        }
+    }
+}
+
+const MAX_DEPTH: usize = 6;
+
+/// Whether `waker` holds a lock `wakee` contends for: a futex word (64-byte
+/// granule) that the waker itself waits on too, between two loaders.
+fn is_contended_lock(g: &Graph, e: &WakeEdge, roles: &BTreeMap<ThreadId, Role>) -> bool {
+    let Some(waker) = waker_id(e) else {
+        return false;
+    };
+    let loader = |id: ThreadId| roles.get(&id) == Some(&Role::Loader);
+    e.futex_addr != 0
+        && loader(waker)
+        && loader((e.wakee_pid, e.wakee_tid))
+        && g.futex_waiters
+            .get(&(e.wakee_pid, e.futex_addr >> 6))
+            .is_some_and(|w| w.contains(&waker.1))
+}
+
+/// Splits `amount` ns of waiting on thread `id` over what `id` was doing.
+fn attribute(
+    g: &Graph,
+    id: ThreadId,
+    amount: f64,
+    path: &mut Vec<ThreadId>,
+    consumers: &BTreeSet<ThreadId>,
+    roles: &BTreeMap<ThreadId, Role>,
+    acc: &mut PathAcc,
+) {
+    let Some(st) = g.states.get(&id).copied() else {
+        acc.add(PathKind::Unattributed, id, amount);
+        return;
+    };
+    if path.len() >= MAX_DEPTH || amount < 1.0 {
+        acc.add(PathKind::Unattributed, id, amount);
+        return;
+    }
+    // Parts of `id`'s time: its states, and its sleeping split by who woke it.
+    let user = st.user_share.unwrap_or(1.0);
+    let mut parts: Vec<(f64, Part)> = vec![
+        (st.on_cpu as f64 * user, Part::Leaf(PathKind::CpuUser)),
+        (
+            st.on_cpu as f64 * (1.0 - user),
+            Part::Leaf(PathKind::CpuKernel),
+        ),
+        (st.runnable as f64, Part::Leaf(PathKind::Runnable)),
+        (st.io as f64, Part::Leaf(PathKind::BlockIo)),
+    ];
+    let mut woken_sleep = 0.0;
+    let mut to_consumer = 0.0;
+    for (e, ns, _) in g.into.get(&id).into_iter().flatten() {
+        if e.wakee_state != "sleeping" {
+            continue;
+        }
+        let ns = *ns as f64;
+        woken_sleep += ns;
+        let part = match waker_id(e) {
+            Some(w) if consumers.contains(&w) => {
+                // Waiting for the consumer (backpressure, the next index):
+                // not on the path while the consumer waits for data.
+                to_consumer += ns;
+                continue;
+            }
+            Some(w) if path.contains(&w) || w == id => continue,
+            Some(_) if is_contended_lock(g, e, roles) => Part::Leaf(PathKind::Lock),
+            Some(w) => Part::Thread(w),
+            None => Part::Leaf(classify_untraced(e)),
+        };
+        parts.push((ns, part));
+    }
+    let unattributed = (st.sleeping as f64 - woken_sleep).max(0.0);
+    parts.push((unattributed, Part::Leaf(PathKind::Unattributed)));
+    let total: f64 = parts.iter().map(|(w, _)| w).sum();
+    if total <= 0.0 {
+        let kind = if to_consumer > 0.0 {
+            PathKind::WaitsForConsumer
+        } else {
+            PathKind::Unattributed
+        };
+        acc.add(kind, id, amount);
+        return;
+    }
+    path.push(id);
+    for (w, part) in parts {
+        if w <= 0.0 {
+            continue;
+        }
+        let share = amount * w / total;
+        match part {
+            Part::Leaf(kind) => acc.add(kind, id, share),
+            Part::Thread(next) => attribute(g, next, share, path, consumers, roles, acc),
+        }
+    }
+    path.pop();
+}
+
+enum Part {
+    Leaf(PathKind),
+    Thread(ThreadId),
+}
+
+/// What an interrupt or untraced waker means.
+fn classify_untraced(e: &WakeEdge) -> PathKind {
+    match e.waker_kind.as_str() {
+        "timer" => PathKind::Timer,
+        "task" => PathKind::OtherProcess,
+        _ if stack_has(e, NET_FRAMES) => PathKind::Network,
+        _ if stack_has(e, BLOCK_FRAMES) => PathKind::BlockIo,
+        _ if e
+            .syscall
+            .as_deref()
+            .is_some_and(|s| SOCKET_SYSCALLS.contains(&s) && s.starts_with("recv")) =>
+        {
+            PathKind::Network
+        }
+        _ => PathKind::Interrupt,
+    }
+}
+
+fn bench_window(session: &Session) -> Option<(f64, f64)> {
+    // `storprof bench` writes its training start and end (unix seconds).
+    let raw = &session.bench.as_ref()?.raw;
+    let start = raw.get("train_start_unix")?.as_f64()?;
+    let end = raw.get("train_end_unix")?.as_f64()?;
+    let t0 = session.info.start_unix_ns as f64 / 1e9;
+    (end > start).then(|| ((start - t0).max(0.0), (end - t0).max(0.0)))
+}
+
+/// The wait-for-graph analysis; None when the session has no wake-up graph
+/// (format 1, or the probe did not run).
+pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
+    let waits = session.waits.as_ref()?;
+    let mut out = WaitAnalysis::default();
+    let (side, trainers, side_how) = data_side(session, t);
+    let whole = Graph::new(session, None);
+    let consumers = find_consumers(&whole, &side, &trainers);
+    let duration = session.duration_s();
+    if consumers.is_empty() {
+        out.notes.push(
+            "no consumer found: no thread outside the readers is fed by them (a plain reader \
+             such as cat or dd); the verdict is about the readers"
+                .to_string(),
+        );
+        out.roles = side
+            .iter()
+            .map(|&id| RoleRow {
+                pid: id.0,
+                tid: id.1,
+                comm: whole.comm(id),
+                role: Role::Loader,
+                reason: format!("reader: {side_how}"),
+                on_cpu_share: share_of(whole.states.get(&id), |s| s.on_cpu),
+            })
+            .collect();
+        return Some(out);
+    }
+    let consumer_ids: BTreeSet<ThreadId> = consumers.iter().map(|(id, _)| *id).collect();
+    // Relays: non-side threads that feed a consumer and are fed by the side.
+    let relays: BTreeSet<ThreadId> = whole
+        .states
+        .keys()
+        .filter(|id| !side.contains(id) && !consumer_ids.contains(id))
+        .filter(|&&id| consumer_ids.iter().any(|&c| whole.wakes(id, c).1 > 0))
+        .filter(|&&id| feeders(&whole, id).keys().any(|w| side.contains(w)))
+        .copied()
+        .collect();
+
+    // The window: first to last exchange of the consumers with the data
+    // side: data wake-ups, and the work they send (to the side, or to a
+    // thread of theirs that wakes the side: a queue feeder).
+    let mut first = f64::MAX;
+    let mut last = 0.0f64;
+    let senders: BTreeSet<ThreadId> = whole
+        .states
+        .keys()
+        .filter(|t| !side.contains(*t))
+        .filter(|&&t| side.iter().any(|&sd| whole.wakes(t, sd).1 > 0))
+        .copied()
+        .collect();
+    for &c in &consumer_ids {
+        for (e, _) in data_waits(&whole, c, &side, &relays) {
+            first = first.min(e.first_s);
+            last = last.max(e.last_s);
+        }
+        for e in waits.edges.iter().filter(|e| waker_id(e) == Some(c)) {
+            let wakee = (e.wakee_pid, e.wakee_tid);
+            if side.contains(&wakee) || (senders.contains(&wakee) && wakee.0 == c.0) {
+                first = first.min(e.first_s);
+                last = last.max(e.last_s);
+            }
+        }
+    }
+    let (start_s, end_s, source) = match bench_window(session) {
+        Some((a, b)) => (a, b, "the bench's own training timestamps".to_string()),
+        None if last > first => (
+            first,
+            last,
+            "the consumer's first and last data wake-ups".to_string(),
+        ),
+        None => (0.0, duration, "the whole recording".to_string()),
+    };
+    let bucket_s = waits.bucket_ns.max(1) as f64 / 1e9;
+    let has_states = session
+        .timeseries
+        .as_ref()
+        .is_some_and(|ts| ts.threads.iter().any(|s| !s.sleeping_ns.is_empty()));
+    let b0 = (start_s / bucket_s).ceil() as usize;
+    let b1 = (end_s / bucket_s).floor() as usize;
+    let buckets = (has_states && b1 >= b0 + 2).then_some((b0, b1));
+    if buckets.is_none() {
+        out.notes.push(
+            "the training window is shorter than two whole time-series buckets: thread states \
+             are over the whole recording"
+                .to_string(),
+        );
+    }
+    out.window = Some(Window {
+        start_s,
+        end_s,
+        source,
+        buckets,
+    });
+    out.phases = phases(session, start_s, end_s, duration);
+    let g = Graph::new(session, buckets);
+
+    // Roles.
+    let mut roles: BTreeMap<ThreadId, (Role, String)> = BTreeMap::new();
+    for (id, why) in &consumers {
+        roles.insert(*id, (Role::Consumer, why.clone()));
+    }
+    let mut loaders: BTreeSet<ThreadId> = BTreeSet::new();
+    for &c in &consumer_ids {
+        for w in feeders(&whole, c).keys() {
+            if side.contains(w) || relays.contains(w) {
+                loaders.insert(*w);
+            }
+        }
+    }
+    // Upstream of the direct feeders, on the data side: a worker's main
+    // thread waking its queue feeder thread.
+    let direct: Vec<ThreadId> = loaders.iter().copied().collect();
+    for d in direct {
+        for w in feeders(&whole, d).keys() {
+            if side.contains(w) && !consumer_ids.contains(w) && w.0 == d.0 {
+                loaders.insert(*w);
+            }
+        }
+    }
+    // Readers are loaders too when they are on the data side.
+    for &id in &side {
+        let reads = session
+            .threads
+            .iter()
+            .find(|th| (th.pid, th.tid) == id)
+            .is_some_and(|th| th.read_bytes > 0);
+        if reads
+            && (feeders(&whole, id).keys().any(|w| loaders.contains(w))
+                || loaders.iter().any(|&l| whole.wakes(id, l).1 > 0))
+        {
+            loaders.insert(id);
+        }
+    }
+    for &l in &loaders {
+        roles.entry(l).or_insert((
+            Role::Loader,
+            if consumer_ids.iter().any(|&c| whole.wakes(l, c).1 > 0) {
+                "wakes the consumer (delivers data)".to_string()
+            } else {
+                "wakes a thread that delivers data".to_string()
+            },
+        ));
+    }
+    for &l in &loaders {
+        for (w, _) in feeders(&whole, l) {
+            if roles.contains_key(&w) {
+                continue;
+            }
+            let (ns, _) = whole.wakes(w, l);
+            let life = whole.states.get(&l).map_or(0, StateTime::total).max(1);
+            if ns as f64 / life as f64 >= 0.01 {
+                roles.insert(
+                    w,
+                    (
+                        Role::Helper,
+                        format!(
+                            "a loader waits on it {:.1}% of its time",
+                            ns as f64 / life as f64 * 100.0
+                        ),
+                    ),
+                );
+            }
+        }
+    }
+    let role_map: BTreeMap<ThreadId, Role> = roles.iter().map(|(k, (r, _))| (*k, *r)).collect();
+    out.roles = g
+        .states
+        .iter()
+        .map(|(&id, st)| {
+            let (role, reason) = roles.get(&id).cloned().unwrap_or((
+                Role::Idle,
+                "neither wakes the data path nor is waited on".to_string(),
+            ));
+            RoleRow {
+                pid: id.0,
+                tid: id.1,
+                comm: g.comm(id),
+                role,
+                reason,
+                on_cpu_share: share_of(Some(st), |s| s.on_cpu),
+            }
+        })
+        .collect();
+    out.roles.sort_by(|a, b| {
+        (a.role, std::cmp::Reverse(ordered(a.on_cpu_share)), a.tid).cmp(&(
+            b.role,
+            std::cmp::Reverse(ordered(b.on_cpu_share)),
+            b.tid,
+        ))
+    });
+
+    // Data wait and the critical path.
+    let mut acc = PathAcc::default();
+    let mut total_wait = 0.0;
+    for &c in &consumer_ids {
+        let waits = data_waits(&whole, c, &side, &relays);
+        // The wait for the first batch is start-up, not training (DLIO
+        // excludes the first step too).
+        let first_edge = waits
+            .iter()
+            .min_by(|a, b| a.0.first_s.total_cmp(&b.0.first_s))
+            .map(|(e, _)| *e);
+        let mut wait_ns = 0u64;
+        for (e, _) in &waits {
+            let in_window = match buckets {
+                Some((b0, b1)) => e
+                    .series
+                    .iter()
+                    .filter(|(b, _, _)| (b0..b1).contains(&(*b as usize)))
+                    .map(|(_, ns, _)| ns)
+                    .sum::<u64>(),
+                None => {
+                    let mut ns = e.blocked_ns;
+                    if Some(*e as *const WakeEdge) == first_edge.map(|f| f as *const WakeEdge)
+                        && bench_window(session).is_none()
+                    {
+                        ns = ns.saturating_sub(e.first_blocked_ns);
+                    }
+                    ns
+                }
+            };
+            wait_ns += in_window;
+            let Some(w) = waker_id(e) else { continue };
+            let mut path = vec![c];
+            attribute(
+                &g,
+                w,
+                in_window as f64,
+                &mut path,
+                &consumer_ids,
+                &role_map,
+                &mut acc,
+            );
+        }
+        // Off-CPU time is accounted when a thread comes back on a CPU, so a
+        // wait that spans a bucket boundary lands in one bucket: the
+        // consumer's own accounted time in the window is the denominator
+        // that matches its data waits, not the window's length.
+        let own = g.states.get(&c).copied().unwrap_or_default();
+        let window_ns = match buckets {
+            Some(_) => own.total(),
+            None => ((end_s - start_s).max(0.0) * 1e9) as u64,
+        };
+        let compute_ns: u64 = g
+            .into
+            .get(&c)
+            .into_iter()
+            .flatten()
+            .filter(|(e, _, _)| is_timer_sleep(e))
+            .map(|(e, ns, _)| match buckets {
+                Some(_) => *ns,
+                None => e.blocked_ns,
+            })
+            .sum();
+        // A consumer that emulates compute with timed sleeps (DLIO, the
+        // bench) computes only inside its sleep call: its own time on CPU
+        // (unpickling a batch, queue bookkeeping) is fetching, as DLIO
+        // counts it, and so is its data wait. A consumer that does not (a
+        // real trainer computes on CPU or waits on a device) is computing
+        // whenever it is not waiting for data.
+        let emulated =
+            window_ns > 0 && compute_ns as f64 >= t.consumer_sleep_share * window_ns as f64;
+        let not_computing = if emulated {
+            wait_ns + own.on_cpu + own.runnable
+        } else {
+            wait_ns
+        };
+        let au = if window_ns == 0 {
+            100.0
+        } else {
+            (1.0 - not_computing as f64 / window_ns as f64).clamp(0.0, 1.0) * 100.0
+        };
+        total_wait += wait_ns as f64;
+        out.consumers.push(ConsumerTime {
+            pid: c.0,
+            tid: c.1,
+            comm: g.comm(c),
+            data_wait_ns: wait_ns,
+            compute_ns,
+            emulated_compute: emulated,
+            window_ns,
+            au_percentage: au,
+        });
+    }
+    if !out.consumers.is_empty() {
+        let au =
+            out.consumers.iter().map(|c| c.au_percentage).sum::<f64>() / out.consumers.len() as f64;
+        out.kernel_au_percentage = Some(au);
+        out.data_wait_share = Some(1.0 - au / 100.0);
+    }
+    if total_wait > 0.0 {
+        let mut shares: Vec<PathShare> = acc
+            .by_kind
+            .into_iter()
+            .map(|(kind, (ns, threads))| {
+                let mut threads: Vec<(u32, u32, String, f64)> = threads
+                    .into_iter()
+                    .map(|(id, t_ns)| (id.0, id.1, g.comm(id), t_ns / total_wait))
+                    .collect();
+                threads.sort_by(|a, b| b.3.total_cmp(&a.3));
+                threads.truncate(8);
+                PathShare {
+                    kind,
+                    share: ns / total_wait,
+                    ns: ns as u64,
+                    threads,
+                }
+            })
+            .collect();
+        shares.sort_by(|a, b| b.share.total_cmp(&a.share));
+        out.critical_path = shares;
+        let mut cpu: Vec<(u32, u32, f64)> = acc
+            .cpu_threads
+            .into_iter()
+            .map(|(id, ns)| (id.0, id.1, ns / total_wait))
+            .collect();
+        cpu.sort_by(|a, b| b.2.total_cmp(&a.2));
+        out.path_cpu_threads = cpu;
+    }
+    Some(out)
+}
+
+fn ordered(x: f64) -> u64 {
+    (x.clamp(0.0, 1.0) * 1e6) as u64
+}
+
+fn share_of(st: Option<&StateTime>, f: impl Fn(&StateTime) -> u64) -> f64 {
+    st.map_or(0.0, |s| {
+        let total = s.total();
+        if total > 0 {
+            f(s) as f64 / total as f64
+        } else {
+            0.0
+        }
+    })
+}
+
+/// Start-up, training and tear-down with what their busiest threads did.
+fn phases(session: &Session, start_s: f64, end_s: f64, duration: f64) -> Vec<Phase> {
+    let mut out = Vec::new();
+    let ts = session.timeseries.as_ref();
+    let bucket_s = ts.map_or(1.0, |t| t.bucket_ns.max(1) as f64 / 1e9);
+    let activity = |a: f64, b: f64| -> String {
+        let Some(ts) = ts else {
+            return String::new();
+        };
+        let (b0, b1) = (
+            (a / bucket_s).floor() as usize,
+            (b / bucket_s).ceil() as usize,
+        );
+        let len_s = ((b1.saturating_sub(b0)) as f64 * bucket_s).max(1e-9);
+        let mut busy: Vec<(f64, String, u32)> = ts
+            .threads
+            .iter()
+            .map(|s| {
+                let on: u64 = s
+                    .on_cpu_ns
+                    .iter()
+                    .skip(b0)
+                    .take(b1.saturating_sub(b0))
+                    .sum();
+                let read: u64 = s
+                    .read_bytes
+                    .iter()
+                    .skip(b0)
+                    .take(b1.saturating_sub(b0))
+                    .sum();
+                (on as f64 / 1e9 / len_s, s.comm.clone(), u32::from(read > 0))
+            })
+            .filter(|(cpu, _, _)| *cpu >= 0.05)
+            .collect();
+        busy.sort_by(|x, y| y.0.total_cmp(&x.0));
+        let cpus: f64 = busy.iter().map(|b| b.0).sum();
+        let top: Vec<String> = busy
+            .iter()
+            .take(3)
+            .map(|(cpu, comm, read)| {
+                format!(
+                    "{comm} {:.0}% CPU{}",
+                    cpu * 100.0,
+                    if *read > 0 { " (reading)" } else { "" }
+                )
+            })
+            .collect();
+        if top.is_empty() {
+            "threads mostly off CPU".to_string()
+        } else {
+            format!("{:.1} CPUs busy: {}", cpus, top.join(", "))
+        }
+    };
+    if start_s > 0.05 {
+        out.push(Phase {
+            name: "start-up".into(),
+            start_s: 0.0,
+            end_s: start_s,
+            activity: activity(0.0, start_s),
+        });
+    }
+    out.push(Phase {
+        name: "training".into(),
+        start_s,
+        end_s,
+        activity: activity(start_s, end_s),
+    });
+    if duration > end_s + 0.05 {
+        out.push(Phase {
+            name: "tear-down".into(),
+            start_s: end_s,
+            end_s: duration,
+            activity: activity(end_s, duration),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    //! Synthetic sessions shaped like real loaders: a trainer with forked
+    //! workers, pool threads that are idle or fork-joined, a lock among
+    //! loader threads, a plain reader. Figures are per 1-second bucket
+    //! over 10 buckets; the window is buckets 1..9.
+    use super::*;
+    use crate::{
+        analysis::{self, VerdictId},
+        session::model::{OffCpuNs, ProcessInfo, SessionInfo, ThreadSeries, TimeSeries, WaitGraph},
+    };
+
+    const S: u64 = 1_000_000_000;
+    const BUCKETS: usize = 10;
+
+    /// A thread whose every bucket has the given ns on CPU, runnable,
+    /// sleeping and in D.
+    struct T {
+        pid: u32,
+        tid: u32,
+        comm: &'static str,
+        per_bucket: [u64; 4],
+        read_bytes: u64,
+    }
+
+    fn edge(
+        waker: (u32, u32),
+        wakee: (u32, u32),
+        syscall: &str,
+        ns_per_bucket: u64,
+        n_per_bucket: u64,
+    ) -> WakeEdge {
+        WakeEdge {
+            waker_kind: "task".into(),
+            waker_pid: waker.0,
+            waker_tid: waker.1,
+            waker_comm: "w".into(),
+            waker_traced: true,
+            wakee_pid: wakee.0,
+            wakee_tid: wakee.1,
+            wakee_state: "sleeping".into(),
+            syscall: Some(syscall.into()),
+            futex_addr: 0,
+            blocked_ns: ns_per_bucket * BUCKETS as u64,
+            count: n_per_bucket * BUCKETS as u64,
+            first_s: 0.5,
+            last_s: BUCKETS as f64 - 0.5,
+            first_blocked_ns: 0,
+            waker_stack: Vec::new(),
+            series: (0..BUCKETS as u32)
+                .map(|b| (b, ns_per_bucket, n_per_bucket))
+                .collect(),
+        }
+    }
+
+    fn timer(wakee: (u32, u32), ns_per_bucket: u64) -> WakeEdge {
+        WakeEdge {
+            waker_kind: "timer".into(),
+            waker_pid: 0,
+            waker_tid: 0,
+            waker_traced: false,
+            syscall: Some("clock_nanosleep".into()),
+            ..edge((0, 0), wakee, "clock_nanosleep", ns_per_bucket, 50)
+        }
+    }
+
+    fn futex(waker: (u32, u32), wakee: (u32, u32), addr: u64, ns: u64) -> WakeEdge {
+        WakeEdge {
+            futex_addr: addr,
+            ..edge(waker, wakee, "futex", ns, 100)
+        }
+    }
+
+    fn session(threads: &[T], procs: &[(u32, u32)], edges: Vec<WakeEdge>) -> Session {
+        let b = BUCKETS as u64;
+        let stats = threads
+            .iter()
+            .map(|t| ThreadStats {
+                pid: t.pid,
+                tid: t.tid,
+                comm: t.comm.into(),
+                on_cpu_ns: t.per_bucket[0] * b,
+                off_cpu_ns: OffCpuNs {
+                    runnable: t.per_bucket[1] * b,
+                    sleeping: t.per_bucket[2] * b,
+                    uninterruptible: t.per_bucket[3] * b,
+                    other: 0,
+                },
+                samples_user: t.per_bucket[0] / 10_000_000 * b,
+                samples_kernel: 0,
+                read_bytes: t.read_bytes,
+                ..ThreadStats::default()
+            })
+            .collect();
+        let series = threads
+            .iter()
+            .map(|t| ThreadSeries {
+                pid: t.pid,
+                tid: t.tid,
+                comm: t.comm.into(),
+                on_cpu_ns: vec![t.per_bucket[0]; BUCKETS],
+                read_bytes: vec![t.read_bytes / b; BUCKETS],
+                runnable_ns: vec![t.per_bucket[1]; BUCKETS],
+                sleeping_ns: vec![t.per_bucket[2]; BUCKETS],
+                blocked_io_ns: vec![t.per_bucket[3]; BUCKETS],
+            })
+            .collect();
+        Session {
+            info: SessionInfo {
+                format_version: 2,
+                num_cpus: 8,
+                duration_s: BUCKETS as f64,
+                freq_hz: 99,
+                processes: procs
+                    .iter()
+                    .map(|&(pid, ppid)| ProcessInfo {
+                        pid,
+                        ppid,
+                        comm: "python".into(),
+                    })
+                    .collect(),
+                ..SessionInfo::default()
+            },
+            threads: stats,
+            timeseries: Some(TimeSeries {
+                bucket_ns: S,
+                threads: series,
+                ..TimeSeries::default()
+            }),
+            waits: Some(WaitGraph {
+                bucket_ns: S,
+                edges,
+            }),
+            ..Session::default()
+        }
+    }
+
+    const MS: u64 = 1_000_000;
+    const TRAINER: (u32, u32) = (100, 100);
+    const WORKER: (u32, u32) = (200, 200);
+    const FEEDER: (u32, u32) = (200, 201);
+
+    /// The #330 shape: a trainer whose main thread waits for a forked
+    /// worker; the worker decodes on CPU and fork-joins one pyarrow pool
+    /// thread; three more pool threads (and the trainer's OpenMP-like pool)
+    /// sit on futexes all the time.
+    fn dataloader(consumer_wait_ms: u64, worker_cpu_ms: u64) -> Session {
+        let consumer_sleep = 1000 - consumer_wait_ms - 20;
+        let mut threads = vec![
+            T {
+                pid: 100,
+                tid: 100,
+                comm: "python",
+                per_bucket: [20 * MS, 0, (consumer_wait_ms + consumer_sleep) * MS, 0],
+                read_bytes: 1 << 20,
+            },
+            T {
+                pid: 200,
+                tid: 200,
+                comm: "pt_data_worker",
+                per_bucket: [worker_cpu_ms * MS, 0, (1000 - worker_cpu_ms) * MS, 0],
+                read_bytes: 100 << 20,
+            },
+            T {
+                pid: 200,
+                tid: 201,
+                comm: "QueueFeederThr",
+                per_bucket: [5 * MS, 0, 995 * MS, 0],
+                read_bytes: 0,
+            },
+        ];
+        for tid in 202..=205 {
+            threads.push(T {
+                pid: 200,
+                tid,
+                comm: "arrow-cpu",
+                per_bucket: if tid == 202 {
+                    [200 * MS, 0, 800 * MS, 0]
+                } else {
+                    [0, 0, 1000 * MS, 0]
+                },
+                read_bytes: 0,
+            });
+        }
+        for tid in 101..=104 {
+            threads.push(T {
+                pid: 100,
+                tid,
+                comm: "omp",
+                per_bucket: [0, 0, 1000 * MS, 0],
+                read_bytes: 0,
+            });
+        }
+        let idle_ms = 1000 - worker_cpu_ms - 150;
+        let edges = vec![
+            // Data: the feeder writes the result pipe.
+            edge(FEEDER, TRAINER, "poll", consumer_wait_ms * MS, 10),
+            timer(TRAINER, consumer_sleep * MS),
+            // The worker hands results to its feeder thread.
+            futex(WORKER, FEEDER, 0x1000, 995 * MS),
+            // The next index comes from the trainer (backpressure).
+            edge(TRAINER, WORKER, "read", idle_ms * MS, 10),
+            // Fork-join: the worker waits on pool thread 202.
+            futex((200, 202), WORKER, 0x2000, 150 * MS),
+            futex(WORKER, (200, 202), 0x3000, 800 * MS),
+        ];
+        session(&threads, &[(100, 0), (200, 100)], edges)
+    }
+
+    #[test]
+    fn dataloader_roles_consumer_window_and_fork_join_path() {
+        let s = dataloader(600, 700);
+        let w = analyze(&s, &Thresholds::default()).unwrap();
+        assert_eq!(w.consumers.len(), 1);
+        assert_eq!((w.consumers[0].pid, w.consumers[0].tid), TRAINER);
+        let role = |id: ThreadId| w.role_of(id.0, id.1).unwrap();
+        assert_eq!(role(WORKER), Role::Loader);
+        assert_eq!(role(FEEDER), Role::Loader);
+        assert_eq!(role((200, 202)), Role::Helper);
+        for idle in [(200, 203), (200, 204), (200, 205), (100, 101)] {
+            assert_eq!(role(idle), Role::Idle, "{idle:?}");
+        }
+        // 600 of 1000 ms waited for data per bucket; its 20 ms of CPU is
+        // fetching (it emulates compute with sleeps): AU 38%.
+        let au = w.kernel_au_percentage.unwrap();
+        assert!((au - 38.0).abs() < 0.5, "{au}");
+        let window = w.window.as_ref().unwrap();
+        assert_eq!(window.buckets, Some((1, 9)));
+        // The wait goes through the feeder to the worker (on CPU 700 of its
+        // 850 non-idle ms) and through the fork-join to the pool thread.
+        let cpu = w.share(&[PathKind::CpuUser, PathKind::CpuKernel]);
+        assert!(cpu > 0.95, "{:?}", w.critical_path);
+        let pool: f64 = w
+            .critical_path
+            .iter()
+            .flat_map(|p| &p.threads)
+            .filter(|t| t.1 == 202)
+            .map(|t| t.3)
+            .sum();
+        assert!(pool > 0.1 && pool < 0.3, "{:?}", w.critical_path);
+        assert!(w.share(&[PathKind::Lock]) == 0.0, "{:?}", w.critical_path);
+    }
+
+    #[test]
+    fn idle_pool_threads_no_longer_make_lock_contention() {
+        let mut s = dataloader(600, 700);
+        // pyarrow's pool threads read column chunks too, and every sleep of
+        // the worker's threads is a futex wait.
+        for t in &mut s.threads {
+            if t.pid == 200 {
+                t.syscalls.push(crate::session::model::SyscallStats {
+                    nr: 202,
+                    name: "futex".into(),
+                    count: 1000,
+                    total_ns: t.off_cpu_ns.sleeping,
+                    ..Default::default()
+                });
+                if t.comm == "arrow-cpu" {
+                    t.read_bytes = 20 << 20;
+                }
+            }
+        }
+        let a = analysis::analyze(&s, &Thresholds::default());
+        assert_eq!(
+            a.verdict.verdict,
+            VerdictId::CpuBoundReader,
+            "{}",
+            a.verdict.headline
+        );
+        assert_eq!(a.verdict.rules, "wait-graph");
+        // The same session read by summed thread time: the workers' threads
+        // sleep on futexes most of the time.
+        let mut old = s.clone();
+        old.waits = None;
+        old.info.format_version = 1;
+        let a = analysis::analyze(&old, &Thresholds::default());
+        assert_eq!(a.verdict.rules, "format-1");
+        assert_eq!(
+            a.verdict.verdict,
+            VerdictId::LockContention,
+            "{}",
+            a.verdict.headline
+        );
+    }
+
+    #[test]
+    fn a_consumer_that_hardly_waits_is_compute_bound() {
+        let s = dataloader(10, 300);
+        let a = analysis::analyze(&s, &Thresholds::default());
+        assert_eq!(
+            a.verdict.verdict,
+            VerdictId::ComputeBound,
+            "{}",
+            a.verdict.headline
+        );
+        let au = a.verdict.kernel_au_percentage.unwrap();
+        assert!(au > 95.0, "{au}");
+    }
+
+    #[test]
+    fn loader_threads_serialized_by_one_lock_are_lock_contention() {
+        let main = (300, 300);
+        let loaders: Vec<(u32, u32)> = (301..=304).map(|t| (300, t)).collect();
+        let mut threads = vec![T {
+            pid: 300,
+            tid: 300,
+            comm: "python",
+            per_bucket: [10 * MS, 0, 990 * MS, 0],
+            read_bytes: 0,
+        }];
+        let mut edges = vec![timer(main, 200 * MS)];
+        for (i, &l) in loaders.iter().enumerate() {
+            threads.push(T {
+                pid: 300,
+                tid: l.1,
+                comm: "loader",
+                per_bucket: [250 * MS, 0, 750 * MS, 0],
+                read_bytes: 50 << 20,
+            });
+            edges.push(edge(l, main, "futex", 195 * MS, 5));
+            // Each waits on the one lock (0x5000), released by the next.
+            let next = loaders[(i + 1) % loaders.len()];
+            edges.push(futex(next, l, 0x5000, 700 * MS));
+        }
+        let s = session(&threads, &[(300, 0)], edges);
+        let a = analysis::analyze(&s, &Thresholds::default());
+        let w = a.wait.as_ref().unwrap();
+        assert_eq!((w.consumers[0].pid, w.consumers[0].tid), main);
+        assert!(w.share(&[PathKind::Lock]) > 0.6, "{:?}", w.critical_path);
+        assert_eq!(
+            a.verdict.verdict,
+            VerdictId::LockContention,
+            "{}",
+            a.verdict.headline
+        );
+    }
+
+    #[test]
+    fn fork_join_on_a_pool_is_not_lock_contention() {
+        // The same futex word for the pool's work queue, but the pool thread
+        // never waits on the word the worker waits on: a hand-off.
+        let s = dataloader(600, 300);
+        let w = analyze(&s, &Thresholds::default()).unwrap();
+        assert_eq!(w.share(&[PathKind::Lock]), 0.0);
+    }
+
+    #[test]
+    fn a_plain_reader_has_no_consumer() {
+        let threads = [T {
+            pid: 400,
+            tid: 400,
+            comm: "cat",
+            per_bucket: [900 * MS, 0, 0, 100 * MS],
+            read_bytes: 500 << 20,
+        }];
+        let s = session(&threads, &[(400, 0)], Vec::new());
+        let a = analysis::analyze(&s, &Thresholds::default());
+        let w = a.wait.as_ref().unwrap();
+        assert!(w.consumers.is_empty());
+        assert!(w.notes.iter().any(|n| n.contains("no consumer")));
+        assert_eq!(a.verdict.rules, "readers");
+        assert!(a.verdict.notes.iter().any(|n| n.contains("no consumer")));
+    }
+
+    #[test]
+    fn the_first_batch_wait_is_start_up() {
+        // No per-bucket states: the whole-run figures, less the first wait.
+        let mut s = dataloader(600, 700);
+        s.timeseries = None;
+        for e in &mut s.waits.as_mut().unwrap().edges {
+            e.series.clear();
+            if (e.wakee_pid, e.wakee_tid) == TRAINER && e.syscall.as_deref() == Some("poll") {
+                e.first_blocked_ns = 3 * S;
+                e.blocked_ns += 3 * S;
+            }
+        }
+        let w = analyze(&s, &Thresholds::default()).unwrap();
+        assert_eq!(w.window.as_ref().unwrap().buckets, None);
+        assert_eq!(w.consumers[0].data_wait_ns, 6 * S);
+    }
+}
