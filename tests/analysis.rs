@@ -108,6 +108,11 @@ const REAL_SCENARIOS: &[(&str, VerdictId)] = &[
     ("real-lock-contention", VerdictId::LockContention),
     ("real-cpu-bound-reader", VerdictId::CpuBoundReader),
     ("real-compute-bound", VerdictId::ComputeBound),
+    ("real-pool-cpu-bound-reader", VerdictId::CpuBoundReader),
+    ("real-pool-compute-bound", VerdictId::ComputeBound),
+    ("real-pool-storage-bound", VerdictId::StorageBound),
+    ("real-files-spawn", VerdictId::ComputeBound),
+    ("real-threads-lock-contention", VerdictId::LockContention),
 ];
 
 #[test]

@@ -18,32 +18,10 @@ use std::{
 use storprof::session::model::SessionInfo;
 
 mod support;
-use support::{folded_count, is_root, record_with};
+use support::{folded_count, is_root, python_with_pyarrow, record_with};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A Python with pyarrow: $STORPROF_PYTHON, the crosscheck venvs, python3.
-fn python_with_pyarrow() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("STORPROF_PYTHON") {
-        candidates.push(p.into());
-    }
-    if let Some(v) = std::env::var_os("STORPROF_VENV") {
-        candidates.push(Path::new(&v).join("bin/python"));
-    }
-    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
-        candidates.push(Path::new(&t).join("venv/bin/python"));
-    }
-    candidates.push(repo().join("target/venv/bin/python"));
-    candidates.push("python3".into());
-    candidates.into_iter().find(|python| {
-        Command::new(python)
-            .args(["-c", "import pyarrow.parquet"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
 }
 
 /// Python version `X.Y` of an interpreter.

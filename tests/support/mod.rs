@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 use std::{
     ffi::OsStr,
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command, Output},
 };
 
@@ -47,4 +47,30 @@ pub fn folded_count(folded: &str, keep: impl Fn(&str) -> bool) -> u64 {
         .filter(|l| keep(l))
         .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
         .sum()
+}
+
+/// A Python with pyarrow: $STORPROF_PYTHON, the crosscheck venvs, python3.
+pub fn python_with_pyarrow() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("STORPROF_PYTHON") {
+        candidates.push(p.into());
+    }
+    if let Some(v) = std::env::var_os("STORPROF_VENV") {
+        candidates.push(Path::new(&v).join("bin/python"));
+    }
+    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
+        candidates.push(Path::new(&t).join("venv/bin/python"));
+    }
+    candidates.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join("target/venv/bin/python"),
+    );
+    candidates.push("python3".into());
+    candidates.into_iter().find(|python| {
+        Command::new(python)
+            .args(["-c", "import pyarrow.parquet"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }

@@ -261,7 +261,7 @@ fn read_syscall_evidence(f: &Features) -> Evidence {
         f.reader_read_syscall_share,
         "fraction",
         format!(
-            "readers inside read syscalls {} of their time",
+            "readers inside read syscalls {} of the readers' time",
             pct(f.reader_read_syscall_share)
         ),
     )
@@ -314,6 +314,7 @@ pub fn hot_phrase(hot: &HotFrames, max: usize) -> String {
 }
 
 fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Finding {
+    let basis = f.basis();
     let user = f.reader_user_share.unwrap_or(0.0);
     let own = f.reader_own_work_share().unwrap_or(0.0);
     let util = top_util(f);
@@ -347,7 +348,7 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
             f.reader_on_cpu_share,
             "fraction",
             format!(
-                "{} reader thread(s) on CPU {} of their time",
+                "{} reader thread(s) on CPU {} {basis}",
                 f.reader_threads,
                 pct(f.reader_on_cpu_share)
             ),
@@ -357,7 +358,7 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
             demand,
             "fraction",
             format!(
-                "readers on CPU or queued for one (other load) {} of their time",
+                "readers on CPU or queued for one (other load) {} {basis}",
                 pct(demand)
             ),
         ),
@@ -403,6 +404,7 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
 }
 
 fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
+    let basis = f.basis();
     let util = top_util(f);
     let fired = f.reader_blocked_io_share >= t.storage_bound_blocked_share;
     let limit = if !fired {
@@ -420,7 +422,7 @@ fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
         f.reader_blocked_io_share,
         "fraction",
         format!(
-            "readers in uninterruptible (D) sleep {} of their time",
+            "readers in uninterruptible (D) sleep {} {basis}",
             pct(f.reader_blocked_io_share)
         ),
     )];
@@ -431,7 +433,7 @@ fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
         fired,
         score: f.reader_blocked_io_share,
         summary: format!(
-            "Storage-bound: readers wait on block I/O {} of their time; {limit}",
+            "Storage-bound: readers wait on block I/O {} {basis}; {limit}",
             pct(f.reader_blocked_io_share)
         ),
         evidence,
@@ -439,6 +441,7 @@ fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
 }
 
 fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
+    let basis = f.basis();
     let hit = f.page_cache_hit_ratio.unwrap_or(0.0);
     let util = top_util(f);
     let read_bytes = f.read_syscall_bytes + f.mapped_read_bytes;
@@ -474,7 +477,7 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
             copy_cpu,
             "fraction",
             format!(
-                "readers on CPU copying out of the page cache {} of their time",
+                "readers on CPU copying out of the page cache {} {basis}",
                 pct(copy_cpu)
             ),
         ),
@@ -505,6 +508,7 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
 }
 
 fn rule_compute_bound(f: &Features, t: &Thresholds) -> Finding {
+    let basis = f.basis();
     let au_bench = f.bench.as_ref().and_then(|b| b.au_percentage);
     let consumer_share = f.consumer.as_ref().map(|c| c.sleep_share);
     // The bench's own AU when present; else the consumer's nanosleep share,
@@ -542,13 +546,16 @@ fn rule_compute_bound(f: &Features, t: &Thresholds) -> Finding {
         f.reader_sleeping_share,
         "fraction",
         format!(
-            "readers sleeping (waiting for work or queue space) {} of their time",
+            "readers sleeping (waiting for work or queue space) {} {basis}",
             pct(f.reader_sleeping_share)
         ),
     ));
     let au_text = match au_bench {
         Some(a) => format!("AU {a:.1}%"),
         None => match consumer_share {
+            Some(s) if f.consumer.as_ref().is_some_and(|c| c.from_wait_graph) => {
+                format!("AU seen by the kernel {}", pct(s))
+            }
             Some(s) => format!("consumer asleep {}", pct(s)),
             None => "no consumer thread found".to_string(),
         },
@@ -571,6 +578,7 @@ fn oversubscribed(f: &Features) -> bool {
 }
 
 fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
+    let basis = f.basis();
     // Issue 4: runnable but waiting for a CPU *because* there are more busy
     // threads than cores. Waits caused by load outside the command count as
     // reader CPU demand (cpu-bound-reader) instead.
@@ -580,7 +588,7 @@ fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
         fired,
         score: f.reader_runnable_share,
         summary: format!(
-            "CPU-starved: threads runnable but waiting for a CPU {} of their time; {} busy thread(s) on {} CPU(s)",
+            "CPU-starved: threads runnable but waiting for a CPU {} {basis}; {} busy thread(s) on {} CPU(s)",
             pct(f.reader_runnable_share),
             f.busy_threads,
             f.num_cpus
@@ -591,7 +599,7 @@ fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
                 f.reader_runnable_share,
                 "fraction",
                 format!(
-                    "runnable, waiting for a CPU {} of their time",
+                    "runnable, waiting for a CPU {} {basis}",
                     pct(f.reader_runnable_share)
                 ),
             ),
@@ -627,20 +635,29 @@ fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
 }
 
 fn rule_lock_contention(f: &Features, t: &Thresholds) -> Finding {
+    let basis = f.basis();
     Finding {
         verdict: VerdictId::LockContention,
         fired: f.reader_futex_share >= t.lock_futex_share,
         score: f.reader_futex_share,
-        summary: format!(
-            "Lock contention: workers sleep on futexes {} of their time rather than doing I/O",
-            pct(f.reader_futex_share)
-        ),
+        summary: if f.reader_selection == Some(super::features::ReaderSelection::CriticalPath) {
+            format!(
+                "Lock contention: {} of the consumer's data wait went to loaders blocked on a \
+                 lock that another loader held",
+                pct(f.reader_futex_share)
+            )
+        } else {
+            format!(
+                "Lock contention: workers sleep on futexes {} {basis} rather than doing I/O",
+                pct(f.reader_futex_share)
+            )
+        },
         evidence: vec![ev(
             "reader_futex_share",
             f.reader_futex_share,
             "fraction",
             format!(
-                "workers in futex waits {} of their time",
+                "workers in futex waits {} {basis}",
                 pct(f.reader_futex_share)
             ),
         )],
@@ -687,12 +704,13 @@ fn rule_memory_pressure(f: &Features, t: &Thresholds) -> Finding {
 }
 
 fn rule_network_bound(f: &Features, t: &Thresholds) -> Finding {
+    let basis = f.basis();
     Finding {
         verdict: VerdictId::NetworkBound,
         fired: f.reader_socket_recv_share >= t.network_socket_share,
         score: f.reader_socket_recv_share,
         summary: format!(
-            "Network-bound: workers wait on socket receives {} of their time (object storage)",
+            "Network-bound: workers wait on socket receives {} {basis} (object storage)",
             pct(f.reader_socket_recv_share)
         ),
         evidence: vec![ev(
@@ -700,7 +718,7 @@ fn rule_network_bound(f: &Features, t: &Thresholds) -> Finding {
             f.reader_socket_recv_share,
             "fraction",
             format!(
-                "workers in socket receives {} of their time",
+                "workers in socket receives {} {basis}",
                 pct(f.reader_socket_recv_share)
             ),
         )],

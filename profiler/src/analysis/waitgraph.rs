@@ -33,6 +33,9 @@ use crate::session::{
 /// A thread, by (pid, tid).
 pub type ThreadId = (u32, u32);
 
+/// A consumer found, and why it is one.
+type Found = (ThreadId, String);
+
 /// What a thread does in the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -583,6 +586,67 @@ fn find_consumers(
         .collect()
 }
 
+/// The recorded command is a benchmark that emulates compute with sleeps
+/// (`storprof bench`, DLIO, mlpstorage), even at a computation time of 0.
+fn emulates_compute(session: &Session) -> bool {
+    let argv = &session.info.command;
+    super::features::is_storprof_bench(argv)
+        || argv.iter().any(|a| {
+            let name = a.rsplit('/').next().unwrap_or(a);
+            name.starts_with("dlio_benchmark") || name == "mlpstorage"
+        })
+}
+
+/// Consumers found by their emulated compute when the data side is not
+/// known from reads (mapped files, tiny runs): threads asleep in timed
+/// sleeps at least `consumer_sleep_share` of their life that exchange
+/// wake-ups with other threads; those threads are the data side.
+fn sleeping_consumers(g: &Graph, t: &Thresholds) -> Option<(Vec<Found>, BTreeSet<ThreadId>)> {
+    let mut consumers = Vec::new();
+    let mut side = BTreeSet::new();
+    for (&id, st) in &g.states {
+        let sleep: u64 = g
+            .into
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter(|(e, _, _)| is_timer_sleep(e))
+            .map(|(_, ns, _)| ns)
+            .sum();
+        let share = sleep as f64 / st.total().max(1) as f64;
+        if share < t.consumer_sleep_share {
+            continue;
+        }
+        let partners: Vec<ThreadId> = g
+            .states
+            .keys()
+            .filter(|&&o| o != id && g.wakes(id, o).1 + g.wakes(o, id).1 >= 2)
+            .copied()
+            .collect();
+        let exchanged: u64 = partners
+            .iter()
+            .map(|&o| g.wakes(id, o).1 + g.wakes(o, id).1)
+            .sum();
+        if exchanged < 4 {
+            continue;
+        }
+        consumers.push((
+            id,
+            format!(
+                "asleep in timed sleeps (emulated compute) {:.0}% of its life, and exchanges \
+                 {exchanged} wake-ups with {} thread(s) that feed it (no significant read \
+                 syscalls to find the readers by)",
+                share * 100.0,
+                partners.len()
+            ),
+        ));
+        side.extend(partners);
+    }
+    let ids: BTreeSet<ThreadId> = consumers.iter().map(|(id, _)| *id).collect();
+    side.retain(|id| !ids.contains(id));
+    (!consumers.is_empty()).then_some((consumers, side))
+}
+
 /// Blocked time of `consumer` ended by the data side (or relays).
 fn data_waits<'a>(
     g: &Graph<'a>,
@@ -736,23 +800,20 @@ fn classify_untraced(e: &WakeEdge) -> PathKind {
     }
 }
 
-fn bench_window(session: &Session) -> Option<(f64, f64)> {
-    // `storprof bench` writes its training start and end (unix seconds).
-    let raw = &session.bench.as_ref()?.raw;
-    let start = raw.get("train_start_unix")?.as_f64()?;
-    let end = raw.get("train_end_unix")?.as_f64()?;
-    let t0 = session.info.start_unix_ns as f64 / 1e9;
-    (end > start).then(|| ((start - t0).max(0.0), (end - t0).max(0.0)))
-}
-
 /// The wait-for-graph analysis; None when the session has no wake-up graph
 /// (format 1, or the probe did not run).
 pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
     let waits = session.waits.as_ref()?;
     let mut out = WaitAnalysis::default();
-    let (side, trainers, side_how) = data_side(session, t);
+    let (mut side, trainers, side_how) = data_side(session, t);
     let whole = Graph::new(session, None);
-    let consumers = find_consumers(&whole, &side, &trainers);
+    let mut consumers = find_consumers(&whole, &side, &trainers);
+    if consumers.is_empty()
+        && let Some((sleepers, partners)) = sleeping_consumers(&whole, t)
+    {
+        consumers = sleepers;
+        side = partners;
+    }
     let duration = session.duration_s();
     if consumers.is_empty() {
         out.notes.push(
@@ -809,14 +870,14 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
             }
         }
     }
-    let (start_s, end_s, source) = match bench_window(session) {
-        Some((a, b)) => (a, b, "the bench's own training timestamps".to_string()),
-        None if last > first => (
+    let (start_s, end_s, source) = if last > first {
+        (
             first,
             last,
-            "the consumer's first and last data wake-ups".to_string(),
-        ),
-        None => (0.0, duration, "the whole recording".to_string()),
+            "the consumer's first and last exchanges with the data side".to_string(),
+        )
+    } else {
+        (0.0, duration, "the whole recording".to_string())
     };
     let bucket_s = waits.bucket_ns.max(1) as f64 / 1e9;
     let has_states = session
@@ -959,9 +1020,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
                     .sum::<u64>(),
                 None => {
                     let mut ns = e.blocked_ns;
-                    if Some(*e as *const WakeEdge) == first_edge.map(|f| f as *const WakeEdge)
-                        && bench_window(session).is_none()
-                    {
+                    if first_edge.is_some_and(|f| std::ptr::eq(f, *e)) {
                         ns = ns.saturating_sub(e.first_blocked_ns);
                     }
                     ns
@@ -1006,8 +1065,9 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         // counts it, and so is its data wait. A consumer that does not (a
         // real trainer computes on CPU or waits on a device) is computing
         // whenever it is not waiting for data.
-        let emulated =
-            window_ns > 0 && compute_ns as f64 >= t.consumer_sleep_share * window_ns as f64;
+        let emulated = window_ns > 0
+            && (emulates_compute(session)
+                || compute_ns as f64 >= t.consumer_sleep_share * window_ns as f64);
         let not_computing = if emulated {
             wait_ns + own.on_cpu + own.runnable
         } else {

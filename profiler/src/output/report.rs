@@ -142,6 +142,8 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
     }
     out.push('\n');
 
+    wait_section(&mut out, analysis);
+
     if !v.notes.is_empty() {
         out.push_str("## Findings and caveats\n\n");
         for n in &v.notes {
@@ -406,6 +408,121 @@ pub fn shell_join(args: &[String]) -> String {
         .join(" ")
 }
 
+/// "Who waits for whom": the kernel AU beside the bench's, the phases, the
+/// critical path of the consumer's data wait and the roles.
+fn wait_section(out: &mut String, analysis: &Analysis) {
+    let Some(w) = &analysis.wait else {
+        return;
+    };
+    out.push_str("## Who waits for whom\n\n");
+    if w.consumers.is_empty() {
+        out.push_str("_No consumer found: the readers are the whole pipeline._\n\n");
+    } else {
+        out.push_str("| consumer | waited for data | window (its time) | AU, kernel |\n|---|---:|---:|---:|\n");
+        for c in &w.consumers {
+            let _ = writeln!(
+                out,
+                "| {} (pid {}, tid {}){} | {:.2} s | {:.2} s | {:.1}% |",
+                cell(&c.comm),
+                c.pid,
+                c.tid,
+                if c.emulated_compute {
+                    ", compute emulated by sleeps"
+                } else {
+                    ""
+                },
+                c.data_wait_ns as f64 / 1e9,
+                c.window_ns as f64 / 1e9,
+                c.au_percentage
+            );
+        }
+        if let (Some(k), Some(b)) = (
+            w.kernel_au_percentage,
+            analysis
+                .features
+                .bench
+                .as_ref()
+                .and_then(|b| b.au_percentage),
+        ) {
+            let _ = writeln!(
+                out,
+                "\nAU seen by the kernel {k:.1}%, reported by the bench {b:.1}% ({:+.1} points).",
+                k - b
+            );
+        }
+        out.push('\n');
+    }
+    if let Some(win) = &w.window {
+        let _ = writeln!(
+            out,
+            "Training window {:.2}–{:.2} s, from {}.\n",
+            win.start_s, win.end_s, win.source
+        );
+    }
+    if !w.phases.is_empty() {
+        out.push_str("| phase | from (s) | to (s) | what ran |\n|---|---:|---:|---|\n");
+        for p in &w.phases {
+            let _ = writeln!(
+                out,
+                "| {} | {:.2} | {:.2} | {} |",
+                p.name,
+                p.start_s,
+                p.end_s,
+                cell(&p.activity)
+            );
+        }
+        out.push('\n');
+    }
+    if !w.critical_path.is_empty() {
+        out.push_str(
+            "Where the consumer's data wait went (the critical path):\n\n\
+             | state | share | threads |\n|---|---:|---|\n",
+        );
+        for p in &w.critical_path {
+            let threads: Vec<String> = p
+                .threads
+                .iter()
+                .take(4)
+                .map(|(pid, tid, comm, share)| format!("{comm} {pid}/{tid} {}", pct(*share)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                p.kind.as_str(),
+                pct(p.share),
+                cell(&threads.join(", "))
+            );
+        }
+        out.push('\n');
+    }
+    if !w.roles.is_empty() {
+        use crate::analysis::waitgraph::Role;
+        out.push_str("| thread | role | on CPU | why |\n|---|---|---:|---|\n");
+        let idle: Vec<_> = w.roles.iter().filter(|r| r.role == Role::Idle).collect();
+        for r in w.roles.iter().filter(|r| r.role != Role::Idle) {
+            let _ = writeln!(
+                out,
+                "| {} {}/{} | {:?} | {} | {} |",
+                cell(&r.comm),
+                r.pid,
+                r.tid,
+                r.role,
+                pct(r.on_cpu_share),
+                cell(&r.reason)
+            );
+        }
+        if !idle.is_empty() {
+            let _ = writeln!(
+                out,
+                "| {} other thread(s) | Idle | ≤ {} | neither wake the data path nor are waited on; they count toward no verdict |",
+                idle.len(),
+                pct(idle.iter().map(|r| r.on_cpu_share).fold(0.0, f64::max))
+            );
+        }
+        out.push('\n');
+    }
+}
+
 /// The verdict as printed on a terminal: headline, evidence, other findings.
 pub fn render_terminal(analysis: &Analysis) -> String {
     let v = &analysis.verdict;
@@ -416,6 +533,20 @@ pub fn render_terminal(analysis: &Analysis) -> String {
         v.verdict, v.confidence_label, v.confidence
     );
     let _ = writeln!(out, "  {}", v.headline);
+    if let Some(w) = &analysis.wait
+        && let Some(k) = w.kernel_au_percentage
+    {
+        let bench = analysis
+            .features
+            .bench
+            .as_ref()
+            .and_then(|b| b.au_percentage)
+            .map_or(String::new(), |b| format!("; the bench reported {b:.1}%"));
+        let window = w.window.as_ref().map_or(String::new(), |x| {
+            format!(" over {:.1}–{:.1} s", x.start_s, x.end_s)
+        });
+        let _ = writeln!(out, "  AU seen by the kernel {k:.1}%{window}{bench}");
+    }
     for e in &v.evidence {
         let _ = writeln!(out, "  - {}", e.text);
     }
