@@ -521,12 +521,29 @@ pub struct WakeKey {
     pub waker_kind: u8,
     /// The syscall the wakee blocked in (`WAKE_NO_SYSCALL`: none or unknown).
     pub syscall: u16,
-    pub _pad: u32,
-    /// For futex waits: the futex word's address (0 otherwise), so that a
-    /// lock that several threads contend for can be told from a hand-off.
-    pub futex_addr: u64,
+    /// For futex waits: 1 when the waker is among the last threads that
+    /// waited on the futex word (64-byte granule) the wakee waits on — a
+    /// lock they both contend for, not a hand-off. Keeps the key free of
+    /// addresses, so the edge count stays bounded by the thread pairs.
+    pub futex_shared: u8,
+    pub _pad: [u8; 3],
 }
-const _: () = assert!(core::mem::size_of::<WakeKey>() == 32);
+const _: () = assert!(core::mem::size_of::<WakeKey>() == 24);
+
+/// The last distinct threads that waited on one futex word (64-byte
+/// granule; `FUTEX_WAITERS`): a ring of `FUTEX_WAITER_SLOTS` tids. A lock
+/// has several; a future or a hand-off's condition variable has one.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FutexWaiters {
+    pub tids: [u32; FUTEX_WAITER_SLOTS],
+    pub next: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<FutexWaiters>() == 4 * FUTEX_WAITER_SLOTS + 8);
+
+/// Waiters remembered per futex word (a power of two).
+pub const FUTEX_WAITER_SLOTS: usize = 8;
 
 /// What the wake-ups of one edge ended, summed in the kernel.
 #[repr(C)]
@@ -663,7 +680,8 @@ mod pod {
         PyProcess,
         PyFrameRecord,
         WakeKey,
-        WakeAcc
+        WakeAcc,
+        FutexWaiters
     );
 }
 

@@ -34,8 +34,10 @@
 //! - `filemap_add_to_page_cache` (tracepoint): page-cache misses per thread.
 //! - `sched_waking` (tracepoint, waker's context): the wake-up graph. A
 //!   traced thread's blocked interval (from its switch-out) ends here; it is
-//!   added to the edge (waker, wakee, the wakee's state, syscall and futex
-//!   word) in `WAKE_EDGES`, with the waker's stacks sampled. Interrupt
+//!   added to the edge (waker, wakee, the wakee's state and syscall, and
+//!   for futex waits whether the waker is among the word's last waiters,
+//!   from `FUTEX_WAITERS` that `sys_enter` keeps) in `WAKE_EDGES`, with the
+//!   waker's stacks sampled. Interrupt
 //!   wakers are told from tasks by per-CPU depth counters that
 //!   `irq_handler_*`, `softirq_*` and `hrtimer_expire_*` keep.
 #![no_std]
@@ -53,12 +55,13 @@ use aya_ebpf::{
 };
 use storprof_common::{
     BlockEvent, BlockInflight, BlockKey, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY,
-    FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES, MAX_PY_THREADS, MAX_STACK_BYTES, OffCpuPending,
-    OffCpuStart, PY_NO_OFFSET, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
-    SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey,
-    SyscallStart, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, UserStackSample, WAKE_NO_SYSCALL,
-    WAKER_STACK_EVERY, WakeAcc, WakeKey, irq_context, is_read_family, is_write_family, log2_bucket,
-    lost, offcpu_state, proc_event, py_status, py_tstate, waker_kind,
+    FLAG_UNWIND_PER_PROCESS, FUTEX_WAITER_SLOTS, FutexWaiters, MAX_PY_FRAMES, MAX_PY_THREADS,
+    MAX_STACK_BYTES, OffCpuPending, OffCpuStart, PY_NO_OFFSET, ProbeConfig, ProcEvent,
+    PyFrameRecord, PyOffCpuSample, PyProcess, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
+    SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
+    USER_STACK_PREFIX, UserStackHeader, UserStackSample, WAKE_NO_SYSCALL, WAKER_STACK_EVERY,
+    WakeAcc, WakeKey, irq_context, is_read_family, is_write_family, log2_bucket, lost,
+    offcpu_state, proc_event, py_status, py_tstate, waker_kind,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -204,9 +207,15 @@ static PY_OFFCPU_EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
 #[map]
 static PY_OFFCPU_LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(2, 0);
 
-/// Futex word of the futex call a thread is in (written at `sys_enter`).
+/// The futex word each thread waits (or last waited) on, by tid, written
+/// at `sys_enter` of a futex wait; LRU, so threads gone are forgotten.
 #[map]
-static FUTEX_ADDR: Array<u64> = Array::with_max_entries(PID_SLOTS, 0);
+static FUTEX_WAIT_WORD: LruHashMap<u32, u64> = LruHashMap::with_max_entries(16384, 0);
+
+/// The last distinct waiters per futex word granule; LRU, so words of
+/// futures and condition variables used once are forgotten.
+#[map]
+static FUTEX_WAITERS: LruHashMap<u64, FutexWaiters> = LruHashMap::with_max_entries(16384, 0);
 
 /// Wake-up edges, summed in the kernel (nothing per event is streamed).
 #[map]
@@ -1063,14 +1072,73 @@ pub fn sys_enter(ctx: RawTracePointContext) -> u32 {
     }
     if nr == FUTEX_NR {
         let regs: *const u64 = ctx.arg(0);
-        // SAFETY: reading regs->di (the futex word) through the checked helper.
-        let addr = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.add(14)) }.unwrap_or(0);
-        if let Some(slot) = FUTEX_ADDR.get_ptr_mut(tid) {
-            // SAFETY: per-tid slot; only this thread writes it.
-            unsafe { *slot = addr };
+        // SAFETY: reading regs->si (the futex op) through the checked helper.
+        let op = unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.add(13)) }.unwrap_or(1);
+        if is_futex_wait(op) {
+            // SAFETY: reading regs->di (the futex word) through the checked helper.
+            let word =
+                unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.add(14)) }.unwrap_or(0);
+            remember_futex_wait(tid, word);
         }
     }
     0
+}
+
+/// FUTEX_WAIT, FUTEX_LOCK_PI, FUTEX_WAIT_BITSET, FUTEX_WAIT_REQUEUE_PI,
+/// FUTEX_LOCK_PI2 (the op without its private/clock flags).
+#[inline(always)]
+fn is_futex_wait(op: u64) -> bool {
+    matches!(op & 0x7f, 0 | 6 | 9 | 11 | 13)
+}
+
+#[inline(always)]
+fn remember_futex_wait(tid: u32, word: u64) {
+    let _ = FUTEX_WAIT_WORD.insert(tid, word, 0);
+    let granule = word >> 6;
+    if let Some(waiters) = FUTEX_WAITERS.get_ptr_mut(granule) {
+        // SAFETY: a map value; threads on other CPUs waiting on the same
+        // word may update it at once, which at worst forgets one waiter.
+        unsafe {
+            let mut i = 0;
+            while i < FUTEX_WAITER_SLOTS {
+                if (*waiters).tids[i] == tid {
+                    return;
+                }
+                i += 1;
+            }
+            let slot = ((*waiters).next as usize) & (FUTEX_WAITER_SLOTS - 1);
+            (*waiters).tids[slot] = tid;
+            (*waiters).next = (slot as u32 + 1) & (FUTEX_WAITER_SLOTS as u32 - 1);
+        }
+        return;
+    }
+    let mut fresh = FutexWaiters::default();
+    fresh.tids[0] = tid;
+    fresh.next = 1;
+    // A full LRU map evicts its oldest entry; nothing to count.
+    let _ = FUTEX_WAITERS.insert(granule, fresh, 0);
+}
+
+/// Whether `waker` is among the last waiters of the futex word (64-byte
+/// granule) that `wakee` waits on.
+#[inline(always)]
+fn futex_shared(waker: u32, wakee: u32) -> bool {
+    // SAFETY: the value is copied out.
+    let Some(word) = unsafe { FUTEX_WAIT_WORD.get(wakee) }.copied() else {
+        return false;
+    };
+    // SAFETY: as above; a concurrent update only makes it one wait older.
+    let Some(waiters) = unsafe { FUTEX_WAITERS.get(word >> 6) }.copied() else {
+        return false;
+    };
+    let mut i = 0;
+    while i < FUTEX_WAITER_SLOTS {
+        if waiters.tids[i] == waker {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// x86_64 `futex`.
@@ -1279,11 +1347,9 @@ pub fn sched_waking(ctx: TracePointContext) -> u32 {
         Some(s) if s.ts != 0 && s.nr < u64::from(WAKE_NO_SYSCALL) => s.nr as u16,
         _ => WAKE_NO_SYSCALL,
     };
-    let futex_addr = if u64::from(syscall) == FUTEX_NR {
-        FUTEX_ADDR.get(wakee_tid).copied().unwrap_or(0)
-    } else {
-        0
-    };
+    let futex_shared = kind == waker_kind::TASK
+        && u64::from(syscall) == FUTEX_NR
+        && self::futex_shared(waker_tid, wakee_tid);
     let key = WakeKey {
         waker_tgid,
         waker_tid,
@@ -1292,8 +1358,8 @@ pub fn sched_waking(ctx: TracePointContext) -> u32 {
         wakee_state: (start.state & 3) as u8,
         waker_kind: kind,
         syscall,
-        _pad: 0,
-        futex_addr,
+        futex_shared: u8::from(futex_shared),
+        _pad: [0; 3],
     };
     if let Some(acc) = WAKE_EDGES.get_ptr_mut(key) {
         // SAFETY: the key holds the waker's tid (or CPU for interrupts),

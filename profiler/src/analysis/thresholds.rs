@@ -25,6 +25,17 @@ pub struct Thresholds {
     /// storage #330), so the bar is low; it decides nothing by itself
     /// (compute-bound needs the sleep share ≥ the AU threshold).
     pub consumer_sleep_share: f64,
+    /// Wake-ups a thread must exchange with the data side (fed by it, or
+    /// sending it work) to be a consumer. Default 4: fewer is start-up or
+    /// tear-down (a join, an exit), not a pipeline.
+    pub consumer_min_wakes: u64,
+    /// A thread a loader waits on at least this share of the loader's time
+    /// is a helper (decode or I/O pool). Default 0.01.
+    pub helper_wait_share: f64,
+    /// Hops the critical path follows from the consumer (consumer → feeder
+    /// → worker → pool thread is 3). Default 6; deeper time stays
+    /// "unattributed".
+    pub critical_path_max_depth: usize,
 
     // ---- cpu-bound-reader ----
     /// Readers on CPU at least this share of their time. Default 0.5: more
@@ -97,6 +108,9 @@ impl Default for Thresholds {
             reader_min_read_bytes: 1 << 20,
             busy_thread_share: 0.5,
             consumer_sleep_share: 0.1,
+            consumer_min_wakes: 4,
+            helper_wait_share: 0.01,
+            critical_path_max_depth: 6,
             cpu_bound_on_cpu_share: 0.5,
             cpu_bound_own_work_share: 0.5,
             storage_idle_utilization: 0.2,

@@ -283,8 +283,6 @@ struct Graph<'a> {
     comms: BTreeMap<ThreadId, String>,
     /// Edges into each wakee, with their blocked ns in the window.
     into: BTreeMap<ThreadId, Vec<(&'a WakeEdge, u64, u64)>>,
-    /// Futex granules (64-byte) each thread waited on.
-    futex_waiters: BTreeMap<(u32, u64), BTreeSet<u32>>,
 }
 
 fn waker_id(e: &WakeEdge) -> Option<ThreadId> {
@@ -321,7 +319,6 @@ impl<'a> Graph<'a> {
             }
         }
         let mut into: BTreeMap<ThreadId, Vec<(&WakeEdge, u64, u64)>> = BTreeMap::new();
-        let mut futex_waiters: BTreeMap<(u32, u64), BTreeSet<u32>> = BTreeMap::new();
         for e in session.waits.iter().flat_map(|w| &w.edges) {
             let (ns, n) = match buckets {
                 Some((b0, b1)) => e
@@ -331,12 +328,6 @@ impl<'a> Graph<'a> {
                     .fold((0, 0), |(ns, n), (_, bns, bn)| (ns + bns, n + bn)),
                 None => (e.blocked_ns, e.count),
             };
-            if e.futex_addr != 0 {
-                futex_waiters
-                    .entry((e.wakee_pid, e.futex_addr >> 6))
-                    .or_default()
-                    .insert(e.wakee_tid);
-            }
             if n == 0 {
                 continue;
             }
@@ -348,7 +339,6 @@ impl<'a> Graph<'a> {
             states,
             comms,
             into,
-            futex_waiters,
         }
     }
 
@@ -470,7 +460,8 @@ fn find_consumers(
     g: &Graph,
     side: &BTreeSet<ThreadId>,
     trainers: &BTreeSet<u32>,
-) -> Vec<(ThreadId, String)> {
+    t: &Thresholds,
+) -> Vec<Found> {
     let outside: Vec<ThreadId> = g
         .states
         .keys()
@@ -511,7 +502,7 @@ fn find_consumers(
             .chain(side.iter().map(|&s| g.wakes(id, s).1))
             .sum()
     };
-    let min_wakes = 4;
+    let min_wakes = t.consumer_min_wakes;
     let describe = |_: ThreadId, direct: u64, via: u64| {
         if via > direct {
             format!("fed {via} times through a relay thread of its process by the data side")
@@ -627,7 +618,7 @@ fn sleeping_consumers(g: &Graph, t: &Thresholds) -> Option<(Vec<Found>, BTreeSet
             .iter()
             .map(|&o| g.wakes(id, o).1 + g.wakes(o, id).1)
             .sum();
-        if exchanged < 4 {
+        if exchanged < t.consumer_min_wakes {
             continue;
         }
         consumers.push((
@@ -647,7 +638,8 @@ fn sleeping_consumers(g: &Graph, t: &Thresholds) -> Option<(Vec<Found>, BTreeSet
     (!consumers.is_empty()).then_some((consumers, side))
 }
 
-/// Blocked time of `consumer` ended by the data side (or relays).
+/// Blocked time of `consumer` ended by a hand-off from the data side (or
+/// relays).
 fn data_waits<'a>(
     g: &Graph<'a>,
     consumer: ThreadId,
@@ -658,8 +650,12 @@ fn data_waits<'a>(
         .get(&consumer)
         .into_iter()
         .flatten()
+        // A wait for a lock the consumer contends for with its loaders (the
+        // GIL re-taken after a sleep) is not a wait for data.
         .filter(|(e, _, _)| {
-            waker_id(e).is_some_and(|w| w != consumer && (side.contains(&w) || relays.contains(&w)))
+            !e.futex_shared
+                && waker_id(e)
+                    .is_some_and(|w| w != consumer && (side.contains(&w) || relays.contains(&w)))
         })
         .map(|(e, ns, _)| (*e, *ns))
         .collect()
@@ -683,38 +679,37 @@ impl PathAcc {
     }
 }
 
-const MAX_DEPTH: usize = 6;
-
-/// Whether `waker` holds a lock `wakee` contends for: a futex word (64-byte
-/// granule) that the waker itself waits on too, between two loaders.
-fn is_contended_lock(g: &Graph, e: &WakeEdge, roles: &BTreeMap<ThreadId, Role>) -> bool {
+/// Whether the waker of `e` holds a lock the wakee contends for: a futex
+/// word (64-byte granule) the waker had waited on lately too (the kernel's
+/// `futex_shared`), between two loaders.
+fn is_contended_lock(e: &WakeEdge, roles: &BTreeMap<ThreadId, Role>) -> bool {
     let Some(waker) = waker_id(e) else {
         return false;
     };
     let loader = |id: ThreadId| roles.get(&id) == Some(&Role::Loader);
-    e.futex_addr != 0
-        && loader(waker)
-        && loader((e.wakee_pid, e.wakee_tid))
-        && g.futex_waiters
-            .get(&(e.wakee_pid, e.futex_addr >> 6))
-            .is_some_and(|w| w.contains(&waker.1))
+    e.futex_shared && loader(waker) && loader((e.wakee_pid, e.wakee_tid))
 }
 
-/// Splits `amount` ns of waiting on thread `id` over what `id` was doing.
-fn attribute(
-    g: &Graph,
-    id: ThreadId,
-    amount: f64,
-    path: &mut Vec<ThreadId>,
-    consumers: &BTreeSet<ThreadId>,
-    roles: &BTreeMap<ThreadId, Role>,
-    acc: &mut PathAcc,
-) {
+/// The fixed context of one critical-path walk.
+struct Walk<'g, 'a> {
+    g: &'g Graph<'a>,
+    consumers: &'g BTreeSet<ThreadId>,
+    roles: &'g BTreeMap<ThreadId, Role>,
+    max_depth: usize,
+}
+
+fn attribute(walk: &Walk, id: ThreadId, amount: f64, path: &mut Vec<ThreadId>, acc: &mut PathAcc) {
+    let Walk {
+        g,
+        consumers,
+        roles,
+        max_depth,
+    } = *walk;
     let Some(st) = g.states.get(&id).copied() else {
         acc.add(PathKind::Unattributed, id, amount);
         return;
     };
-    if path.len() >= MAX_DEPTH || amount < 1.0 {
+    if path.len() >= max_depth || amount < 1.0 {
         acc.add(PathKind::Unattributed, id, amount);
         return;
     }
@@ -745,7 +740,7 @@ fn attribute(
                 continue;
             }
             Some(w) if path.contains(&w) || w == id => continue,
-            Some(_) if is_contended_lock(g, e, roles) => Part::Leaf(PathKind::Lock),
+            Some(_) if is_contended_lock(e, roles) => Part::Leaf(PathKind::Lock),
             Some(w) => Part::Thread(w),
             None => Part::Leaf(classify_untraced(e)),
         };
@@ -771,7 +766,7 @@ fn attribute(
         let share = amount * w / total;
         match part {
             Part::Leaf(kind) => acc.add(kind, id, share),
-            Part::Thread(next) => attribute(g, next, share, path, consumers, roles, acc),
+            Part::Thread(next) => attribute(walk, next, share, path, acc),
         }
     }
     path.pop();
@@ -807,7 +802,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
     let mut out = WaitAnalysis::default();
     let (mut side, trainers, side_how) = data_side(session, t);
     let whole = Graph::new(session, None);
-    let mut consumers = find_consumers(&whole, &side, &trainers);
+    let mut consumers = find_consumers(&whole, &side, &trainers, t);
     if consumers.is_empty()
         && let Some((sleepers, partners)) = sleeping_consumers(&whole, t)
     {
@@ -957,7 +952,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
             }
             let (ns, _) = whole.wakes(w, l);
             let life = whole.states.get(&l).map_or(0, StateTime::total).max(1);
-            if ns as f64 / life as f64 >= 0.01 {
+            if ns as f64 / life as f64 >= t.helper_wait_share {
                 roles.insert(
                     w,
                     (
@@ -999,6 +994,12 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
     });
 
     // Data wait and the critical path.
+    let walk = Walk {
+        g: &g,
+        consumers: &consumer_ids,
+        roles: &role_map,
+        max_depth: t.critical_path_max_depth,
+    };
     let mut acc = PathAcc::default();
     let mut total_wait = 0.0;
     for &c in &consumer_ids {
@@ -1029,15 +1030,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
             wait_ns += in_window;
             let Some(w) = waker_id(e) else { continue };
             let mut path = vec![c];
-            attribute(
-                &g,
-                w,
-                in_window as f64,
-                &mut path,
-                &consumer_ids,
-                &role_map,
-                &mut acc,
-            );
+            attribute(&walk, w, in_window as f64, &mut path, &mut acc);
         }
         // Off-CPU time is accounted when a thread comes back on a CPU, so a
         // wait that spans a bucket boundary lands in one bucket: the
@@ -1264,7 +1257,7 @@ mod tests {
             wakee_tid: wakee.1,
             wakee_state: "sleeping".into(),
             syscall: Some(syscall.into()),
-            futex_addr: 0,
+            futex_shared: false,
             blocked_ns: ns_per_bucket * BUCKETS as u64,
             count: n_per_bucket * BUCKETS as u64,
             first_s: 0.5,
@@ -1288,9 +1281,10 @@ mod tests {
         }
     }
 
-    fn futex(waker: (u32, u32), wakee: (u32, u32), addr: u64, ns: u64) -> WakeEdge {
+    /// A futex wait; `shared`: the waker waited on the same word lately.
+    fn futex(waker: (u32, u32), wakee: (u32, u32), shared: bool, ns: u64) -> WakeEdge {
         WakeEdge {
-            futex_addr: addr,
+            futex_shared: shared,
             ..edge(waker, wakee, "futex", ns, 100)
         }
     }
@@ -1421,12 +1415,12 @@ mod tests {
             edge(FEEDER, TRAINER, "poll", consumer_wait_ms * MS, 10),
             timer(TRAINER, consumer_sleep * MS),
             // The worker hands results to its feeder thread.
-            futex(WORKER, FEEDER, 0x1000, 995 * MS),
+            futex(WORKER, FEEDER, false, 995 * MS),
             // The next index comes from the trainer (backpressure).
             edge(TRAINER, WORKER, "read", idle_ms * MS, 10),
             // Fork-join: the worker waits on pool thread 202.
-            futex((200, 202), WORKER, 0x2000, 150 * MS),
-            futex(WORKER, (200, 202), 0x3000, 800 * MS),
+            futex((200, 202), WORKER, false, 150 * MS),
+            futex(WORKER, (200, 202), false, 800 * MS),
         ];
         session(&threads, &[(100, 0), (200, 100)], edges)
     }
@@ -1542,9 +1536,10 @@ mod tests {
                 read_bytes: 50 << 20,
             });
             edges.push(edge(l, main, "futex", 195 * MS, 5));
-            // Each waits on the one lock (0x5000), released by the next.
+            // Each waits on the one lock, released by the next, which
+            // waited on it too.
             let next = loaders[(i + 1) % loaders.len()];
-            edges.push(futex(next, l, 0x5000, 700 * MS));
+            edges.push(futex(next, l, true, 700 * MS));
         }
         let s = session(&threads, &[(300, 0)], edges);
         let a = analysis::analyze(&s, &Thresholds::default());
@@ -1561,11 +1556,19 @@ mod tests {
 
     #[test]
     fn fork_join_on_a_pool_is_not_lock_contention() {
-        // The same futex word for the pool's work queue, but the pool thread
-        // never waits on the word the worker waits on: a hand-off.
-        let s = dataloader(600, 300);
+        // The pool thread never waits on the word the worker waits on: a
+        // hand-off. A shared word between a loader and a helper is not
+        // contention among loaders either.
+        let mut s = dataloader(600, 300);
         let w = analyze(&s, &Thresholds::default()).unwrap();
         assert_eq!(w.share(&[PathKind::Lock]), 0.0);
+        for e in &mut s.waits.as_mut().unwrap().edges {
+            if (e.waker_pid, e.waker_tid) == (200, 202) {
+                e.futex_shared = true;
+            }
+        }
+        let w = analyze(&s, &Thresholds::default()).unwrap();
+        assert_eq!(w.share(&[PathKind::Lock]), 0.0, "{:?}", w.critical_path);
     }
 
     #[test]

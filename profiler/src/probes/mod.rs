@@ -348,7 +348,6 @@ impl ProbeSet {
             .map_max_entries("ONCPU_START", pid_slots)
             .map_max_entries("OFFCPU_START", pid_slots)
             .map_max_entries("SYSCALL_START", pid_slots)
-            .map_max_entries("FUTEX_ADDR", pid_slots)
             .map_max_entries("SYSCALL_THREAD", pid_slots)
             .map_max_entries("PY_OFFCPU_PENDING", pid_slots)
             .map_max_entries("OFFCPU_PENDING_FLAG", pid_slots)

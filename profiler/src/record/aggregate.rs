@@ -540,7 +540,7 @@ pub fn wait_graph(
                 wakee_tid: k.wakee_tid,
                 wakee_state: offcpu_state_name(k.wakee_state).to_string(),
                 syscall: (k.syscall != WAKE_NO_SYSCALL).then(|| syscall_name(u32::from(k.syscall))),
-                futex_addr: k.futex_addr,
+                futex_shared: k.futex_shared != 0,
                 blocked_ns: acc.blocked_ns,
                 count: acc.count,
                 first_s: seconds(acc.first_ns),
@@ -826,8 +826,8 @@ mod tests {
             wakee_state: offcpu_state::SLEEPING as u8,
             waker_kind: waker_kind::TASK,
             syscall: 202,
-            _pad: 0,
-            futex_addr: 0x1000,
+            futex_shared: 1,
+            _pad: [0; 3],
         }
     }
 
@@ -855,7 +855,7 @@ mod tests {
             waker_tid: 1,
             waker_kind: waker_kind::TIMER,
             syscall: WAKE_NO_SYSCALL,
-            futex_addr: 0,
+            futex_shared: 0,
             ..wake_key(0, 3)
         };
         let acc = |blocked_ns, first_ns| WakeAcc {
@@ -893,6 +893,8 @@ mod tests {
         assert_eq!(second.waker_kind, "task");
         assert!(second.waker_traced);
         assert_eq!(second.syscall.as_deref(), Some("futex"));
+        assert!(second.futex_shared);
+        assert!(!first.futex_shared);
         assert_eq!(second.waker_comm, "worker");
         assert!((second.first_s - 0.5).abs() < 1e-9);
         assert!((second.last_s - 2.5).abs() < 1e-9);

@@ -139,9 +139,10 @@ pub struct WakeEdge {
     /// The syscall the wakee blocked in, when known.
     #[serde(default)]
     pub syscall: Option<String>,
-    /// The futex word of a futex wait (0: not a futex wait).
+    /// A futex wait on a word the waker had waited on lately too: a lock
+    /// both contend for (false: a hand-off, or not a futex wait).
     #[serde(default)]
-    pub futex_addr: u64,
+    pub futex_shared: bool,
     /// Σ blocked time these wake-ups ended, ns.
     pub blocked_ns: u64,
     pub count: u64,
