@@ -132,6 +132,10 @@ fn real_recordings_get_their_labels_and_golden_verdicts() {
             ));
         }
         golden(name, "verdict.json", &report::verdict_json(&a).unwrap());
+        if a.verdict.rules == "wait-graph" {
+            // The "Who waits for whom" section on real graphs.
+            golden(name, "report.md", &report::render_markdown(&session, &a));
+        }
     }
     println!(
         "real recording accuracy: {}/{}",

@@ -1353,6 +1353,10 @@ mod tests {
         }
     }
 
+    fn assert_verdict(a: &analysis::Analysis, want: VerdictId) {
+        assert_eq!(a.verdict.verdict, want, "{}", a.verdict.headline);
+    }
+
     const MS: u64 = 1_000_000;
     const TRAINER: (u32, u32) = (100, 100);
     const WORKER: (u32, u32) = (200, 200);
@@ -1479,12 +1483,7 @@ mod tests {
             }
         }
         let a = analysis::analyze(&s, &Thresholds::default());
-        assert_eq!(
-            a.verdict.verdict,
-            VerdictId::CpuBoundReader,
-            "{}",
-            a.verdict.headline
-        );
+        assert_verdict(&a, VerdictId::CpuBoundReader);
         assert_eq!(a.verdict.rules, "wait-graph");
         // The same session read by summed thread time: the workers' threads
         // sleep on futexes most of the time.
@@ -1493,24 +1492,14 @@ mod tests {
         old.info.format_version = 1;
         let a = analysis::analyze(&old, &Thresholds::default());
         assert_eq!(a.verdict.rules, "format-1");
-        assert_eq!(
-            a.verdict.verdict,
-            VerdictId::LockContention,
-            "{}",
-            a.verdict.headline
-        );
+        assert_verdict(&a, VerdictId::LockContention);
     }
 
     #[test]
     fn a_consumer_that_hardly_waits_is_compute_bound() {
         let s = dataloader(10, 300);
         let a = analysis::analyze(&s, &Thresholds::default());
-        assert_eq!(
-            a.verdict.verdict,
-            VerdictId::ComputeBound,
-            "{}",
-            a.verdict.headline
-        );
+        assert_verdict(&a, VerdictId::ComputeBound);
         let au = a.verdict.kernel_au_percentage.unwrap();
         assert!(au > 95.0, "{au}");
     }
@@ -1546,12 +1535,7 @@ mod tests {
         let w = a.wait.as_ref().unwrap();
         assert_eq!((w.consumers[0].pid, w.consumers[0].tid), main);
         assert!(w.share(&[PathKind::Lock]) > 0.6, "{:?}", w.critical_path);
-        assert_eq!(
-            a.verdict.verdict,
-            VerdictId::LockContention,
-            "{}",
-            a.verdict.headline
-        );
+        assert_verdict(&a, VerdictId::LockContention);
     }
 
     #[test]
