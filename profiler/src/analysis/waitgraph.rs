@@ -384,7 +384,7 @@ fn parents(session: &Session) -> BTreeMap<u32, u32> {
 /// The data side: reader threads, and every thread of a worker process
 /// (a traced process whose parent is traced) that holds a reader; and the
 /// trainers, the parents of those processes.
-fn data_side(session: &Session, t: &Thresholds) -> (BTreeSet<ThreadId>, BTreeSet<u32>, String) {
+fn data_side(session: &Session, t: &Thresholds) -> DataSide {
     let total_read: u64 = session.threads.iter().map(|t| t.read_bytes).sum();
     let mut readers: BTreeSet<ThreadId> = BTreeSet::new();
     let mut how = String::new();
@@ -436,8 +436,9 @@ fn data_side(session: &Session, t: &Thresholds) -> (BTreeSet<ThreadId>, BTreeSet
         .filter(|p| workers.contains_key(p) && !trainers.contains(p))
         .collect();
     let mut side: BTreeSet<ThreadId> = readers
-        .into_iter()
+        .iter()
         .filter(|r| !trainers.contains(&r.0))
+        .copied()
         .collect();
     side.extend(
         session
@@ -446,7 +447,23 @@ fn data_side(session: &Session, t: &Thresholds) -> (BTreeSet<ThreadId>, BTreeSet
             .filter(|th| worker_pids.contains(&th.pid))
             .map(|th| (th.pid, th.tid)),
     );
-    (side, trainers, how)
+    DataSide {
+        side,
+        readers,
+        trainers,
+        how,
+    }
+}
+
+/// What [`data_side`] found.
+struct DataSide {
+    /// Readers and the threads of their worker processes.
+    side: BTreeSet<ThreadId>,
+    readers: BTreeSet<ThreadId>,
+    /// Parents of the readers' processes.
+    trainers: BTreeSet<u32>,
+    /// How the readers were chosen, in words.
+    how: String,
 }
 
 /// Finds the consumers. With worker processes (a DataLoader's), the
@@ -482,11 +499,13 @@ fn find_consumers(
         .copied()
         .filter(|&r| fed_direct(r) > 0)
         .collect();
+    // A relay passes on at most what it was fed (a launcher's I/O thread
+    // woken twice by its child is no pipeline).
     let through = |id: ThreadId| -> u64 {
         relays
             .iter()
             .filter(|&&r| r != id && r.0 == id.0)
-            .map(|&r| g.wakes(r, id).1)
+            .map(|&r| g.wakes(r, id).1.min(fed_direct(r)))
             .sum()
     };
     // What a thread sends to the data side: its wake-ups of side threads
@@ -800,9 +819,23 @@ fn classify_untraced(e: &WakeEdge) -> PathKind {
 pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
     let waits = session.waits.as_ref()?;
     let mut out = WaitAnalysis::default();
-    let (mut side, trainers, side_how) = data_side(session, t);
+    let DataSide {
+        mut side,
+        readers,
+        trainers,
+        how: side_how,
+    } = data_side(session, t);
     let whole = Graph::new(session, None);
     let mut consumers = find_consumers(&whole, &side, &trainers, t);
+    if consumers.is_empty() && !trainers.is_empty() {
+        // The readers' parents feed on nothing: launchers (mpirun's orted, a
+        // shell); the consumer is then in the readers' own processes, as in
+        // an MPI rank whose read threads feed its main thread.
+        consumers = find_consumers(&whole, &readers, &BTreeSet::new(), t);
+        if !consumers.is_empty() {
+            side = readers;
+        }
+    }
     if consumers.is_empty()
         && let Some((sleepers, partners)) = sleeping_consumers(&whole, t)
     {

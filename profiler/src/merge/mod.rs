@@ -52,9 +52,13 @@ pub struct HostRow {
     pub headline: String,
     pub confidence: f64,
     pub duration_s: f64,
-    /// Reader threads' share of time in uninterruptible sleep (block I/O,
-    /// page-cache misses): the figure compared across hosts.
+    /// Share of time lost to block I/O (uninterruptible sleep: block I/O,
+    /// page-cache misses): the figure compared across hosts. With the
+    /// wake-up graph, the consumer's time waiting for data that the
+    /// critical path spent in D state; else the reader threads' share of
+    /// their own time.
     pub reader_io_wait_share: f64,
+    /// Readers on CPU, on the same basis as `reader_io_wait_share`.
     pub reader_on_cpu_share: f64,
     /// Readers asleep (idle: prefetch queue full, or waiting for work).
     pub reader_sleeping_share: f64,
@@ -83,6 +87,13 @@ impl HostRow {
         complete: bool,
     ) -> Self {
         let f = &a.features;
+        // Critical-path shares are of the consumer's data wait: weighted by
+        // it, a host whose consumer hardly waits compares as hardly waiting
+        // on I/O, whatever its few waits were spent on.
+        let data_wait = match &f.consumer {
+            Some(c) if c.from_wait_graph => (1.0 - c.sleep_share).clamp(0.0, 1.0),
+            _ => 1.0,
+        };
         HostRow {
             host,
             hostname,
@@ -91,9 +102,9 @@ impl HostRow {
             headline: a.verdict.headline.clone(),
             confidence: a.verdict.confidence,
             duration_s: f.duration_s,
-            reader_io_wait_share: f.reader_blocked_io_share,
-            reader_on_cpu_share: f.reader_on_cpu_share,
-            reader_sleeping_share: f.reader_sleeping_share,
+            reader_io_wait_share: f.reader_blocked_io_share * data_wait,
+            reader_on_cpu_share: f.reader_on_cpu_share * data_wait,
+            reader_sleeping_share: f.reader_sleeping_share * data_wait,
             consumer_sleep_share: f.consumer.as_ref().map(|c| c.sleep_share),
             bench_au_percentage: f.bench.as_ref().and_then(|b| b.au_percentage),
             read_syscall_mib_per_s: f.read_syscall_mib_per_s,

@@ -487,6 +487,8 @@ mod tests {
     }
 
     #[test]
+    // Its own frame is looked for: the harness's closure must not inline it.
+    #[inline(never)]
     fn unwinds_a_captured_sample_of_this_process() {
         let sample = nested_capture_level_one(1 << 20);
         let (frames, end) = symbolized(&sample);
