@@ -536,7 +536,9 @@ fn find_consumers(
                 .iter()
                 .filter(|id| id.0 == trainer)
                 .map(|&id| (id, fed_direct(id), through(id), sends(id)))
-                .filter(|(_, d, v, s)| d + v + s >= min_wakes)
+                // A trainer hands its workers work (the next indices); a
+                // launcher (mpirun's orted, a shell) only reads their output.
+                .filter(|(_, d, v, s)| *s >= min_wakes && d + v + s >= min_wakes)
                 .collect();
             let main = threads.iter().find(|(id, ..)| is_main_thread(*id));
             let pick = main.or_else(|| threads.iter().max_by_key(|(_, d, v, s)| d + v + s));
@@ -644,8 +646,8 @@ fn sleeping_consumers(g: &Graph, t: &Thresholds) -> Option<(Vec<Found>, BTreeSet
             id,
             format!(
                 "asleep in timed sleeps (emulated compute) {:.0}% of its life, and exchanges \
-                 {exchanged} wake-ups with {} thread(s) that feed it (no significant read \
-                 syscalls to find the readers by)",
+                 {exchanged} wake-ups with {} thread(s) that feed it (found by its compute: \
+                 the readers' wake-ups alone did not single it out)",
                 share * 100.0,
                 partners.len()
             ),
