@@ -346,6 +346,17 @@ impl<'a> Graph<'a> {
         self.comms.get(&id).cloned().unwrap_or_default()
     }
 
+    /// Time `id` spent in timed sleeps a timer ended (emulated compute), ns.
+    fn timer_sleep_ns(&self, id: ThreadId) -> u64 {
+        self.into
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter(|(e, _, _)| is_timer_sleep(e))
+            .map(|(_, ns, _)| ns)
+            .sum()
+    }
+
     /// Wake-ups of `to` by `from` in the window.
     fn wakes(&self, from: ThreadId, to: ThreadId) -> (u64, u64) {
         self.into.get(&to).map_or((0, 0), |v| {
@@ -569,15 +580,7 @@ fn find_consumers(
         }
     }
     let timer_sleep = |id: ThreadId| -> f64 {
-        let ns: u64 = g
-            .into
-            .get(&id)
-            .into_iter()
-            .flatten()
-            .filter(|(e, _, _)| is_timer_sleep(e))
-            .map(|(_, ns, _)| ns)
-            .sum();
-        ns as f64 / g.states.get(&id).map_or(0, StateTime::total).max(1) as f64
+        g.timer_sleep_ns(id) as f64 / g.states.get(&id).map_or(0, StateTime::total).max(1) as f64
     };
     let scored: Vec<(ThreadId, u64, u64, f64)> = outside
         .iter()
@@ -617,15 +620,7 @@ fn sleeping_consumers(g: &Graph, t: &Thresholds) -> Option<(Vec<Found>, BTreeSet
     let mut consumers = Vec::new();
     let mut side = BTreeSet::new();
     for (&id, st) in &g.states {
-        let sleep: u64 = g
-            .into
-            .get(&id)
-            .into_iter()
-            .flatten()
-            .filter(|(e, _, _)| is_timer_sleep(e))
-            .map(|(_, ns, _)| ns)
-            .sum();
-        let share = sleep as f64 / st.total().max(1) as f64;
+        let share = g.timer_sleep_ns(id) as f64 / st.total().max(1) as f64;
         if share < t.consumer_sleep_share {
             continue;
         }
@@ -1076,17 +1071,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
             Some(_) => own.total(),
             None => ((end_s - start_s).max(0.0) * 1e9) as u64,
         };
-        let compute_ns: u64 = g
-            .into
-            .get(&c)
-            .into_iter()
-            .flatten()
-            .filter(|(e, _, _)| is_timer_sleep(e))
-            .map(|(e, ns, _)| match buckets {
-                Some(_) => *ns,
-                None => e.blocked_ns,
-            })
-            .sum();
+        let compute_ns = g.timer_sleep_ns(c);
         // A consumer that emulates compute with timed sleeps (DLIO, the
         // bench) computes only inside its sleep call: its own time on CPU
         // (unpickling a batch, queue bookkeeping) is fetching, as DLIO
