@@ -51,9 +51,60 @@ pub struct ProbeConfig {
     /// Byte offset of `task_struct.thread.fsbase` (from the kernel's BTF;
     /// 0: unknown), for `py_tstate::BY_PTHREAD`.
     pub task_fsbase: u32,
-    pub _pad: u32,
+    /// Byte offset of `task_struct.pid` (the thread id; from BTF, 0:
+    /// unknown), for the `sched_waking` raw tracepoint.
+    pub task_pid: u32,
+    /// Where the block raw tracepoints find a request's fields.
+    pub block: BlockLayout,
 }
-const _: () = assert!(core::mem::size_of::<ProbeConfig>() == 24);
+const _: () = assert!(core::mem::size_of::<ProbeConfig>() == 52);
+
+/// Byte offsets (from the kernel's BTF) of the `struct request` fields the
+/// block raw tracepoints read. Raw tracepoints get the request pointer, not
+/// the formatted record; they are used because a classic tracepoint's BPF
+/// program is skipped whenever it fires inside another classic tracepoint
+/// or perf-event program on the same CPU (a completion interrupt landing in
+/// a running probe), while a raw tracepoint is only skipped when it nests
+/// in itself.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockLayout {
+    /// `request.q` (a `struct request_queue *`).
+    pub request_queue: u32,
+    /// `request.cmd_flags` (`blk_opf_t`: the low 8 bits are the operation).
+    pub request_cmd_flags: u32,
+    /// `request.__data_len` (bytes, `unsigned int`).
+    pub request_data_len: u32,
+    /// `request.__sector` (`sector_t`).
+    pub request_sector: u32,
+    /// `request_queue.disk` (a `struct gendisk *`).
+    pub queue_disk: u32,
+    /// `gendisk.major` and `gendisk.first_minor` (`int`).
+    pub disk_major: u32,
+    pub disk_first_minor: u32,
+}
+const _: () = assert!(core::mem::size_of::<BlockLayout>() == 28);
+
+/// Block operations: `cmd_flags & BLOCK_OP_MASK` (`REQ_OP_BITS` is 8).
+pub mod block_op {
+    pub const MASK: u32 = 0xff;
+    pub const READ: u32 = 0;
+    pub const WRITE: u32 = 1;
+    pub const FLUSH: u32 = 2;
+    pub const DISCARD: u32 = 3;
+
+    /// The operation's letter, as the block tracepoints' `rwbs` starts
+    /// ('N' for the rest).
+    pub const fn letter(cmd_flags: u32) -> u8 {
+        match cmd_flags & MASK {
+            READ => b'R',
+            WRITE => b'W',
+            FLUSH => b'F',
+            DISCARD => b'D',
+            _ => b'N',
+        }
+    }
+}
 
 /// Largest user-stack window a CPU sample can copy (a power of two: the
 /// probe masks the length with `MAX_STACK_BYTES - 1` for the verifier).
@@ -585,10 +636,13 @@ pub struct BlockInflight {
     /// tgid of the task that created the request (`block_io_start`), or of
     /// the issuing task (may be a kworker) when the creation was not seen.
     pub tgid: u32,
-    /// `rwbs` from the tracepoint ("R", "WS", "FWS", ...), NUL padded.
+    /// The operation's letter (`block_op::letter`), NUL padded.
     pub rwbs: [u8; 8],
+    /// Kernel-internal dev_t of the request's disk.
+    pub dev: u32,
+    pub _pad: u32,
 }
-const _: () = assert!(core::mem::size_of::<BlockInflight>() == 24);
+const _: () = assert!(core::mem::size_of::<BlockInflight>() == 32);
 
 /// A completed block request (ring buffer `BLOCK_EVENTS`).
 #[repr(C)]
@@ -673,6 +727,7 @@ mod pod {
         SyscallStart,
         OffCpuStart,
         BlockKey,
+        BlockLayout,
         BlockInflight,
         BlockEvent,
         ProcEvent,

@@ -30,7 +30,8 @@
 //! - `block_io_start` (tracepoint, submitter's context): who created a request,
 //!   keyed by (dev, sector), so a request a kworker later issues (plug flush,
 //!   requeue) is still attributed to the process that asked for it.
-//! - `block_rq_issue/complete` (tracepoints): completed requests → ring buffer.
+//! - `block_rq_issue/complete` (raw tracepoints, see `BlockLayout`): completed
+//!   requests → ring buffer.
 //! - `filemap_add_to_page_cache` (tracepoint): page-cache misses per thread.
 //! - `sched_waking` (tracepoint, waker's context): the wake-up graph. A
 //!   traced thread's blocked interval (from its switch-out) ends here; it is
@@ -39,7 +40,9 @@
 //!   from `FUTEX_WAITERS` that `sys_enter` keeps) in `WAKE_EDGES`, with the
 //!   waker's stacks sampled. Interrupt
 //!   wakers are told from tasks by per-CPU depth counters that
-//!   `irq_handler_*`, `softirq_*` and `hrtimer_expire_*` keep.
+//!   `irq_handler_*`, `softirq_*` and `hrtimer_expire_*` keep (raw
+//!   tracepoints: a classic one is skipped inside another probe, and a
+//!   missed exit would leave its counter raised).
 #![no_std]
 #![no_main]
 
@@ -60,7 +63,7 @@ use storprof_common::{
     PyFrameRecord, PyOffCpuSample, PyProcess, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
     SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
     USER_STACK_PREFIX, UserStackHeader, UserStackSample, WAKE_NO_SYSCALL, WAKER_STACK_EVERY,
-    WakeAcc, WakeKey, irq_context, is_read_family, is_write_family, log2_bucket, lost,
+    WakeAcc, WakeKey, block_op, irq_context, is_read_family, is_write_family, log2_bucket, lost,
     offcpu_state, proc_event, py_status, py_tstate, waker_kind,
 };
 
@@ -138,8 +141,9 @@ static SYSCALL_POOL_KEY: Array<SyscallKey> =
 /// `SYSCALL_THREAD` value of a thread without a slot of its own.
 const NO_SLOT: u32 = u32::MAX;
 
+/// In-flight requests by `struct request` address (unique while in flight).
 #[map]
-static BLOCK_INFLIGHT: HashMap<BlockKey, BlockInflight> = HashMap::with_max_entries(16384, 0);
+static BLOCK_INFLIGHT: HashMap<u64, BlockInflight> = HashMap::with_max_entries(16384, 0);
 
 /// tgid that created a request (`block_io_start`), taken at issue. LRU: a
 /// request whose sector changes before issue (front merge) would otherwise
@@ -1218,61 +1222,95 @@ pub fn block_io_start(ctx: TracePointContext) -> u32 {
     0
 }
 
-#[tracepoint]
-pub fn block_rq_issue(ctx: TracePointContext) -> u32 {
-    // Format: dev@8 u32, sector@16 u64, bytes@28 u32, rwbs@34 char[10].
-    let key = BlockKey {
-        dev: field(&ctx, 8),
+/// Reads a kernel value at `base + offset` (0 when unreadable).
+#[inline(always)]
+fn kernel_read<T: Copy + Default>(base: u64, offset: u32) -> T {
+    // SAFETY: the checked helper copies from kernel memory and fails
+    // instead of faulting on a bad address.
+    unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((base + offset as u64) as *const T) }
+        .unwrap_or_default()
+}
+
+#[raw_tracepoint(tracepoint = "block_rq_issue")]
+pub fn block_rq_issue(ctx: RawTracePointContext) -> u32 {
+    // Arguments: (struct request *rq). Fields at `ProbeConfig::block`.
+    // Unset until user space has read the layout (`__data_len` is never
+    // the first member).
+    let Some(layout) = CONFIG.get(0).map(|c| c.block) else {
+        return 0;
+    };
+    if layout.request_data_len == 0 {
+        return 0;
+    }
+    let rq: u64 = ctx.arg(0);
+    let queue: u64 = kernel_read(rq, layout.request_queue);
+    let disk: u64 = if queue == 0 {
+        0
+    } else {
+        kernel_read(queue, layout.queue_disk)
+    };
+    let dev = if disk == 0 {
+        0
+    } else {
+        let major: u32 = kernel_read(disk, layout.disk_major);
+        let minor: u32 = kernel_read(disk, layout.disk_first_minor);
+        (major << 20) | (minor & 0xfffff)
+    };
+    let cmd_flags: u32 = kernel_read(rq, layout.request_cmd_flags);
+    let submitted = BlockKey {
+        dev,
         _pad: 0,
-        sector: field(&ctx, 16),
+        sector: kernel_read(rq, layout.request_sector),
     };
     // Attribution: a re-issued (requeued) request keeps its owner; a new one
     // belongs to the task that created it; the issuing task only when the
     // creation was not seen (no block_io_start, or bio-based device).
     // SAFETY: values are copied out at once.
-    let tgid = match unsafe { BLOCK_INFLIGHT.get(key) } {
+    let tgid = match unsafe { BLOCK_INFLIGHT.get(rq) } {
         Some(prev) => prev.tgid,
         // SAFETY: as above.
-        None => match unsafe { BLOCK_SUBMITTER.get(key) }.copied() {
+        None => match unsafe { BLOCK_SUBMITTER.get(submitted) }.copied() {
             Some(submitter) => {
-                let _ = BLOCK_SUBMITTER.remove(key);
+                let _ = BLOCK_SUBMITTER.remove(submitted);
                 submitter
             }
             None => (bpf_get_current_pid_tgid() >> 32) as u32,
         },
     };
+    let mut rwbs = [0u8; 8];
+    rwbs[0] = block_op::letter(cmd_flags);
     let inflight = BlockInflight {
         issue_ns: now_ns(),
-        bytes: field(&ctx, 28),
+        bytes: kernel_read(rq, layout.request_data_len),
         tgid,
-        rwbs: field(&ctx, 34),
+        rwbs,
+        dev,
+        _pad: 0,
     };
-    if BLOCK_INFLIGHT.insert(key, inflight, 0).is_err() {
+    if BLOCK_INFLIGHT.insert(rq, inflight, 0).is_err() {
         count_lost(lost::BLOCK_INFLIGHT_FULL);
     }
     0
 }
 
-#[tracepoint]
-pub fn block_rq_complete(ctx: TracePointContext) -> u32 {
-    // Format: dev@8 u32, sector@16 u64, error@28 i32.
-    let key = BlockKey {
-        dev: field(&ctx, 8),
-        _pad: 0,
-        sector: field(&ctx, 16),
-    };
+#[raw_tracepoint(tracepoint = "block_rq_complete")]
+pub fn block_rq_complete(ctx: RawTracePointContext) -> u32 {
+    // Arguments: (struct request *rq, blk_status_t error, unsigned int nr_bytes).
+    let rq: u64 = ctx.arg(0);
     // SAFETY: the value is copied out before the entry is removed.
-    let Some(inflight) = (unsafe { BLOCK_INFLIGHT.get(key) }).copied() else {
+    let Some(inflight) = (unsafe { BLOCK_INFLIGHT.get(rq) }).copied() else {
         return 0;
     };
-    let _ = BLOCK_INFLIGHT.remove(key);
+    let _ = BLOCK_INFLIGHT.remove(rq);
+    let status: u64 = ctx.arg(1);
     let event = BlockEvent {
-        dev: key.dev,
+        dev: inflight.dev,
         bytes: inflight.bytes,
         issue_ns: inflight.issue_ns,
         complete_ns: now_ns(),
         tgid: inflight.tgid,
-        error: field(&ctx, 28),
+        // A `blk_status_t`: 0 is success.
+        error: (status & 0xff) as i32,
         rwbs: inflight.rwbs,
     };
     if BLOCK_EVENTS.output::<BlockEvent>(&event, 0).is_err() {
@@ -1315,10 +1353,16 @@ fn current_waker_kind(tgid: u32) -> u8 {
     }
 }
 
-#[tracepoint]
-pub fn sched_waking(ctx: TracePointContext) -> u32 {
+#[raw_tracepoint(tracepoint = "sched_waking")]
+pub fn sched_waking(ctx: RawTracePointContext) -> u32 {
     // Format (checked by user space): pid@24 i32. `current` is the waker.
-    let wakee_tid: u32 = field(&ctx, 24);
+    // Arguments: (struct task_struct *p); `ProbeConfig::task_pid` is set
+    // before this attaches.
+    let task_pid = CONFIG.get(0).map_or(0, |c| c.task_pid);
+    if task_pid == 0 {
+        return 0;
+    }
+    let wakee_tid: u32 = kernel_read(ctx.arg::<u64>(0), task_pid);
     let Some(off) = OFFCPU_START.get_ptr_mut(wakee_tid) else {
         return 0;
     };
@@ -1408,38 +1452,38 @@ fn irq_depth_add(index: u32, enter: bool) {
     }
 }
 
-#[tracepoint]
-pub fn irq_handler_entry(_ctx: TracePointContext) -> u32 {
+#[raw_tracepoint(tracepoint = "irq_handler_entry")]
+pub fn irq_handler_entry(_ctx: RawTracePointContext) -> u32 {
     irq_depth_add(irq_context::HARDIRQ, true);
     0
 }
 
-#[tracepoint]
-pub fn irq_handler_exit(_ctx: TracePointContext) -> u32 {
+#[raw_tracepoint(tracepoint = "irq_handler_exit")]
+pub fn irq_handler_exit(_ctx: RawTracePointContext) -> u32 {
     irq_depth_add(irq_context::HARDIRQ, false);
     0
 }
 
-#[tracepoint]
-pub fn softirq_entry(_ctx: TracePointContext) -> u32 {
+#[raw_tracepoint(tracepoint = "softirq_entry")]
+pub fn softirq_entry(_ctx: RawTracePointContext) -> u32 {
     irq_depth_add(irq_context::SOFTIRQ, true);
     0
 }
 
-#[tracepoint]
-pub fn softirq_exit(_ctx: TracePointContext) -> u32 {
+#[raw_tracepoint(tracepoint = "softirq_exit")]
+pub fn softirq_exit(_ctx: RawTracePointContext) -> u32 {
     irq_depth_add(irq_context::SOFTIRQ, false);
     0
 }
 
-#[tracepoint]
-pub fn hrtimer_expire_entry(_ctx: TracePointContext) -> u32 {
+#[raw_tracepoint(tracepoint = "hrtimer_expire_entry")]
+pub fn hrtimer_expire_entry(_ctx: RawTracePointContext) -> u32 {
     irq_depth_add(irq_context::TIMER, true);
     0
 }
 
-#[tracepoint]
-pub fn hrtimer_expire_exit(_ctx: TracePointContext) -> u32 {
+#[raw_tracepoint(tracepoint = "hrtimer_expire_exit")]
+pub fn hrtimer_expire_exit(_ctx: RawTracePointContext) -> u32 {
     irq_depth_add(irq_context::TIMER, false);
     0
 }

@@ -187,6 +187,34 @@ pub fn task_fsbase_offset() -> Result<u32, BtfError> {
     KernelTypes::parse(&data)?.offset_of("task_struct", &["thread", "fsbase"])
 }
 
+/// The byte offset of `task_struct.pid` (the thread id) in the running kernel.
+pub fn task_pid_offset() -> Result<u32, BtfError> {
+    let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|_| BtfError::BadHeader)?;
+    KernelTypes::parse(&data)?.offset_of("task_struct", &["pid"])
+}
+
+/// Where `struct request`'s fields are in the running kernel, for the block
+/// raw tracepoints.
+pub fn block_layout() -> Result<storprof_common::BlockLayout, BtfError> {
+    let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|_| BtfError::BadHeader)?;
+    KernelTypes::parse(&data)?.block_layout()
+}
+
+impl KernelTypes {
+    /// [`block_layout`] from parsed types.
+    pub fn block_layout(&self) -> Result<storprof_common::BlockLayout, BtfError> {
+        Ok(storprof_common::BlockLayout {
+            request_queue: self.offset_of("request", &["q"])?,
+            request_cmd_flags: self.offset_of("request", &["cmd_flags"])?,
+            request_data_len: self.offset_of("request", &["__data_len"])?,
+            request_sector: self.offset_of("request", &["__sector"])?,
+            queue_disk: self.offset_of("request_queue", &["disk"])?,
+            disk_major: self.offset_of("gendisk", &["major"])?,
+            disk_first_minor: self.offset_of("gendisk", &["first_minor"])?,
+        })
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -276,5 +304,26 @@ mod tests {
         }
         let offset = task_fsbase_offset().unwrap();
         assert!(offset > 0 && offset.is_multiple_of(8), "{offset}");
+        let pid = task_pid_offset().unwrap();
+        assert!(pid > 0 && pid.is_multiple_of(4), "{pid}");
+        // `tgid` follows `pid`.
+        let data = std::fs::read("/sys/kernel/btf/vmlinux").unwrap();
+        let types = KernelTypes::parse(&data).unwrap();
+        assert_eq!(types.offset_of("task_struct", &["tgid"]), Ok(pid + 4));
+    }
+
+    #[test]
+    fn the_running_kernel_has_the_block_request_fields() {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            eprintln!("skipped: no /sys/kernel/btf/vmlinux");
+            return;
+        }
+        let layout = block_layout().unwrap();
+        // `q` leads `struct request`; the others follow it, aligned.
+        assert_eq!(layout.request_queue, 0);
+        assert!(layout.request_sector > 0 && layout.request_sector.is_multiple_of(8));
+        assert!(layout.request_data_len > 0 && layout.request_data_len.is_multiple_of(4));
+        assert!(layout.request_cmd_flags > 0 && layout.queue_disk > 0);
+        assert_eq!(layout.disk_first_minor, layout.disk_major + 4, "{layout:?}");
     }
 }

@@ -59,18 +59,10 @@ pub const TRACEPOINT_FIELDS: &[(&str, &str, &str, usize)] = &[
     ("sched", "sched_switch", "prev_pid", 24),
     ("sched", "sched_switch", "prev_state", 32),
     ("sched", "sched_switch", "next_pid", 56),
-    ("sched", "sched_waking", "pid", 24),
     ("sched", "sched_process_fork", "child_pid", 20),
     ("sched", "sched_process_exit", "group_dead", 32),
     ("block", "block_io_start", "dev", 8),
     ("block", "block_io_start", "sector", 16),
-    ("block", "block_rq_issue", "dev", 8),
-    ("block", "block_rq_issue", "sector", 16),
-    ("block", "block_rq_issue", "bytes", 28),
-    ("block", "block_rq_issue", "rwbs", 34),
-    ("block", "block_rq_complete", "dev", 8),
-    ("block", "block_rq_complete", "sector", 16),
-    ("block", "block_rq_complete", "error", 28),
     ("filemap", "mm_filemap_add_to_page_cache", "order", 36),
 ];
 
@@ -128,12 +120,12 @@ pub const PROGRAMS: &[(&str, &str, Attach)] = &[
     (
         "block_rq_issue",
         family::BLOCK,
-        Attach::TracePoint("block", "block_rq_issue"),
+        Attach::RawTracePoint("block_rq_issue"),
     ),
     (
         "block_rq_complete",
         family::BLOCK,
-        Attach::TracePoint("block", "block_rq_complete"),
+        Attach::RawTracePoint("block_rq_complete"),
     ),
     (
         "filemap_add_to_page_cache",
@@ -146,37 +138,37 @@ pub const PROGRAMS: &[(&str, &str, Attach)] = &[
     (
         "irq_handler_exit",
         family::WAKEUPS,
-        Attach::TracePoint("irq", "irq_handler_exit"),
+        Attach::RawTracePoint("irq_handler_exit"),
     ),
     (
         "softirq_exit",
         family::WAKEUPS,
-        Attach::TracePoint("irq", "softirq_exit"),
+        Attach::RawTracePoint("softirq_exit"),
     ),
     (
         "hrtimer_expire_exit",
         family::WAKEUPS,
-        Attach::TracePoint("timer", "hrtimer_expire_exit"),
+        Attach::RawTracePoint("hrtimer_expire_exit"),
     ),
     (
         "irq_handler_entry",
         family::WAKEUPS,
-        Attach::TracePoint("irq", "irq_handler_entry"),
+        Attach::RawTracePoint("irq_handler_entry"),
     ),
     (
         "softirq_entry",
         family::WAKEUPS,
-        Attach::TracePoint("irq", "softirq_entry"),
+        Attach::RawTracePoint("softirq_entry"),
     ),
     (
         "hrtimer_expire_entry",
         family::WAKEUPS,
-        Attach::TracePoint("timer", "hrtimer_expire_entry"),
+        Attach::RawTracePoint("hrtimer_expire_entry"),
     ),
     (
         "sched_waking",
         family::WAKEUPS,
-        Attach::TracePoint("sched", "sched_waking"),
+        Attach::RawTracePoint("sched_waking"),
     ),
 ];
 
@@ -275,6 +267,11 @@ pub struct ProbeSet {
     /// `task_struct.thread.fsbase`'s offset, looked up from BTF when the
     /// first interpreter that needs it registers.
     task_fsbase: Option<Result<u32, btf::BtfError>>,
+    /// `struct request`'s field offsets, looked up from BTF when the block
+    /// family attaches.
+    block_layout: Option<storprof_common::BlockLayout>,
+    /// `task_struct.pid`'s offset, looked up when `sched_waking` attaches.
+    task_pid: Option<u32>,
     /// Owned attachments, detached in parallel on drop: each detach waits
     /// for an RCU grace period (~50-90 ms here), one after the other they
     /// made up most of a short recording's wall time.
@@ -368,6 +365,8 @@ impl ProbeSet {
             pid_slots,
             root_tgid: 0,
             task_fsbase: None,
+            block_layout: None,
+            task_pid: None,
             links: Vec::new(),
         };
         set.write_current_config()?;
@@ -420,7 +419,8 @@ impl ProbeSet {
                 Some(Ok(offset)) => offset,
                 _ => 0,
             },
-            _pad: 0,
+            task_pid: self.task_pid.unwrap_or(0),
+            block: self.block_layout.unwrap_or_default(),
         };
         self.write_config(config)
     }
@@ -562,6 +562,20 @@ impl ProbeSet {
             if let Some(bad) = missing_fields.iter().find(|m| m.starts_with(&prefix)) {
                 return Err(format!("tracepoint layout differs ({bad}); probe disabled"));
             }
+        }
+        if prog_name == "block_rq_issue" {
+            let layout = btf::block_layout()
+                .map_err(|e| format!("struct request's layout from BTF: {e}; probe disabled"))?;
+            self.block_layout = Some(layout);
+            self.write_current_config()
+                .map_err(|e| format!("probe config: {e}"))?;
+        }
+        if prog_name == "sched_waking" {
+            let offset = btf::task_pid_offset()
+                .map_err(|e| format!("task_struct.pid from BTF: {e}; probe disabled"))?;
+            self.task_pid = Some(offset);
+            self.write_current_config()
+                .map_err(|e| format!("probe config: {e}"))?;
         }
         let freq = self.options.freq_hz;
         let program = self
@@ -861,8 +875,29 @@ impl ProbeSet {
                 .unwrap_or(0);
             out.insert((*name).to_string(), total);
         }
+        for (name, program) in self.ebpf.programs() {
+            let Ok(fd) = program.fd() else { continue };
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(fd));
+            let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"));
+            if let Some(missed) = info.ok().as_deref().and_then(recursion_misses)
+                && missed > 0
+            {
+                out.insert(format!("skipped:{name}"), missed);
+            }
+        }
         out
     }
+}
+
+/// `recursion_misses` of a BPF program's `/proc/self/fdinfo` text: the
+/// runs the kernel skipped because the program fired while another ran on
+/// the same CPU (for classic tracepoints and perf events: any other such
+/// program; for raw tracepoints: itself).
+fn recursion_misses(fdinfo: &str) -> Option<u64> {
+    fdinfo.lines().find_map(|line| {
+        line.strip_prefix("recursion_misses:")
+            .and_then(|v| v.trim().parse().ok())
+    })
 }
 
 /// Sums entries with the same key (a tid reused during the recording, or a
@@ -921,6 +956,14 @@ fn read_pod<T: Copy>(bytes: &[u8]) -> Option<T> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn recursion_misses_from_fdinfo() {
+        let text = "pos:\t0\nflags:\t02000002\nprog_type:\t5\nrun_cnt:\t0\nrecursion_misses:\t17\nverified_insns:\t99\n";
+        assert_eq!(recursion_misses(text), Some(17));
+        assert_eq!(recursion_misses("prog_type:\t5\n"), None);
+    }
+
     use super::*;
 
     fn acc(count: u64, bytes: u64, bucket: usize) -> SyscallAcc {
