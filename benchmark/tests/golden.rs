@@ -1,9 +1,11 @@
 //! Golden tests for the `[METRIC]` block and `summary.json`.
 //! Re-bless with `STORPROF_BLESS=1 cargo test -p storprof-bench --test golden`
-//! (missing golden files are created).
+//! (outside CI missing golden files are created; under `CI=true` they fail).
 #![allow(clippy::unwrap_used)]
 mod common;
 use std::collections::BTreeMap;
+
+use common::golden;
 
 use storprof_bench::metrics::{
     BlockTimings, ExcludeSteps, block_metrics, epoch_metrics, run_metrics,
@@ -11,10 +13,6 @@ use storprof_bench::metrics::{
 use storprof_bench::output::{HostFacts, Measured, SummaryFacts, metric_block, summary_json};
 use storprof_bench::reader::ReadStats;
 use storprof_bench::storage::RequestCounts;
-
-fn golden(name: &str, actual: &str) {
-    common::golden("golden", name, actual);
-}
 
 /// A flux-like run: 2 ranks, 2 epochs, deterministic step timings.
 fn fixture() -> (storprof_bench::metrics::RunMetrics, Measured) {

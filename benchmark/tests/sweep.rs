@@ -5,6 +5,7 @@ mod common;
 use std::path::Path;
 
 use clap::Parser;
+use common::golden;
 use storprof_bench::cli::{BenchArgs, EXIT_USAGE, run_bench};
 use storprof_bench::config::{Accelerator, Workload};
 use storprof_bench::datagen::{DatagenOptions, run_datagen};
@@ -102,10 +103,6 @@ fn memory_guard_refuses_too_large_settings_and_writes_nothing() {
         .parse()
         .unwrap();
     assert!((1..1_000_000_000).contains(&depth), "capped depth {depth}");
-}
-
-fn golden(name: &str, actual: &str) {
-    common::golden("sweep", name, actual);
 }
 
 use storprof_bench::sweep::{
@@ -223,9 +220,7 @@ fn sweep_runs_the_grid_over_a_tiny_dataset() {
     let csv = std::fs::read_to_string(results.join(sweep::TABLE_CSV)).unwrap();
     let mut lines = csv.lines();
     // Same format as the golden file.
-    let golden_csv =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sweep.csv"))
-            .unwrap();
+    let golden_csv = std::fs::read_to_string(common::data_dir().join("sweep.csv")).unwrap();
     assert_eq!(lines.next(), golden_csv.lines().next());
     let mut cells = Vec::new();
     for line in lines {
