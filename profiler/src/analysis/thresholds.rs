@@ -99,6 +99,28 @@ pub struct Thresholds {
     /// Less reader thread time than this (s) lowers the confidence.
     /// Default 1.0 s (about 100 samples at 99 Hz).
     pub min_reader_thread_s: f64,
+
+    // ---- confidence weights (our own judgment, not from a source) ----
+    /// Share of the score kept as confidence when the primary finding has
+    /// no margin over the runner-up; the rest is earned linearly up to
+    /// `confident_margin`. Default 0.6: a tie still names the verdict, but
+    /// no tie reaches "high".
+    pub confidence_no_margin_factor: f64,
+    /// Confidence factor when no rule fired (the verdict is only the
+    /// closest match). Default 0.5.
+    pub confidence_inconclusive_factor: f64,
+    /// Confidence factor for a partial session (files missing). Default 0.8.
+    pub confidence_partial_session_factor: f64,
+    /// Confidence factor when events or samples were lost. Default 0.9:
+    /// figures are lower bounds, usually close ones.
+    pub confidence_lost_events_factor: f64,
+    /// Confidence factor for less than `min_reader_thread_s` of reader
+    /// time. Default 0.7: few samples.
+    pub confidence_short_reader_time_factor: f64,
+    /// Confidence from which the label is "high". Default 0.7.
+    pub confidence_high: f64,
+    /// Confidence from which the label is "medium" (else "low"). Default 0.4.
+    pub confidence_medium: f64,
 }
 
 impl Default for Thresholds {
@@ -126,6 +148,13 @@ impl Default for Thresholds {
             io_mismatch_factor: 2.0,
             confident_margin: 0.3,
             min_reader_thread_s: 1.0,
+            confidence_no_margin_factor: 0.6,
+            confidence_inconclusive_factor: 0.5,
+            confidence_partial_session_factor: 0.8,
+            confidence_lost_events_factor: 0.9,
+            confidence_short_reader_time_factor: 0.7,
+            confidence_high: 0.7,
+            confidence_medium: 0.4,
         }
     }
 }

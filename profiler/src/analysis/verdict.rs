@@ -26,8 +26,9 @@ use super::{
 /// Version of the verdict.json layout.
 pub const VERDICT_FORMAT_VERSION: u32 = 1;
 
-/// The verdict ids (issue 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// The verdict ids (issue 4). Each has one entry in [`RULES`], whose order
+/// is the ids' order everywhere ([`VerdictId::ALL`], [`Ord`], ties).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerdictId {
     /// Readers on CPU in user space most of the time; storage little used.
@@ -48,29 +49,101 @@ pub enum VerdictId {
     NetworkBound,
 }
 
-impl VerdictId {
-    pub const ALL: [VerdictId; 8] = [
-        Self::CpuBoundReader,
-        Self::StorageBound,
-        Self::PageCacheServed,
-        Self::ComputeBound,
-        Self::CpuStarved,
-        Self::LockContention,
-        Self::MemoryPressure,
-        Self::NetworkBound,
-    ];
+/// A verdict rule: the id it decides, its name in verdict.json and the
+/// report, and the pure function that scores the features for it.
+pub struct Rule {
+    pub id: VerdictId,
+    /// Kebab-case name (as serialized).
+    pub name: &'static str,
+    pub score: fn(&Features, &HotFrames, &Thresholds) -> Finding,
+}
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::CpuBoundReader => "cpu-bound-reader",
-            Self::StorageBound => "storage-bound",
-            Self::PageCacheServed => "page-cache-served",
-            Self::ComputeBound => "compute-bound",
-            Self::CpuStarved => "cpu-starved",
-            Self::LockContention => "lock-contention",
-            Self::MemoryPressure => "memory-pressure",
-            Self::NetworkBound => "network-bound",
+/// Every rule, in the ids' order: adding a verdict is one entry here (plus
+/// its [`VerdictId`] variant and its wording in `output::wording`).
+pub const RULES: [Rule; 8] = [
+    Rule {
+        id: VerdictId::CpuBoundReader,
+        name: "cpu-bound-reader",
+        score: rule_cpu_bound_reader,
+    },
+    Rule {
+        id: VerdictId::StorageBound,
+        name: "storage-bound",
+        score: |f, _, t| rule_storage_bound(f, t),
+    },
+    Rule {
+        id: VerdictId::PageCacheServed,
+        name: "page-cache-served",
+        score: |f, _, t| rule_page_cache_served(f, t),
+    },
+    Rule {
+        id: VerdictId::ComputeBound,
+        name: "compute-bound",
+        score: |f, _, t| rule_compute_bound(f, t),
+    },
+    Rule {
+        id: VerdictId::CpuStarved,
+        name: "cpu-starved",
+        score: |f, _, t| rule_cpu_starved(f, t),
+    },
+    Rule {
+        id: VerdictId::LockContention,
+        name: "lock-contention",
+        score: |f, _, t| rule_lock_contention(f, t),
+    },
+    Rule {
+        id: VerdictId::MemoryPressure,
+        name: "memory-pressure",
+        score: |f, _, t| rule_memory_pressure(f, t),
+    },
+    Rule {
+        id: VerdictId::NetworkBound,
+        name: "network-bound",
+        score: |f, _, t| rule_network_bound(f, t),
+    },
+];
+
+impl VerdictId {
+    /// Every id, in [`RULES`] order.
+    pub const ALL: [VerdictId; RULES.len()] = {
+        let mut ids = [VerdictId::CpuBoundReader; RULES.len()];
+        let mut i = 0;
+        while i < RULES.len() {
+            ids[i] = RULES[i].id;
+            i += 1;
         }
+        ids
+    };
+
+    /// This id's position in [`RULES`] (past the end only for an id
+    /// missing from it, which a unit test rules out).
+    fn rank(self) -> usize {
+        RULES
+            .iter()
+            .position(|r| r.id == self)
+            .unwrap_or(RULES.len())
+    }
+
+    /// The rule's name ("unknown" only for an id missing from [`RULES`],
+    /// which a unit test rules out).
+    pub fn as_str(self) -> &'static str {
+        RULES
+            .iter()
+            .find(|r| r.id == self)
+            .map_or("unknown", |r| r.name)
+    }
+}
+
+impl PartialOrd for VerdictId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for VerdictId {
+    /// By [`RULES`] order.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rank().cmp(&other.rank())
     }
 }
 
@@ -139,7 +212,8 @@ pub struct Verdict {
     pub headline: String,
     /// 0..1; see [`confidence`].
     pub confidence: f64,
-    /// "high" (≥ 0.7), "medium" (≥ 0.4) or "low".
+    /// "high" (≥ `confidence_high`, 0.7), "medium" (≥ `confidence_medium`,
+    /// 0.4) or "low".
     pub confidence_label: String,
     /// No rule fired: the verdict is only the closest match.
     pub inconclusive: bool,
@@ -725,47 +799,42 @@ fn rule_network_bound(f: &Features, t: &Thresholds) -> Finding {
     }
 }
 
-/// Every rule's finding, in [`VerdictId::ALL`] order.
+/// Every rule's finding, in [`RULES`] order.
 pub fn findings(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Vec<Finding> {
-    vec![
-        rule_cpu_bound_reader(f, hot_oncpu, t),
-        rule_storage_bound(f, t),
-        rule_page_cache_served(f, t),
-        rule_compute_bound(f, t),
-        rule_cpu_starved(f, t),
-        rule_lock_contention(f, t),
-        rule_memory_pressure(f, t),
-        rule_network_bound(f, t),
-    ]
+    RULES.iter().map(|r| (r.score)(f, hot_oncpu, t)).collect()
 }
 
 /// Confidence in the primary finding (0..1): its score, scaled down when the
-/// margin over the runner-up is below `confident_margin` (×0.6 at no margin),
-/// when no rule fired (×0.5), the session is partial (×0.8), events were lost
-/// (×0.9) or readers ran less than `min_reader_thread_s` (×0.7).
+/// margin over the runner-up is below `confident_margin` (to
+/// `confidence_no_margin_factor` at no margin), and by the other
+/// `confidence_*_factor` weights of [`Thresholds`] when no rule fired, the
+/// session is partial, events were lost or readers ran less than
+/// `min_reader_thread_s`.
 pub fn confidence(primary: &Finding, runner_up_score: f64, f: &Features, t: &Thresholds) -> f64 {
     let margin = (primary.score - runner_up_score).max(0.0);
-    let mut c =
-        primary.score.clamp(0.0, 1.0) * (0.6 + 0.4 * (margin / t.confident_margin).min(1.0));
+    let floor = t.confidence_no_margin_factor;
+    let mut c = primary.score.clamp(0.0, 1.0)
+        * (floor + (1.0 - floor) * (margin / t.confident_margin).min(1.0));
     if !primary.fired {
-        c *= 0.5;
+        c *= t.confidence_inconclusive_factor;
     }
     if !f.missing_files.is_empty() {
-        c *= 0.8;
+        c *= t.confidence_partial_session_factor;
     }
     if f.lost_events > 0 {
-        c *= 0.9;
+        c *= t.confidence_lost_events_factor;
     }
     if f.reader_thread_s < t.min_reader_thread_s {
-        c *= 0.7;
+        c *= t.confidence_short_reader_time_factor;
     }
     round4(c)
 }
 
-fn label(c: f64) -> &'static str {
-    if c >= 0.7 {
+/// "high", "medium" or "low", by the `confidence_high` / `confidence_medium` bars.
+fn label(c: f64, t: &Thresholds) -> &'static str {
+    if c >= t.confidence_high {
         "high"
-    } else if c >= 0.4 {
+    } else if c >= t.confidence_medium {
         "medium"
     } else {
         "low"
@@ -847,7 +916,7 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Verdict {
         verdict: primary.verdict,
         headline,
         confidence,
-        confidence_label: label(confidence).to_string(),
+        confidence_label: label(confidence, t).to_string(),
         inconclusive,
         evidence: primary.evidence,
         runners_up: all
@@ -868,5 +937,38 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Verdict {
         consumers: Vec::new(),
         roles: Vec::new(),
         critical_path: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant has exactly one rule, whose name is its serialized name
+    /// and whose finding carries its id. The match makes a new variant a
+    /// compile error here until it is listed.
+    #[test]
+    fn every_id_has_one_rule_named_as_serialized() {
+        let variants = |id: VerdictId| match id {
+            VerdictId::CpuBoundReader
+            | VerdictId::StorageBound
+            | VerdictId::PageCacheServed
+            | VerdictId::ComputeBound
+            | VerdictId::CpuStarved
+            | VerdictId::LockContention
+            | VerdictId::MemoryPressure
+            | VerdictId::NetworkBound => id,
+        };
+        let f = Features::default();
+        let t = Thresholds::default();
+        for (i, rule) in RULES.iter().enumerate() {
+            assert_eq!(variants(rule.id), VerdictId::ALL[i]);
+            assert_eq!(RULES.iter().filter(|r| r.id == rule.id).count(), 1);
+            assert_eq!(
+                serde_json::to_string(&rule.id).ok(),
+                Some(format!("\"{}\"", rule.name))
+            );
+            assert_eq!((rule.score)(&f, &HotFrames::default(), &t).verdict, rule.id);
+        }
     }
 }
