@@ -8,9 +8,33 @@
 //! them (`storprof::probes`) and aggregates them into the session model.
 #![cfg_attr(not(test), no_std)]
 
-/// Number of log2 latency buckets: bucket i counts values in [2^i, 2^(i+1)) ns.
-/// Matches `storprof::session::model::LOG2_BUCKETS`.
+/// Number of log2 latency buckets: bucket i counts values in [2^i, 2^(i+1)) ns
+/// (bucket 0 also holds 0). 40 buckets reach ~18 minutes. The session model
+/// re-exports it (`storprof::session::model::LOG2_BUCKETS`).
 pub const LOG2_BUCKETS: usize = 40;
+
+/// Byte offsets of the classic tracepoint record fields the probes read
+/// (from each event's `format` file under tracefs). The probes read them
+/// blind; user space checks every one against the running kernel before
+/// attaching (`storprof::probes::TRACEPOINT_FIELDS`), so both use these.
+pub mod tracepoint_offsets {
+    /// `sched:sched_switch` `prev_pid` (`pid_t`).
+    pub const SCHED_SWITCH_PREV_PID: usize = 24;
+    /// `sched:sched_switch` `prev_state` (`long`).
+    pub const SCHED_SWITCH_PREV_STATE: usize = 32;
+    /// `sched:sched_switch` `next_pid` (`pid_t`).
+    pub const SCHED_SWITCH_NEXT_PID: usize = 56;
+    /// `sched:sched_process_fork` `child_pid` (`pid_t`).
+    pub const SCHED_PROCESS_FORK_CHILD_PID: usize = 20;
+    /// `sched:sched_process_exit` `group_dead` (`bool`).
+    pub const SCHED_PROCESS_EXIT_GROUP_DEAD: usize = 32;
+    /// `block:block_io_start` `dev` (`dev_t`, kernel-internal).
+    pub const BLOCK_IO_START_DEV: usize = 8;
+    /// `block:block_io_start` `sector` (`sector_t`).
+    pub const BLOCK_IO_START_SECTOR: usize = 16;
+    /// `filemap:mm_filemap_add_to_page_cache` `order` (`unsigned char`).
+    pub const FILEMAP_ADD_TO_PAGE_CACHE_ORDER: usize = 36;
+}
 
 /// Length of a task's `comm`.
 pub const COMM_LEN: usize = 16;
@@ -111,6 +135,10 @@ pub mod block_op {
 pub const MAX_STACK_BYTES: u32 = 65536;
 /// Default user-stack window (`--stack-bytes`).
 pub const DEFAULT_STACK_BYTES: u32 = 16384;
+/// Scratch slots of `STACK_SCRATCH` per possible CPU: one for CPU samples,
+/// one for blocked syscalls at `sys_exit` (which a CPU sample can
+/// interrupt). User space sizes the map to this many times the CPUs.
+pub const STACK_SCRATCH_SLOTS_PER_CPU: u32 = 2;
 
 /// Header of a user-stack sample (ring buffer `STACK_EVENTS`), followed by
 /// `len` bytes of stack from `sp` upwards.
@@ -365,6 +393,17 @@ pub mod lost {
     ];
 }
 
+/// Indices into the `PY_OFFCPU_LOST` per-CPU counter array: why an
+/// off-CPU Python sample was dropped.
+pub mod py_offcpu_lost {
+    /// `PY_OFFCPU` (samples waiting for their thread's switch-in) was full.
+    pub const MAP_FULL: u32 = 0;
+    /// The `PY_OFFCPU_EVENTS` ring buffer was full.
+    pub const RINGBUF_FULL: u32 = 1;
+    /// Number of counters.
+    pub const COUNT: u32 = 2;
+}
+
 /// Key of a CPU-sample count or an off-CPU time: one thread in one stack.
 /// Stack ids are negative when no stack was taken (e.g. no kernel stack for
 /// a sample taken in user mode).
@@ -402,6 +441,8 @@ pub mod offcpu_state {
     pub const SLEEPING: usize = 1;
     pub const UNINTERRUPTIBLE: usize = 2;
     pub const OTHER: usize = 3;
+    /// The index bits of `OffCpuStart::state` (below the flag bits).
+    pub const INDEX_MASK: u32 = 3;
     /// Bit of `OffCpuStart::state` (above the index): the thread left the
     /// CPU inside a syscall of a DWARF-unwound process, its stack is taken
     /// at the syscall's exit (`FLAG_OFFCPU_DWARF`).
@@ -695,6 +736,10 @@ pub const fn log2_bucket(value: u64) -> usize {
         b
     }
 }
+
+/// x86_64 `futex` syscall number: `sys_enter` remembers futex waits and
+/// `sched_waking` tells lock contention from hand-offs by it.
+pub const FUTEX_NR: u64 = 202;
 
 /// x86_64 syscall numbers of the read family (bytes returned count as read).
 pub const fn is_read_family(nr: u64) -> bool {

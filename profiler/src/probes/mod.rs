@@ -23,8 +23,9 @@ use aya::{
 use storprof_common::{
     BlockEvent, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES,
     MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
-    SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX,
-    UserStackHeader, WakeAcc, WakeKey, lost, py_tstate,
+    STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc,
+    USER_STACK_PREFIX, UserStackHeader, WakeAcc, WakeKey, lost, py_offcpu_lost, py_tstate,
+    tracepoint_offsets as offsets,
 };
 
 use crate::session::model::ProbeStatus;
@@ -54,16 +55,18 @@ pub mod family {
 /// Tracepoint fields the probes read at fixed offsets: (category, event,
 /// field, offset). Checked against the kernel's `format` files before
 /// attaching, so a kernel with another layout disables the probe instead of
-/// recording garbage.
+/// recording garbage. The offsets are the ones the probes read
+/// (`storprof_common::tracepoint_offsets`), so the two cannot drift.
+#[rustfmt::skip] // a table: one field per row
 pub const TRACEPOINT_FIELDS: &[(&str, &str, &str, usize)] = &[
-    ("sched", "sched_switch", "prev_pid", 24),
-    ("sched", "sched_switch", "prev_state", 32),
-    ("sched", "sched_switch", "next_pid", 56),
-    ("sched", "sched_process_fork", "child_pid", 20),
-    ("sched", "sched_process_exit", "group_dead", 32),
-    ("block", "block_io_start", "dev", 8),
-    ("block", "block_io_start", "sector", 16),
-    ("filemap", "mm_filemap_add_to_page_cache", "order", 36),
+    ("sched", "sched_switch", "prev_pid", offsets::SCHED_SWITCH_PREV_PID),
+    ("sched", "sched_switch", "prev_state", offsets::SCHED_SWITCH_PREV_STATE),
+    ("sched", "sched_switch", "next_pid", offsets::SCHED_SWITCH_NEXT_PID),
+    ("sched", "sched_process_fork", "child_pid", offsets::SCHED_PROCESS_FORK_CHILD_PID),
+    ("sched", "sched_process_exit", "group_dead", offsets::SCHED_PROCESS_EXIT_GROUP_DEAD),
+    ("block", "block_io_start", "dev", offsets::BLOCK_IO_START_DEV),
+    ("block", "block_io_start", "sector", offsets::BLOCK_IO_START_SECTOR),
+    ("filemap", "mm_filemap_add_to_page_cache", "order", offsets::FILEMAP_ADD_TO_PAGE_CACHE_ORDER),
 ];
 
 /// One program: its name in the object, its family and where it attaches.
@@ -351,7 +354,8 @@ impl ProbeSet {
             // Two stack scratch slots per possible CPU, ~64 KiB each.
             .map_max_entries(
                 "STACK_SCRATCH",
-                2 * aya::util::nr_cpus().map_or(1024, |n| n as u32).max(1),
+                STACK_SCRATCH_SLOTS_PER_CPU
+                    * aya::util::nr_cpus().map_or(1024, |n| n as u32).max(1),
             )
             .load(PROBE_OBJECT)?;
         let mut set = Self {
@@ -678,7 +682,10 @@ impl ProbeSet {
             return (0, 0);
         };
         let sum = |i: u32| array.get(&i, 0).map_or(0, |v| v.iter().sum());
-        (sum(0), sum(1))
+        (
+            sum(py_offcpu_lost::MAP_FULL),
+            sum(py_offcpu_lost::RINGBUF_FULL),
+        )
     }
 
     /// Registers the CPython interpreter of `tgid` for the probe's Python

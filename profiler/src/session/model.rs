@@ -191,9 +191,9 @@ impl OffCpuNs {
     }
 }
 
-/// Number of log2 latency buckets: bucket i counts values in [2^i, 2^(i+1)) ns
-/// (bucket 0 also holds 0). 40 buckets reach ~18 minutes.
-pub const LOG2_BUCKETS: usize = 40;
+/// Number of log2 latency buckets (the probes' own): bucket i counts values
+/// in [2^i, 2^(i+1)) ns (bucket 0 also holds 0).
+pub use storprof_common::LOG2_BUCKETS;
 
 /// Per-thread, per-syscall statistics.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
