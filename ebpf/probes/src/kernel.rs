@@ -1,0 +1,49 @@
+//! Reads from the kernel shared by every module: tracepoint record fields,
+//! kernel memory, the saved user registers' layout and the clock.
+use aya_ebpf::{EbpfContext, helpers::bpf_ktime_get_ns, programs::TracePointContext};
+
+/// x86_64 `struct pt_regs` word indices.
+pub(crate) mod pt_regs {
+    pub(crate) const BP: usize = 4;
+    /// The second syscall argument.
+    pub(crate) const SI: usize = 13;
+    /// The first syscall argument.
+    pub(crate) const DI: usize = 14;
+    /// The syscall number.
+    pub(crate) const ORIG_AX: usize = 15;
+    pub(crate) const IP: usize = 16;
+    pub(crate) const SP: usize = 19;
+}
+
+#[inline(always)]
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: a helper without arguments or preconditions.
+    unsafe { bpf_ktime_get_ns() }
+}
+
+/// Reads a field of a tracepoint record at `offset` (one of
+/// `storprof_common::tracepoint_offsets`, checked by user space before
+/// attaching).
+#[inline(always)]
+pub(crate) fn field<T: Copy>(ctx: &TracePointContext, offset: usize) -> T {
+    // SAFETY: the tracepoint context is the record itself; the verifier
+    // bounds-checks direct context reads.
+    unsafe { core::ptr::read_unaligned(ctx.as_ptr().cast::<u8>().add(offset).cast::<T>()) }
+}
+
+/// Reads a kernel value at `base + offset` (0 when unreadable).
+#[inline(always)]
+pub(crate) fn kernel_read<T: Copy + Default>(base: u64, offset: u32) -> T {
+    // SAFETY: the checked helper copies from kernel memory and fails
+    // instead of faulting on a bad address.
+    unsafe { aya_ebpf::helpers::bpf_probe_read_kernel((base + offset as u64) as *const T) }
+        .unwrap_or_default()
+}
+
+/// Reads word `index` of the saved register frame at `regs` (None when
+/// unreadable).
+#[inline(always)]
+pub(crate) fn pt_regs_word(regs: *const u64, index: usize) -> Option<u64> {
+    // SAFETY: a word of pt_regs, read through the checked helper.
+    unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.wrapping_add(index)) }.ok()
+}

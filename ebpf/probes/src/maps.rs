@@ -1,0 +1,237 @@
+//! Every map of the object (user space finds them by these names) and the
+//! small helpers the programs share to update them: the traced-set filter,
+//! lost-event counters, u64 sums and per-thread accumulators.
+use aya_ebpf::{
+    bindings::BPF_NOEXIST,
+    helpers::bpf_get_current_comm,
+    macros::map,
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf, StackTrace},
+};
+use storprof_common::{
+    BlockInflight, BlockKey, FutexWaiters, OffCpuPending, OffCpuStart, ProbeConfig, PyOffCpuSample,
+    PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
+    SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
+    UserStackSample, WakeAcc, WakeKey, irq_context, lost, py_offcpu_lost,
+};
+
+/// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
+const PID_SLOTS: u32 = 32768;
+
+#[map]
+pub(crate) static CONFIG: Array<ProbeConfig> = Array::with_max_entries(1, 0);
+
+/// tgid → 1 when traced. An array so the hot-path filter is one bounds
+/// check and one load.
+#[map]
+pub(crate) static TRACED: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
+
+#[map]
+pub(crate) static LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(lost::COUNT, 0);
+
+#[map]
+pub(crate) static STACKS: StackTrace = StackTrace::with_max_entries(16384, 0);
+
+#[map]
+pub(crate) static SAMPLES: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
+
+#[map]
+pub(crate) static THREADS: HashMap<u32, ThreadAcc> = HashMap::with_max_entries(16384, 0);
+
+/// tid → time it was last switched in (every task, not only traced ones:
+/// the tgid of `next` is not known at switch-in).
+#[map]
+pub(crate) static ONCPU_START: Array<u64> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// tid → when and how a traced thread left the CPU.
+#[map]
+pub(crate) static OFFCPU_START: Array<OffCpuStart> = Array::with_max_entries(PID_SLOTS, 0);
+
+#[map]
+pub(crate) static OFFCPU_STACKS: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
+
+/// tid → syscall in progress.
+#[map]
+pub(crate) static SYSCALL_START: Array<SyscallStart> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// Fallback for threads / entries beyond the array pool below.
+#[map]
+pub(crate) static SYSCALLS: HashMap<SyscallKey, SyscallAcc> = HashMap::with_max_entries(16384, 0);
+
+/// tid → its syscall thread slot + 1 (0: not looked up yet, `NO_SLOT`:
+/// the slot belongs to another thread). Cleared at thread exit.
+#[map]
+pub(crate) static SYSCALL_THREAD: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// Thread slot → tid that claimed it (insert-if-absent is atomic).
+#[map]
+pub(crate) static SYSCALL_SLOT_OWNER: HashMap<u32, u32> =
+    HashMap::with_max_entries(SYSCALL_THREAD_SLOTS, 0);
+
+/// Thread slot → entries of its region in use (written by its owner only).
+#[map]
+pub(crate) static SYSCALL_SLOT_USED: Array<u32> = Array::with_max_entries(SYSCALL_THREAD_SLOTS, 0);
+
+/// (thread slot, nr) → entry index within the slot's region + 1 (0: none yet).
+#[map]
+pub(crate) static SYSCALL_INDEX: Array<u32> =
+    Array::with_max_entries(SYSCALL_THREAD_SLOTS * SYSCALL_NR_SLOTS, 0);
+
+/// Per-thread per-syscall statistics, `SYSCALL_SLOT_ENTRIES` per thread slot...
+#[map]
+pub(crate) static SYSCALL_POOL: Array<SyscallAcc> =
+    Array::with_max_entries(SYSCALL_THREAD_SLOTS * SYSCALL_SLOT_ENTRIES, 0);
+
+/// ...and whose they are (written before the entry is published).
+#[map]
+pub(crate) static SYSCALL_POOL_KEY: Array<SyscallKey> =
+    Array::with_max_entries(SYSCALL_THREAD_SLOTS * SYSCALL_SLOT_ENTRIES, 0);
+
+/// In-flight requests by `struct request` address (unique while in flight).
+#[map]
+pub(crate) static BLOCK_INFLIGHT: HashMap<u64, BlockInflight> = HashMap::with_max_entries(16384, 0);
+
+/// tgid that created a request (`block_io_start`), taken at issue. LRU: a
+/// request whose sector changes before issue (front merge) would otherwise
+/// leave its entry behind forever.
+#[map]
+pub(crate) static BLOCK_SUBMITTER: LruHashMap<BlockKey, u32> =
+    LruHashMap::with_max_entries(16384, 0);
+
+#[map]
+pub(crate) static BLOCK_EVENTS: RingBuf = RingBuf::with_byte_size(8 << 20, 0);
+
+/// User-stack samples for DWARF unwinding (header + stack window).
+#[map]
+pub(crate) static STACK_EVENTS: RingBuf = RingBuf::with_byte_size(16 << 20, 0);
+
+/// Scratch where a user-stack sample is assembled, two slots per CPU
+/// (a per-CPU array cannot hold values over 32 KiB): slot `2 * cpu` for
+/// CPU samples, `2 * cpu + 1` for blocked syscalls at `sys_exit`, which a
+/// CPU sample (an NMI) can interrupt. User space sizes it to twice the
+/// possible CPUs. Neither program nests with itself on one CPU, so a slot
+/// has one writer at a time.
+#[map]
+pub(crate) static STACK_SCRATCH: Array<UserStackSample> =
+    Array::with_max_entries(STACK_SCRATCH_SLOTS_PER_CPU, 0);
+
+/// tid → its blocked time inside the current syscall, until the syscall's
+/// exit copies its user stack (`FLAG_OFFCPU_DWARF`).
+#[map]
+pub(crate) static OFFCPU_PENDING: HashMap<u32, OffCpuPending> = HashMap::with_max_entries(8192, 0);
+
+/// tid → 1 while it has an entry in `OFFCPU_PENDING` (an array: the check
+/// at every syscall exit costs one load, no hashing).
+#[map]
+pub(crate) static OFFCPU_PENDING_FLAG: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// tgid → its CPython interpreter (runtime address and struct offsets).
+/// Written by user space when it finds an interpreter; copied to forked
+/// children at fork, removed at exec and exit.
+#[map]
+pub(crate) static PY_PROCS: HashMap<u32, PyProcess> = HashMap::with_max_entries(4096, 0);
+
+/// tgid → 1 when its CPU samples carry a stack window (`--unwind auto`,
+/// `FLAG_UNWIND_PER_PROCESS`). Written by user space after exec from the
+/// executable's frame-pointer check; copied to forked children at fork,
+/// removed at exec and exit.
+#[map]
+pub(crate) static DWARF_PROCS: HashMap<u32, u8> = HashMap::with_max_entries(4096, 0);
+
+/// tid → its Python frames and stack ids at switch-out, until switch-in.
+#[map]
+pub(crate) static PY_OFFCPU: HashMap<u32, PyOffCpuSample> = HashMap::with_max_entries(4096, 0);
+
+/// tid → 1 while it has an entry in `PY_OFFCPU` (an array: the switch-in
+/// check of every task costs one load, no hashing).
+#[map]
+pub(crate) static PY_OFFCPU_PENDING: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// Where an off-CPU Python sample is assembled (too large for the BPF stack).
+#[map]
+pub(crate) static PY_OFFCPU_SCRATCH: PerCpuArray<PyOffCpuSample> =
+    PerCpuArray::with_max_entries(1, 0);
+
+/// Off-CPU intervals of Python threads with their frames.
+#[map]
+pub(crate) static PY_OFFCPU_EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
+
+/// Off-CPU Python samples lost, by `py_offcpu_lost` index.
+#[map]
+pub(crate) static PY_OFFCPU_LOST: PerCpuArray<u64> =
+    PerCpuArray::with_max_entries(py_offcpu_lost::COUNT, 0);
+
+/// The futex word each thread waits (or last waited) on, by tid, written
+/// at `sys_enter` of a futex wait; LRU, so threads gone are forgotten.
+#[map]
+pub(crate) static FUTEX_WAIT_WORD: LruHashMap<u32, u64> = LruHashMap::with_max_entries(16384, 0);
+
+/// The last distinct waiters per futex word granule; LRU, so words of
+/// futures and condition variables used once are forgotten.
+#[map]
+pub(crate) static FUTEX_WAITERS: LruHashMap<u64, FutexWaiters> =
+    LruHashMap::with_max_entries(16384, 0);
+
+/// Wake-up edges, summed in the kernel (nothing per event is streamed).
+#[map]
+pub(crate) static WAKE_EDGES: HashMap<WakeKey, WakeAcc> = HashMap::with_max_entries(32768, 0);
+
+/// Interrupt-context depth per CPU, by `irq_context` index.
+#[map]
+pub(crate) static IRQ_CONTEXT: PerCpuArray<u32> =
+    PerCpuArray::with_max_entries(irq_context::COUNT, 0);
+
+#[map]
+pub(crate) static PROC_EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
+
+/// Bumps `LOST[index]`: an event dropped because a map or buffer was full.
+#[inline(always)]
+pub(crate) fn count_lost(index: u32) {
+    if let Some(counter) = LOST.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot; programs do not nest on one CPU for these hooks.
+        unsafe { *counter += 1 };
+    }
+}
+
+/// Bumps `PY_OFFCPU_LOST[index]` (a `py_offcpu_lost` index).
+#[inline(always)]
+pub(crate) fn count_py_offcpu_lost(index: u32) {
+    if let Some(counter) = PY_OFFCPU_LOST.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot; programs do not nest on one CPU for this hook.
+        unsafe { *counter += 1 };
+    }
+}
+
+#[inline(always)]
+pub(crate) fn is_traced(tgid: u32) -> bool {
+    matches!(TRACED.get(tgid), Some(&1))
+}
+
+/// Adds `value` to the u64 stored under `key`, inserting it when new.
+#[inline(always)]
+pub(crate) fn add_to<K>(map: &HashMap<K, u64>, key: &K, value: u64, lost_index: u32) {
+    if let Some(slot) = map.get_ptr_mut(key) {
+        // SAFETY: a map value slot; keys include the tid, and a thread runs
+        // on one CPU at a time, so there is no concurrent writer.
+        unsafe { *slot += value };
+    } else if map.insert(key, value, BPF_NOEXIST as u64).is_err() {
+        count_lost(lost_index);
+    }
+}
+
+/// The accumulator of thread `tid`, inserted (with the current comm) when new.
+#[inline(always)]
+pub(crate) fn thread_acc(tgid: u32, tid: u32) -> Option<*mut ThreadAcc> {
+    if let Some(acc) = THREADS.get_ptr_mut(tid) {
+        return Some(acc);
+    }
+    let fresh = ThreadAcc {
+        tgid,
+        tid,
+        comm: bpf_get_current_comm().unwrap_or_default(),
+        ..ThreadAcc::default()
+    };
+    if THREADS.insert(tid, fresh, BPF_NOEXIST as u64).is_err() {
+        count_lost(lost::THREADS_MAP_FULL);
+    }
+    THREADS.get_ptr_mut(tid)
+}

@@ -1,0 +1,430 @@
+//! The scheduler and process lifecycle: on-CPU and off-CPU time per thread
+//! at `sched_switch` (with off-CPU stacks, or blocked time held until the
+//! syscall's exit in DWARF mode), Python frames of off-CPU intervals, and
+//! the traced set following forks, execs and exits.
+use aya_ebpf::{
+    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid},
+    programs::TracePointContext,
+};
+use storprof_common::{
+    FLAG_OFFCPU_DWARF, FLAG_UNWIND_PER_PROCESS, OffCpuPending, OffCpuStart, ProcEvent,
+    PyOffCpuSample, StackKey, lost, offcpu_state, proc_event, py_offcpu_lost,
+    tracepoint_offsets as offsets,
+};
+
+use crate::{
+    kernel::{field, now_ns},
+    maps::{
+        CONFIG, DWARF_PROCS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS, OFFCPU_START,
+        ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
+        PY_OFFCPU_SCRATCH, PY_PROCS, SYSCALL_START, SYSCALL_THREAD, THREADS, TRACED, add_to,
+        count_lost, count_py_offcpu_lost, is_traced, thread_acc,
+    },
+    python::python_frames,
+    stacks::{capture_user_stack, scratch_slot, stack_ids},
+};
+
+/// `sched_switch`: ends `prev`'s on-CPU time and starts its off-CPU
+/// interval; ends `next`'s off-CPU interval and adds it to its stacks.
+#[inline(always)]
+pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
+    let now = now_ns();
+    let prev_tid: u32 = field(ctx, offsets::SCHED_SWITCH_PREV_PID);
+    let prev_state: i64 = field(ctx, offsets::SCHED_SWITCH_PREV_STATE);
+    let next_tid: u32 = field(ctx, offsets::SCHED_SWITCH_NEXT_PID);
+    // `current` is still `prev` here.
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+
+    if prev_tid != 0 && is_traced(tgid) {
+        if let Some(acc) = thread_acc(tgid, prev_tid) {
+            let started = ONCPU_START.get(prev_tid).copied().unwrap_or(0);
+            // SAFETY: map value of `prev_tid`, written only while that thread is
+            // being switched on/off this CPU.
+            unsafe {
+                if started != 0 && now > started {
+                    (*acc).on_cpu_ns += now - started;
+                }
+                (*acc).comm = bpf_get_current_comm().unwrap_or((*acc).comm);
+            }
+        }
+        let (user_stack, kernel_stack) = stack_ids(ctx);
+        let mut state = offcpu_state::from_prev_state(prev_state) as u32;
+        if stack_at_syscall_exit(tgid, prev_tid) {
+            state |= offcpu_state::AT_SYSCALL_EXIT;
+        }
+        if let Some(slot) = OFFCPU_START.get_ptr_mut(prev_tid) {
+            // SAFETY: per-tid slot, see above.
+            unsafe {
+                *slot = OffCpuStart {
+                    ts: now,
+                    tgid,
+                    state,
+                    user_stack,
+                    kernel_stack,
+                }
+            };
+        }
+    }
+
+    if next_tid != 0 {
+        if let Some(slot) = ONCPU_START.get_ptr_mut(next_tid) {
+            // SAFETY: per-tid slot, see above.
+            unsafe { *slot = now };
+        }
+        if let Some(off) = OFFCPU_START.get_ptr_mut(next_tid) {
+            // SAFETY: per-tid slot, see above.
+            let off_copy = unsafe { *off };
+            if off_copy.ts != 0 && now > off_copy.ts {
+                // SAFETY: as above.
+                unsafe { (*off).ts = 0 };
+                let blocked = now - off_copy.ts;
+                if let Some(acc) = THREADS.get_ptr_mut(next_tid) {
+                    let state = (off_copy.state & offcpu_state::INDEX_MASK) as usize;
+                    // SAFETY: map value of `next_tid`, which is being switched in here.
+                    unsafe { (*acc).off_cpu_ns[state] += blocked };
+                }
+                let key = StackKey {
+                    tgid: off_copy.tgid,
+                    tid: next_tid,
+                    user_stack: off_copy.user_stack,
+                    kernel_stack: off_copy.kernel_stack,
+                };
+                if off_copy.state & offcpu_state::AT_SYSCALL_EXIT != 0 {
+                    pend_offcpu(key, off_copy.state & offcpu_state::INDEX_MASK, blocked);
+                } else {
+                    add_to(&OFFCPU_STACKS, &key, blocked, lost::OFFCPU_MAP_FULL);
+                }
+            }
+        }
+    }
+    0
+}
+
+/// Whether thread `tid` of `tgid`, leaving the CPU now, is inside a
+/// syscall of a DWARF-unwound process: then its user stack stays as it is
+/// until the syscall's exit, and is copied there (`FLAG_OFFCPU_DWARF`).
+#[inline(always)]
+fn stack_at_syscall_exit(tgid: u32, tid: u32) -> bool {
+    let Some(config) = CONFIG.get(0) else {
+        return false;
+    };
+    if config.flags & FLAG_OFFCPU_DWARF == 0 {
+        return false;
+    }
+    if !SYSCALL_START.get(tid).is_some_and(|s| s.ts != 0) {
+        return false;
+    }
+    // SAFETY: the lookup result is only tested.
+    config.flags & FLAG_UNWIND_PER_PROCESS == 0 || unsafe { DWARF_PROCS.get(tgid) }.is_some()
+}
+
+/// Adds a blocked interval of a thread inside a syscall to its pending
+/// off-CPU time, sampled by `ProbeConfig::offcpu_quantum_us`: an interval
+/// shorter than the quantum is taken with probability `blocked / quantum`
+/// and then weighs a whole quantum, so the expected weight is its length.
+#[inline(always)]
+fn pend_offcpu(key: StackKey, state: u32, blocked: u64) {
+    let quantum = CONFIG
+        .get(0)
+        .map_or(0, |c| c.offcpu_quantum_us as u64 * 1000);
+    let weight = if quantum == 0 || blocked >= quantum {
+        blocked
+    } else {
+        // SAFETY: no preconditions.
+        let draw = unsafe { aya_ebpf::helpers::bpf_get_prandom_u32() } as u64;
+        if draw % quantum >= blocked {
+            return;
+        }
+        quantum
+    };
+    let tid = key.tid;
+    let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) else {
+        return;
+    };
+    // SAFETY: per-tid slot of the thread being switched in here; its
+    // pending entry is written only here and at its own syscall exit,
+    // which cannot run while it is being switched in.
+    unsafe {
+        if *flag != 0
+            && let Some(entry) = OFFCPU_PENDING.get_ptr_mut(tid)
+        {
+            (*entry).weight_ns += weight;
+            (*entry).intervals += 1;
+            if weight > (*entry).largest_ns {
+                (*entry).largest_ns = weight;
+                (*entry).state = state;
+                (*entry).user_stack = key.user_stack;
+                (*entry).kernel_stack = key.kernel_stack;
+            }
+            return;
+        }
+    }
+    let entry = OffCpuPending {
+        weight_ns: weight,
+        largest_ns: weight,
+        tgid: key.tgid,
+        state,
+        user_stack: key.user_stack,
+        kernel_stack: key.kernel_stack,
+        intervals: 1,
+        _pad: 0,
+    };
+    if OFFCPU_PENDING.insert(tid, entry, 0).is_ok() {
+        // SAFETY: as above.
+        unsafe { *flag = 1 };
+    } else {
+        // Counted, and the time still shows under the frame-pointer stack.
+        count_lost(lost::OFFCPU_PENDING_FULL);
+        add_to(&OFFCPU_STACKS, &key, weight, lost::OFFCPU_MAP_FULL);
+    }
+}
+
+/// Whether the current thread has blocked time pending (one array load:
+/// this runs at every traced syscall exit); clears the mark.
+#[inline(always)]
+pub(crate) fn take_offcpu_pending(tid: u32) -> bool {
+    let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) else {
+        return false;
+    };
+    // SAFETY: per-tid slot of the current thread.
+    unsafe {
+        if *flag == 0 {
+            return false;
+        }
+        *flag = 0;
+    }
+    true
+}
+
+/// At a syscall's exit: the pending blocked time of this thread, sent
+/// with its user stack (the same as when it blocked) to `STACK_EVENTS`.
+/// Not inlined: `sys_exit`'s own frame and the stack copy's would not fit
+/// one 512-byte BPF stack frame together.
+#[inline(never)]
+pub(crate) fn flush_offcpu(tgid: u32, tid: u32, regs: *const u64) {
+    // SAFETY: the value is copied out before the entry is removed.
+    let Some(pending) = (unsafe { OFFCPU_PENDING.get(tid) }).copied() else {
+        return;
+    };
+    let _ = OFFCPU_PENDING.remove(tid);
+    if pending.tgid != tgid {
+        // Not this process's time (a stale entry of a reused tid).
+        return;
+    }
+    let stack_bytes = CONFIG.get(0).map_or(0, |c| c.stack_bytes);
+    let key = StackKey {
+        tgid,
+        tid,
+        user_stack: pending.user_stack,
+        kernel_stack: pending.kernel_stack,
+    };
+    // SAFETY: no preconditions.
+    let cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
+    // The second slot: a CPU sample (an NMI) may interrupt this copy.
+    capture_user_stack(key, stack_bytes, regs, scratch_slot(cpu) + 1, &pending);
+}
+
+/// `offcpu_python`: at switch-out, the Python frames of a registered
+/// interpreter's thread (`PY_OFFCPU`); at its switch-in, sent with the
+/// time it was blocked (`PY_OFFCPU_EVENTS`).
+#[inline(always)]
+pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
+    let now = now_ns();
+    let prev_tid: u32 = field(ctx, offsets::SCHED_SWITCH_PREV_PID);
+    let prev_state: i64 = field(ctx, offsets::SCHED_SWITCH_PREV_STATE);
+    let next_tid: u32 = field(ctx, offsets::SCHED_SWITCH_NEXT_PID);
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+
+    // An interval inside a syscall of a DWARF-unwound process gets its
+    // Python frames with its native stack at the syscall's exit instead.
+    if prev_tid != 0
+        && is_traced(tgid)
+        // SAFETY: the lookup result is only tested.
+        && unsafe { PY_PROCS.get(tgid) }.is_some()
+        && !stack_at_syscall_exit(tgid, prev_tid)
+        && let Some(scratch) = PY_OFFCPU_SCRATCH.get_ptr_mut(0)
+    {
+        // SAFETY: this CPU's scratch value.
+        let (frames, status) = python_frames(tgid, prev_tid, unsafe { &mut (*scratch).py });
+        if frames > 0 {
+            let (user_stack, kernel_stack) = stack_ids(ctx);
+            // SAFETY: as above.
+            unsafe {
+                (*scratch).tgid = tgid;
+                (*scratch).tid = prev_tid;
+                (*scratch).user_stack = user_stack;
+                (*scratch).kernel_stack = kernel_stack;
+                (*scratch).ts_out = now;
+                (*scratch).blocked_ns = 0;
+                (*scratch).state = offcpu_state::from_prev_state(prev_state) as u32;
+                (*scratch).py_frames = frames;
+                (*scratch).py_status = status;
+            }
+            // By reference: a copy of the value would not fit the BPF stack.
+            #[allow(clippy::needless_borrows_for_generic_args)]
+            // SAFETY: as above; the map copies the value.
+            let inserted = PY_OFFCPU.insert(prev_tid, unsafe { &*scratch }, 0).is_ok();
+            if inserted {
+                if let Some(pending) = PY_OFFCPU_PENDING.get_ptr_mut(prev_tid) {
+                    // SAFETY: per-tid slot of the thread leaving this CPU.
+                    unsafe { *pending = 1 };
+                }
+            } else {
+                count_py_offcpu_lost(py_offcpu_lost::MAP_FULL);
+            }
+        }
+    }
+
+    if next_tid != 0
+        && let Some(pending) = PY_OFFCPU_PENDING.get_ptr_mut(next_tid)
+        // SAFETY: per-tid slot of the thread being switched in here.
+        && unsafe { *pending } != 0
+    {
+        // SAFETY: as above.
+        unsafe { *pending = 0 };
+        if let Some(entry) = PY_OFFCPU.get_ptr_mut(next_tid) {
+            // SAFETY: the entry of `next_tid`, written only at its switch-out.
+            unsafe {
+                (*entry).blocked_ns = now.saturating_sub((*entry).ts_out);
+                if PY_OFFCPU_EVENTS
+                    .output::<PyOffCpuSample>(&*entry, 0)
+                    .is_err()
+                {
+                    count_py_offcpu_lost(py_offcpu_lost::RINGBUF_FULL);
+                }
+            }
+            let _ = PY_OFFCPU.remove(next_tid);
+        }
+    }
+    0
+}
+
+#[inline(always)]
+fn emit_proc_event(kind: u32, tgid: u32, tid: u32, group_dead: u32) {
+    let event = ProcEvent {
+        kind,
+        tgid,
+        tid,
+        group_dead,
+        ts: now_ns(),
+    };
+    if PROC_EVENTS.output::<ProcEvent>(&event, 0).is_err() {
+        count_lost(lost::PROC_RINGBUF_FULL);
+    }
+}
+
+/// `sched_process_fork`: a traced parent's child (or thread) is traced,
+/// with the parent's interpreter and unwinding mode.
+#[inline(always)]
+pub(crate) fn process_fork(ctx: &TracePointContext) -> u32 {
+    // `current` is the parent.
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if !is_traced(tgid) {
+        return 0;
+    }
+    let child: u32 = field(ctx, offsets::SCHED_PROCESS_FORK_CHILD_PID);
+    // Threads are forks too: marking a thread's tid is harmless (no other
+    // process can own that pid while it lives) and undone at its exit.
+    if let Some(slot) = TRACED.get_ptr_mut(child) {
+        // SAFETY: a u32 array slot; a racing writer would write the same value.
+        unsafe { *slot = 1 };
+    }
+    // A forked child runs the parent's interpreter at the same addresses.
+    // SAFETY: the value is copied out at once.
+    if let Some(py) = (unsafe { PY_PROCS.get(tgid) }).copied() {
+        let _ = PY_PROCS.insert(child, py, 0);
+    }
+    // ... and the same executable, so it unwinds the same way.
+    // SAFETY: the value is copied out at once.
+    if let Some(mode) = (unsafe { DWARF_PROCS.get(tgid) }).copied() {
+        let _ = DWARF_PROCS.insert(child, mode, 0);
+    }
+    emit_proc_event(proc_event::FORK, tgid, child, 0);
+    0
+}
+
+/// `sched_process_exec`: the recorded command starts being traced; a
+/// traced process's new image loses its interpreter and unwinding mode.
+#[inline(always)]
+pub(crate) fn process_exec() -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !is_traced(tgid) {
+        let root = CONFIG.get(0).map(|c| c.root_tgid).unwrap_or(0);
+        if root == 0 || root != tgid {
+            return 0;
+        }
+        // The recorded command: trace it from its exec on.
+        if let Some(slot) = TRACED.get_ptr_mut(tgid) {
+            // SAFETY: a u32 array slot.
+            unsafe { *slot = 1 };
+        }
+    }
+    // A new image: its interpreter (if any) is registered anew by user space.
+    let _ = PY_PROCS.remove(tgid);
+    // ... and its unwinding mode is decided anew.
+    let _ = DWARF_PROCS.remove(tgid);
+    // Time blocked in `execve` would otherwise get the new image's stack.
+    let tid = pid_tgid as u32;
+    if let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the current thread.
+        if unsafe { *flag } != 0 {
+            // SAFETY: as above.
+            unsafe { *flag = 0 };
+            let _ = OFFCPU_PENDING.remove(tid);
+        }
+    }
+    emit_proc_event(proc_event::EXEC, tgid, pid_tgid as u32, 0);
+    0
+}
+
+/// `sched_process_exit`: clears the exiting thread's per-tid state so a
+/// later thread with its tid starts afresh.
+#[inline(always)]
+pub(crate) fn process_exit(ctx: &TracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    let tid = pid_tgid as u32;
+    if !is_traced(tgid) {
+        return 0;
+    }
+    // A later thread with this tid gets its own syscall slot.
+    if let Some(slot) = SYSCALL_THREAD.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the exiting thread.
+        unsafe { *slot = 0 };
+    }
+    // ... starts outside any syscall (this one exits inside `exit`) ...
+    if let Some(slot) = SYSCALL_START.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the exiting thread.
+        unsafe { (*slot).ts = 0 };
+    }
+    // ... and has no blocked time pending.
+    if let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the exiting thread.
+        if unsafe { *flag } != 0 {
+            // SAFETY: as above.
+            unsafe { *flag = 0 };
+            let _ = OFFCPU_PENDING.remove(tid);
+        }
+    }
+    if tid != tgid || group_dead_now(ctx) {
+        // The entry copied at the fork of this thread or process.
+        let _ = PY_PROCS.remove(tid);
+        let _ = DWARF_PROCS.remove(tid);
+    }
+    if tid != tgid {
+        // Undo the fork-time mark of a thread's tid.
+        if let Some(slot) = TRACED.get_ptr_mut(tid) {
+            // SAFETY: a u32 array slot.
+            unsafe { *slot = 0 };
+        }
+    }
+    let group_dead: u8 = field(ctx, offsets::SCHED_PROCESS_EXIT_GROUP_DEAD);
+    emit_proc_event(proc_event::EXIT, tgid, tid, group_dead as u32);
+    0
+}
+
+#[inline(always)]
+fn group_dead_now(ctx: &TracePointContext) -> bool {
+    field::<u8>(ctx, offsets::SCHED_PROCESS_EXIT_GROUP_DEAD) != 0
+}

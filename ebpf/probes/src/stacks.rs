@@ -1,0 +1,180 @@
+//! Stacks: frame-pointer stack ids (`STACKS`), CPU samples, and the copy
+//! of a task's user registers and user-stack window (with its Python
+//! frames) into `STACK_EVENTS` for DWARF unwinding in user space.
+use aya_ebpf::{
+    bindings::BPF_F_USER_STACK,
+    helpers::bpf_get_current_pid_tgid,
+    programs::{PerfEventContext, tracing::StackIdContext},
+};
+use storprof_common::{
+    FLAG_UNWIND_PER_PROCESS, MAX_STACK_BYTES, OffCpuPending, STACK_SCRATCH_SLOTS_PER_CPU, StackKey,
+    USER_STACK_PREFIX, UserStackHeader, UserStackSample, lost, py_status,
+};
+
+use crate::{
+    kernel::{pt_regs, pt_regs_word},
+    maps::{
+        CONFIG, DWARF_PROCS, PY_PROCS, SAMPLES, STACK_EVENTS, STACK_SCRATCH, STACKS, add_to,
+        count_lost, is_traced,
+    },
+    python::python_frames,
+};
+
+/// `STACK_SCRATCH` slot of the current CPU for CPU samples (`+ 1`: for
+/// blocked syscalls, see `sched::flush_offcpu`).
+#[inline(always)]
+pub(crate) fn scratch_slot(cpu: u32) -> u32 {
+    cpu * STACK_SCRATCH_SLOTS_PER_CPU
+}
+
+/// The (user, kernel) stack ids of the current task (-1: none).
+#[inline(always)]
+pub(crate) fn stack_ids<C: StackIdContext>(ctx: &C) -> (i32, i32) {
+    let user = match ctx.get_stackid(&STACKS, BPF_F_USER_STACK as u64) {
+        Ok(id) => id as i32,
+        Err(err) => {
+            if err == -17 || err == -12 {
+                count_lost(lost::STACKS_FULL);
+            }
+            -1
+        }
+    };
+    let kernel = match ctx.get_stackid(&STACKS, 0) {
+        Ok(id) => id as i32,
+        Err(err) => {
+            if err == -17 || err == -12 {
+                count_lost(lost::STACKS_FULL);
+            }
+            -1
+        }
+    };
+    (user, kernel)
+}
+
+/// `cpu_sample`: counts the sample under its thread and stacks, and in
+/// DWARF mode (or for a Python process) sends its user stack.
+#[inline(always)]
+pub(crate) fn cpu_sample(ctx: &PerfEventContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    let tid = pid_tgid as u32;
+    if tid == 0 || !is_traced(tgid) {
+        return 0;
+    }
+    let (user_stack, kernel_stack) = stack_ids(ctx);
+    let key = StackKey {
+        tgid,
+        tid,
+        user_stack,
+        kernel_stack,
+    };
+    add_to(&SAMPLES, &key, 1, lost::SAMPLES_MAP_FULL);
+    let (mut stack_bytes, flags) = CONFIG.get(0).map_or((0, 0), |c| (c.stack_bytes, c.flags));
+    // SAFETY: the lookup result is only tested.
+    if flags & FLAG_UNWIND_PER_PROCESS != 0 && unsafe { DWARF_PROCS.get(tgid) }.is_none() {
+        // `--unwind auto`: this process unwinds by frame pointers.
+        stack_bytes = 0;
+    }
+    // SAFETY: the lookup result is only tested.
+    let python_fp = stack_bytes == 0 && unsafe { PY_PROCS.get(tgid) }.is_some();
+    if stack_bytes != 0 || python_fp {
+        // SAFETY: helpers without preconditions; `bpf_task_pt_regs` returns
+        // the task's user register frame, read only through probe_read_kernel.
+        let regs = unsafe {
+            let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
+            aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
+        };
+        // SAFETY: no preconditions.
+        let cpu = unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() };
+        // Frame-pointer mode: a Python process's sample still carries its
+        // Python frames (no stack window).
+        capture_user_stack(key, stack_bytes, regs, scratch_slot(cpu), &NO_OFFCPU);
+    }
+    0
+}
+
+/// The off-CPU part of a CPU sample's header: none.
+static NO_OFFCPU: OffCpuPending = OffCpuPending {
+    weight_ns: 0,
+    largest_ns: 0,
+    tgid: 0,
+    state: 0,
+    user_stack: -1,
+    kernel_stack: -1,
+    intervals: 0,
+    _pad: 0,
+};
+
+/// Copies the current task's user registers `regs` (its saved user
+/// register frame: right for samples in user mode, in a syscall or a
+/// fault) and up to `stack_bytes` of its user stack into `STACK_EVENTS`,
+/// assembled in scratch slot `slot`; `offcpu` is the blocked time the
+/// stack stands for (none for a CPU sample).
+#[inline(always)]
+pub(crate) fn capture_user_stack(
+    key: StackKey,
+    stack_bytes: u32,
+    regs: *const u64,
+    slot: u32,
+    offcpu: &OffCpuPending,
+) {
+    let read = |index: usize| -> u64 { pt_regs_word(regs, index).unwrap_or(0) };
+    let Some(scratch) = STACK_SCRATCH.get_ptr_mut(slot) else {
+        return;
+    };
+    let sp = read(pt_regs::SP);
+    let mut header = UserStackHeader {
+        tgid: key.tgid,
+        tid: key.tid,
+        kernel_stack: key.kernel_stack,
+        user_stack: key.user_stack,
+        ip: read(pt_regs::IP),
+        sp,
+        bp: read(pt_regs::BP),
+        len: 0,
+        py_frames: 0,
+        py_status: py_status::NONE,
+        blocked_ns: offcpu.weight_ns,
+        offcpu_state: offcpu.state,
+        offcpu_intervals: offcpu.intervals,
+    };
+    // SAFETY: `scratch` is this CPU's map value.
+    let (frames, status) = python_frames(key.tgid, key.tid, unsafe { &mut (*scratch).py });
+    header.py_frames = frames;
+    header.py_status = status;
+    // Near the top of the stack a long read faults: retry shorter.
+    let mut len = stack_bytes;
+    for _ in 0..6 {
+        let bounded = len & (MAX_STACK_BYTES - 1);
+        if bounded == 0 {
+            break;
+        }
+        // SAFETY: `scratch` is this CPU's map value, `bounded` fits its stack array.
+        let rc = unsafe {
+            aya_ebpf::helpers::generated::bpf_probe_read_user(
+                (*scratch).stack.as_mut_ptr().cast(),
+                bounded,
+                sp as *const core::ffi::c_void,
+            )
+        };
+        if rc == 0 {
+            header.len = bounded;
+            break;
+        }
+        len /= 2;
+    }
+    // SAFETY: as above.
+    unsafe { (*scratch).header = header };
+    // The mask (a power of two minus one) bounds the length for the
+    // verifier; the check below keeps it inside the scratch value.
+    let total =
+        (USER_STACK_PREFIX as u32 + header.len) as usize & (2 * MAX_STACK_BYTES as usize - 1);
+    if total > core::mem::size_of::<UserStackSample>() {
+        return;
+    }
+    // SAFETY: `total` bytes of this CPU's scratch value.
+    let bytes = unsafe { core::slice::from_raw_parts(scratch.cast::<u8>(), total) };
+    if STACK_EVENTS.output::<[u8]>(bytes, 0).is_err() {
+        count_lost(lost::STACK_RINGBUF_FULL);
+    }
+}
