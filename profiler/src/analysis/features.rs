@@ -325,15 +325,6 @@ fn select_readers<'a>(
 }
 
 impl Features {
-    /// What the reader shares are of, in words.
-    pub fn basis(&self) -> &'static str {
-        if self.reader_selection == Some(ReaderSelection::CriticalPath) {
-            "of the consumer's data wait"
-        } else {
-            "of their time"
-        }
-    }
-
     /// Replaces the reader shares by the critical path of the consumer's
     /// data waits: each share is then of the time the consumer waited for
     /// data, spent in that state by the threads it waited on (directly or

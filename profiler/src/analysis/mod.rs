@@ -8,7 +8,8 @@
 //!        │                                   when a consumer is found)
 //!        │ frames::hot_frames               (hottest categories, functions, libraries)
 //!        ▼
-//! verdict::decide ──► Verdict (verdict.json) ──► output::report, bundle
+//! verdict::decide ──► Decision (data) ──► output::wording ──► Verdict (verdict.json)
+//!                                                    ──► output::report, bundle
 //! ```
 //!
 //! Thresholds are named fields of [`Thresholds`] (documented in
@@ -71,8 +72,10 @@ pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
     };
     let hot_oncpu = frames::hot_frames(&session.oncpu, &|_| true, HOT_LIMIT);
     let hot_offcpu = frames::hot_frames(&session.offcpu, &|_| true, HOT_LIMIT);
-    let mut verdict = verdict::decide(&features, &hot_oncpu_readers, thresholds);
-    verdict.attach_wait(wait.as_ref(), session.info.format_version);
+    let mut decision = verdict::decide(&features, &hot_oncpu_readers, thresholds);
+    decision.attach_wait(wait.as_ref(), session.info.format_version);
+    // The rules gave data; verdict.json carries it in words.
+    let verdict = crate::output::wording::verdict(&decision);
     Analysis {
         verdict,
         features,
@@ -168,7 +171,11 @@ mod tests {
     }
 
     fn decide(f: &Features) -> Verdict {
-        verdict::decide(f, &HotFrames::default(), &Thresholds::default())
+        crate::output::wording::verdict(&verdict::decide(
+            f,
+            &HotFrames::default(),
+            &Thresholds::default(),
+        ))
     }
 
     #[test]
@@ -195,7 +202,7 @@ mod tests {
             ],
             ..HotFrames::default()
         };
-        let v = verdict::decide(&f, &hot, &Thresholds::default());
+        let v = crate::output::wording::verdict(&verdict::decide(&f, &hot, &Thresholds::default()));
         assert_eq!(v.verdict, VerdictId::CpuBoundReader);
         assert_eq!(
             v.headline,

@@ -1,11 +1,15 @@
-//! Verdict rules: one pure function per verdict id scores the features; the
-//! primary verdict is what limits the pipeline, the others are runners-up.
+//! Verdict rules: one pure function per verdict id ([`RULES`]) scores the
+//! features; the primary verdict is what limits the pipeline, the others are
+//! runners-up. The rules produce data only (ids, figures, scores); the
+//! sentences of verdict.json, report.md and the terminal come from
+//! `output::wording`.
 //!
 //! ```text
-//! Features + HotFrames ──► rule per id ──► Finding { fired, score, evidence }
+//! Features + HotFrames ──► RULES ──► Finding { fired, score, detail, figures }
 //!                      ──► primary = compute-bound when it fires (the
 //!                          pipeline keeps up), else the highest-scoring fired
-//!                          finding ──► Verdict { headline, confidence, ... }
+//!                          finding ──► Decision { confidence, notes, ... }
+//!                      ──► output::wording::verdict ──► Verdict (verdict.json)
 //! ```
 //!
 //! A score is the share of reader time the finding explains (0..1), so
@@ -153,7 +157,8 @@ impl fmt::Display for VerdictId {
     }
 }
 
-/// One figure a verdict rests on.
+/// One figure a verdict rests on, as written to verdict.json (the
+/// document form of a [`Figure`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     /// Stable key, e.g. `reader_on_cpu_share`.
@@ -165,34 +170,268 @@ pub struct Evidence {
     pub text: String,
 }
 
-fn ev(key: &str, value: f64, unit: &str, text: String) -> Evidence {
-    Evidence {
-        key: key.to_string(),
-        value: round4(value),
-        unit: unit.to_string(),
-        text,
-    }
-}
-
-fn round4(x: f64) -> f64 {
+pub(crate) fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
+/// A figure a finding rests on: its key, value and unit are fixed here, its
+/// words come from `output::wording`. Values are unrounded (verdict.json
+/// rounds them to 4 decimals).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Figure {
+    ReaderOnCpu {
+        threads: usize,
+        share: f64,
+    },
+    /// On CPU, plus runnable when the command does not oversubscribe the CPUs.
+    ReaderCpuDemand {
+        share: f64,
+    },
+    ReaderUser {
+        share: f64,
+    },
+    /// Own work of reader CPU; `read_amplification` from the bench, when any.
+    ReaderOwnWork {
+        share: f64,
+        read_amplification: Option<f64>,
+    },
+    /// A hot category of reader CPU samples.
+    HotCategory {
+        name: String,
+        share: f64,
+    },
+    DeviceReadRate {
+        device: String,
+        mib_per_s: f64,
+    },
+    DeviceUtilization {
+        device: String,
+        utilization: f64,
+    },
+    DeviceLatencyP50 {
+        device: String,
+        us: f64,
+    },
+    ReaderBlockedIo {
+        share: f64,
+    },
+    ReaderReadSyscall {
+        share: f64,
+    },
+    PageCacheHitRatio {
+        hit: f64,
+        read_mib: f64,
+        storage_mib: f64,
+    },
+    ReaderCacheCopyCpu {
+        share: f64,
+    },
+    BenchAu {
+        percentage: f64,
+        expected: f64,
+    },
+    ConsumerSleep {
+        comm: String,
+        share: f64,
+    },
+    ReaderSleeping {
+        share: f64,
+    },
+    ReaderRunnable {
+        share: f64,
+    },
+    BusyThreads(u32),
+    NumCpus(u32),
+    CpuDemandThreads(f64),
+    CpusUsed(f64),
+    ReaderFutex {
+        share: f64,
+    },
+    ReaderReclaim {
+        share: f64,
+    },
+    OomKilled,
+    ReaderSocketRecv {
+        share: f64,
+    },
+}
+
+impl Figure {
+    /// The stable key in verdict.json.
+    pub fn key(&self) -> String {
+        match self {
+            Self::ReaderOnCpu { .. } => "reader_on_cpu_share",
+            Self::ReaderCpuDemand { .. } => "reader_cpu_demand_share",
+            Self::ReaderUser { .. } => "reader_user_share",
+            Self::ReaderOwnWork { .. } => "reader_own_work_share",
+            Self::HotCategory { name, .. } => return format!("hot:{name}"),
+            Self::DeviceReadRate { .. } => "device_read_mib_per_s",
+            Self::DeviceUtilization { .. } => "device_utilization",
+            Self::DeviceLatencyP50 { .. } => "device_latency_p50_us",
+            Self::ReaderBlockedIo { .. } => "reader_blocked_io_share",
+            Self::ReaderReadSyscall { .. } => "reader_read_syscall_share",
+            Self::PageCacheHitRatio { .. } => "page_cache_hit_ratio",
+            Self::ReaderCacheCopyCpu { .. } => "reader_cache_copy_cpu_share",
+            Self::BenchAu { .. } => "bench_au_percentage",
+            Self::ConsumerSleep { .. } => "consumer_sleep_share",
+            Self::ReaderSleeping { .. } => "reader_sleeping_share",
+            Self::ReaderRunnable { .. } => "reader_runnable_share",
+            Self::BusyThreads(_) => "busy_threads",
+            Self::NumCpus(_) => "num_cpus",
+            Self::CpuDemandThreads(_) => "cpu_demand_threads",
+            Self::CpusUsed(_) => "cpus_used",
+            Self::ReaderFutex { .. } => "reader_futex_share",
+            Self::ReaderReclaim { .. } => "reader_reclaim_share",
+            Self::OomKilled => "oom_killed",
+            Self::ReaderSocketRecv { .. } => "reader_socket_recv_share",
+        }
+        .to_string()
+    }
+
+    pub fn value(&self) -> f64 {
+        match self {
+            Self::ReaderOnCpu { share, .. }
+            | Self::ReaderCpuDemand { share }
+            | Self::ReaderUser { share }
+            | Self::ReaderOwnWork { share, .. }
+            | Self::HotCategory { share, .. }
+            | Self::ReaderBlockedIo { share }
+            | Self::ReaderReadSyscall { share }
+            | Self::ReaderCacheCopyCpu { share }
+            | Self::ConsumerSleep { share, .. }
+            | Self::ReaderSleeping { share }
+            | Self::ReaderRunnable { share }
+            | Self::ReaderFutex { share }
+            | Self::ReaderReclaim { share }
+            | Self::ReaderSocketRecv { share } => *share,
+            Self::DeviceReadRate { mib_per_s, .. } => *mib_per_s,
+            Self::DeviceUtilization { utilization, .. } => *utilization,
+            Self::DeviceLatencyP50 { us, .. } => *us,
+            Self::PageCacheHitRatio { hit, .. } => *hit,
+            Self::BenchAu { percentage, .. } => *percentage,
+            Self::BusyThreads(n) | Self::NumCpus(n) => f64::from(*n),
+            Self::CpuDemandThreads(x) | Self::CpusUsed(x) => *x,
+            Self::OomKilled => 1.0,
+        }
+    }
+
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Self::DeviceReadRate { .. } => "MiB/s",
+            Self::DeviceLatencyP50 { .. } => "us",
+            Self::BenchAu { .. } => "%",
+            Self::BusyThreads(_) | Self::CpuDemandThreads(_) => "threads",
+            Self::NumCpus(_) | Self::CpusUsed(_) => "cpus",
+            Self::OomKilled => "bool",
+            _ => "fraction",
+        }
+    }
+}
+
+/// What a share is of: the reader threads' own time, or the consumer's data
+/// wait (the critical path of the wake-up graph).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShareBasis {
+    ReaderTime,
+    ConsumerDataWait,
+}
+
+impl ShareBasis {
+    pub fn of(f: &Features) -> Self {
+        if f.reader_selection == Some(super::features::ReaderSelection::CriticalPath) {
+            Self::ConsumerDataWait
+        } else {
+            Self::ReaderTime
+        }
+    }
+}
+
+/// The busiest block device, as a finding names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceFigures {
+    pub name: String,
+    pub read_mib_per_s: f64,
+    pub utilization: f64,
+}
+
+/// What storage-bound says limits the readers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageLimit {
+    /// The rule did not fire: only the device figures.
+    NotFired,
+    /// The device is at least `storage_busy_utilization` busy.
+    Device,
+    /// The device is not saturated: a throttle or queue limit in front of it.
+    Throttle,
+}
+
+/// The AU figure compute-bound names.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AuSource {
+    /// The bench's own AU (%).
+    Bench(f64),
+    /// The consumer's share of the window not waiting for data, from the
+    /// wake-up graph.
+    Kernel(f64),
+    /// The consumer's nanosleep share.
+    ConsumerAsleep(f64),
+    NoConsumer,
+}
+
+/// The figures a finding's one-sentence summary is made from, per rule.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Detail {
+    CpuBoundReader {
+        /// Hottest frames named in the headline (name, share).
+        hot: Vec<(String, f64)>,
+        /// Device utilization under `storage_idle_utilization`.
+        storage_idle: bool,
+        device: Option<DeviceFigures>,
+    },
+    StorageBound {
+        blocked_share: f64,
+        limit: StorageLimit,
+        device: Option<DeviceFigures>,
+    },
+    PageCacheServed {
+        hit: f64,
+        read_mib: f64,
+        /// More bytes came through file mappings than read syscalls.
+        mostly_mapped: bool,
+        read_syscall_mib_per_s: f64,
+        device: Option<DeviceFigures>,
+    },
+    ComputeBound {
+        au: AuSource,
+    },
+    CpuStarved {
+        runnable_share: f64,
+        busy_threads: u32,
+        num_cpus: u32,
+    },
+    LockContention {
+        futex_share: f64,
+    },
+    MemoryPressure {
+        oom_killed: bool,
+        reclaim_share: f64,
+    },
+    NetworkBound {
+        socket_share: f64,
+    },
 }
 
 /// The outcome of one rule.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
     pub verdict: VerdictId,
     /// All of the rule's conditions hold.
     pub fired: bool,
     /// Share of reader time (or AU) this finding explains (0..1).
     pub score: f64,
-    /// One sentence: what was seen.
-    pub summary: String,
-    pub evidence: Vec<Evidence>,
+    /// What was seen, for the summary sentence.
+    pub detail: Detail,
+    pub figures: Vec<Figure>,
 }
 
 /// A finding that did not win.
@@ -202,6 +441,87 @@ pub struct RunnerUp {
     pub fired: bool,
     pub score: f64,
     pub summary: String,
+}
+
+/// A secondary finding or caveat of a [`Decision`], in the order given.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Note {
+    /// A runner-up that fired too.
+    AlsoFired(VerdictId),
+    /// DLIO's derived I/O figure vs the bench's measured one (storage #330).
+    IoMismatch {
+        derived_mib_per_s: f64,
+        measured_mib_per_s: f64,
+        ratio: f64,
+    },
+    ReadAmplification(f64),
+    /// Session files missing.
+    PartialSession(Vec<String>),
+    LostEvents(u64),
+    /// A format 1 session: no wake-up graph.
+    Format1Session,
+    /// A format 2 session without the wakeups probe's data.
+    NoWakeupGraph,
+    /// A note of the wait-for graph, already in words.
+    WaitGraph(String),
+    /// Reader figures are shares of the consumers' data wait.
+    ConsumerDataWait {
+        wait_s: f64,
+        /// (comm, tid) of each consumer.
+        consumers: Vec<(String, u32)>,
+    },
+}
+
+/// Which rules decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RuleSet {
+    /// Not known yet (before [`Decision::attach_wait`]).
+    #[default]
+    Unset,
+    /// The critical path of the consumer's data waits.
+    WaitGraph,
+    /// Wake-up graph without a consumer, or none at all: the readers' time.
+    Readers,
+    /// A session recorded before the wake-up graph existed.
+    Format1,
+}
+
+impl RuleSet {
+    /// The name in verdict.json `rules`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unset => "",
+            Self::WaitGraph => "wait-graph",
+            Self::Readers => "readers",
+            Self::Format1 => "format-1",
+        }
+    }
+}
+
+/// The verdict as data: what `output::wording::verdict` turns into
+/// verdict.json's [`Verdict`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub primary: Finding,
+    /// Other findings, fired first, by score.
+    pub runners_up: Vec<Finding>,
+    /// 0..1; see [`confidence`].
+    pub confidence: f64,
+    pub confidence_label: &'static str,
+    /// No rule fired: the verdict is only the closest match.
+    pub inconclusive: bool,
+    pub notes: Vec<Note>,
+    /// What the reader shares are of.
+    pub basis: ShareBasis,
+    pub rules: RuleSet,
+    /// The wait-for graph's figures, rounded (empty without a consumer).
+    pub kernel_au_percentage: Option<f64>,
+    pub data_wait_share: Option<f64>,
+    pub window: Option<Window>,
+    pub phases: Vec<Phase>,
+    pub consumers: Vec<ConsumerTime>,
+    pub roles: Vec<RoleRow>,
+    pub critical_path: Vec<PathShare>,
 }
 
 /// `verdict.json`.
@@ -247,50 +567,38 @@ pub struct Verdict {
     pub critical_path: Vec<PathShare>,
 }
 
-impl Verdict {
+impl Decision {
     /// Adds the wait-for-graph figures and says which rules decided.
     pub fn attach_wait(&mut self, wait: Option<&WaitAnalysis>, session_format: u32) {
         let Some(w) = wait else {
-            self.rules = if session_format < 2 {
-                self.notes.push(
-                    "Session of format 1 (no wake-up graph): verdict by the older rules over \
-                     the readers' summed thread time; idle pool threads may weigh in."
-                        .to_string(),
-                );
-                "format-1"
+            if session_format < 2 {
+                self.notes.push(Note::Format1Session);
+                self.rules = RuleSet::Format1;
             } else {
-                self.notes.push(
-                    "No wake-up graph in this session (the wakeups probe did not run): \
-                     verdict over the readers' summed thread time."
-                        .to_string(),
-                );
-                "readers"
+                self.notes.push(Note::NoWakeupGraph);
+                self.rules = RuleSet::Readers;
             }
-            .to_string();
             return;
         };
-        self.notes.extend(w.notes.iter().cloned());
+        self.notes
+            .extend(w.notes.iter().cloned().map(Note::WaitGraph));
         if w.kernel_au_percentage.is_none() {
-            self.rules = "readers".to_string();
+            self.rules = RuleSet::Readers;
             return;
         }
-        self.rules = "wait-graph".to_string();
-        let wait_s: f64 = w
-            .consumers
-            .iter()
-            .map(|c| c.data_wait_ns as f64 / 1e9)
-            .sum();
-        let names: Vec<String> = w
-            .consumers
-            .iter()
-            .map(|c| format!("{} (tid {})", c.comm, c.tid))
-            .collect();
-        self.notes.push(format!(
-            "Figures about \"reader\" time are shares of the consumer's data wait ({wait_s:.2} s \
-             over the training window, consumer {}), spent by the threads it waited on, \
-             directly or through their own waits.",
-            names.join(", ")
-        ));
+        self.rules = RuleSet::WaitGraph;
+        self.notes.push(Note::ConsumerDataWait {
+            wait_s: w
+                .consumers
+                .iter()
+                .map(|c| c.data_wait_ns as f64 / 1e9)
+                .sum(),
+            consumers: w
+                .consumers
+                .iter()
+                .map(|c| (c.comm.clone(), c.tid))
+                .collect(),
+        });
         self.kernel_au_percentage = w.kernel_au_percentage.map(round4);
         self.data_wait_share = w.data_wait_share.map(round4);
         self.window = w.window.clone();
@@ -313,67 +621,51 @@ impl Verdict {
     }
 }
 
-fn storage_phrase(f: &Features) -> String {
-    match &f.top_device {
-        Some(d) => format!(
-            "{:.1} MiB/s from {}, {} busy",
-            d.read_mib_per_s,
-            d.name,
-            pct(d.utilization)
-        ),
-        None => "no block-device activity recorded".to_string(),
-    }
+fn device_figures(f: &Features) -> Option<DeviceFigures> {
+    f.top_device.as_ref().map(|d| DeviceFigures {
+        name: d.name.clone(),
+        read_mib_per_s: d.read_mib_per_s,
+        utilization: d.utilization,
+    })
 }
 
 fn top_util(f: &Features) -> f64 {
     f.top_device.as_ref().map_or(0.0, |d| d.utilization)
 }
 
-fn read_syscall_evidence(f: &Features) -> Evidence {
-    ev(
-        "reader_read_syscall_share",
-        f.reader_read_syscall_share,
-        "fraction",
-        format!(
-            "readers inside read syscalls {} of the readers' time",
-            pct(f.reader_read_syscall_share)
-        ),
-    )
-}
-
-fn device_evidence(f: &Features) -> Vec<Evidence> {
+fn device_evidence(f: &Features) -> Vec<Figure> {
     let mut out = Vec::new();
     if let Some(d) = &f.top_device {
-        out.push(ev(
-            "device_read_mib_per_s",
-            d.read_mib_per_s,
-            "MiB/s",
-            format!("{} read {:.2} MiB/s", d.name, d.read_mib_per_s),
-        ));
-        out.push(ev(
-            "device_utilization",
-            d.utilization,
-            "fraction",
-            format!("{} busy {} of the recording", d.name, pct(d.utilization)),
-        ));
+        out.push(Figure::DeviceReadRate {
+            device: d.name.clone(),
+            mib_per_s: d.read_mib_per_s,
+        });
+        out.push(Figure::DeviceUtilization {
+            device: d.name.clone(),
+            utilization: d.utilization,
+        });
         if let Some(p50) = d.latency_p50_us {
-            out.push(ev(
-                "device_latency_p50_us",
-                p50,
-                "us",
-                format!("{} median request latency ≤ {p50:.0} µs", d.name),
-            ));
+            out.push(Figure::DeviceLatencyP50 {
+                device: d.name.clone(),
+                us: p50,
+            });
         }
     }
     out
 }
 
-/// Friendly "name NN%" list of the hottest categories for headlines.
-pub fn hot_phrase(hot: &HotFrames, max: usize) -> String {
+/// Share from which a hot category is named in the headline: smaller ones
+/// explain too little of the CPU to be the cause.
+const HEADLINE_CATEGORY_MIN_SHARE: f64 = 0.05;
+
+/// The hottest frames a headline names: categories of at least
+/// [`HEADLINE_CATEGORY_MIN_SHARE`] (not the "other" buckets), else the
+/// hottest self functions; at most `max`.
+pub fn headline_frames(hot: &HotFrames, max: usize) -> Vec<(String, f64)> {
     let named: Vec<&FrameShare> = hot
         .categories
         .iter()
-        .filter(|c| c.share >= 0.05 && !c.name.starts_with("other"))
+        .filter(|c| c.share >= HEADLINE_CATEGORY_MIN_SHARE && !c.name.starts_with("other"))
         .take(max)
         .collect();
     let rows: Vec<&FrameShare> = if named.is_empty() {
@@ -381,14 +673,10 @@ pub fn hot_phrase(hot: &HotFrames, max: usize) -> String {
     } else {
         named
     };
-    rows.iter()
-        .map(|c| format!("{} {:.0}%", c.name, c.share * 100.0))
-        .collect::<Vec<_>>()
-        .join(", ")
+    rows.iter().map(|c| (c.name.clone(), c.share)).collect()
 }
 
 fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Finding {
-    let basis = f.basis();
     let user = f.reader_user_share.unwrap_or(0.0);
     let own = f.reader_own_work_share().unwrap_or(0.0);
     let util = top_util(f);
@@ -405,117 +693,71 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
     let fired = demand >= t.cpu_bound_on_cpu_share
         && own >= t.cpu_bound_own_work_share
         && util < t.storage_busy_utilization;
-    let hot_text = hot_phrase(hot, 2);
-    let storage = if util < t.storage_idle_utilization {
-        format!("storage idle: {}", storage_phrase(f))
-    } else {
-        format!("storage: {}", storage_phrase(f))
-    };
-    let headline_hot = if hot_text.is_empty() {
-        String::new()
-    } else {
-        format!(" ({hot_text})")
-    };
-    let mut evidence = vec![
-        ev(
-            "reader_on_cpu_share",
-            f.reader_on_cpu_share,
-            "fraction",
-            format!(
-                "{} reader thread(s) on CPU {} {basis}",
-                f.reader_threads,
-                pct(f.reader_on_cpu_share)
-            ),
-        ),
-        ev(
-            "reader_cpu_demand_share",
-            demand,
-            "fraction",
-            format!(
-                "readers on CPU or queued for one (other load) {} {basis}",
-                pct(demand)
-            ),
-        ),
-        ev(
-            "reader_user_share",
-            user,
-            "fraction",
-            format!("{} of reader CPU samples in user space", pct(user)),
-        ),
-        ev(
-            "reader_own_work_share",
-            own,
-            "fraction",
-            format!(
-                "{} of reader CPU is the reader's own work (not copies out of the page cache{})",
-                pct(own),
-                match f.bench.as_ref().and_then(|b| b.read_amplification) {
-                    Some(a) if a > 1.0 => format!(
-                        ", of which it caused {:.0}% itself by reading {a:.1}× the bytes it returned",
-                        (1.0 - 1.0 / a) * 100.0
-                    ),
-                    _ => String::new(),
-                }
-            ),
-        ),
+    let mut figures = vec![
+        Figure::ReaderOnCpu {
+            threads: f.reader_threads,
+            share: f.reader_on_cpu_share,
+        },
+        Figure::ReaderCpuDemand { share: demand },
+        Figure::ReaderUser { share: user },
+        Figure::ReaderOwnWork {
+            share: own,
+            read_amplification: f.bench.as_ref().and_then(|b| b.read_amplification),
+        },
     ];
     for c in hot.categories.iter().take(3) {
-        evidence.push(ev(
-            &format!("hot:{}", c.name),
-            c.share,
-            "fraction",
-            format!("{} of reader CPU samples in {}", pct(c.share), c.name),
-        ));
+        figures.push(Figure::HotCategory {
+            name: c.name.clone(),
+            share: c.share,
+        });
     }
-    evidence.extend(device_evidence(f));
+    figures.extend(device_evidence(f));
     Finding {
         verdict: VerdictId::CpuBoundReader,
         fired,
         score: demand * own,
-        summary: format!("CPU-bound in the reader{headline_hot}; {storage}"),
-        evidence,
+        detail: Detail::CpuBoundReader {
+            hot: headline_frames(hot, 2),
+            storage_idle: util < t.storage_idle_utilization,
+            device: device_figures(f),
+        },
+        figures,
     }
 }
 
 fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
-    let basis = f.basis();
     let util = top_util(f);
     let fired = f.reader_blocked_io_share >= t.storage_bound_blocked_share;
     let limit = if !fired {
-        storage_phrase(f)
+        StorageLimit::NotFired
     } else if util >= t.storage_busy_utilization {
-        format!("the device is the limit: {}", storage_phrase(f))
+        StorageLimit::Device
     } else {
-        format!(
-            "the device is not saturated ({}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)",
-            storage_phrase(f)
-        )
+        StorageLimit::Throttle
     };
-    let mut evidence = vec![ev(
-        "reader_blocked_io_share",
-        f.reader_blocked_io_share,
-        "fraction",
-        format!(
-            "readers in uninterruptible (D) sleep {} {basis}",
-            pct(f.reader_blocked_io_share)
-        ),
-    )];
-    evidence.push(read_syscall_evidence(f));
-    evidence.extend(device_evidence(f));
+    let mut figures = vec![
+        Figure::ReaderBlockedIo {
+            share: f.reader_blocked_io_share,
+        },
+        Figure::ReaderReadSyscall {
+            share: f.reader_read_syscall_share,
+        },
+    ];
+    figures.extend(device_evidence(f));
     Finding {
         verdict: VerdictId::StorageBound,
         fired,
         score: f.reader_blocked_io_share,
-        summary: format!(
-            "Storage-bound: readers wait on block I/O {} {basis}; {limit}",
-            pct(f.reader_blocked_io_share)
-        ),
-        evidence,
+        detail: Detail::StorageBound {
+            blocked_share: f.reader_blocked_io_share,
+            limit,
+            device: device_figures(f),
+        },
+        figures,
     }
 }
 
 fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
-    let basis = f.basis();
     let hit = f.page_cache_hit_ratio.unwrap_or(0.0);
     let util = top_util(f);
     let read_bytes = f.read_syscall_bytes + f.mapped_read_bytes;
@@ -533,28 +775,16 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
     } else {
         0.0
     };
-    let evidence = [
-        ev(
-            "page_cache_hit_ratio",
+    let figures = [
+        Figure::PageCacheHitRatio {
             hit,
-            "fraction",
-            format!(
-                "{} of {:.1} MiB read came from memory ({:.1} MiB from storage)",
-                pct(hit),
-                read_mib,
-                f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / (1 << 20) as f64
-            ),
-        ),
-        read_syscall_evidence(f),
-        ev(
-            "reader_cache_copy_cpu_share",
-            copy_cpu,
-            "fraction",
-            format!(
-                "readers on CPU copying out of the page cache {} {basis}",
-                pct(copy_cpu)
-            ),
-        ),
+            read_mib,
+            storage_mib: f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / (1 << 20) as f64,
+        },
+        Figure::ReaderReadSyscall {
+            share: f.reader_read_syscall_share,
+        },
+        Figure::ReaderCacheCopyCpu { share: copy_cpu },
     ]
     .into_iter()
     .chain(device_evidence(f))
@@ -563,26 +793,18 @@ fn rule_page_cache_served(f: &Features, t: &Thresholds) -> Finding {
         verdict: VerdictId::PageCacheServed,
         fired,
         score,
-        summary: format!(
-            "Served from the page cache: {} of {:.1} MiB read came from memory, {}; storage idle: {}",
-            pct(hit),
+        detail: Detail::PageCacheServed {
+            hit,
             read_mib,
-            if f.mapped_read_bytes > f.read_syscall_bytes {
-                "most through file mappings".to_string()
-            } else {
-                format!(
-                    "{:.1} MiB/s through read syscalls",
-                    f.read_syscall_mib_per_s
-                )
-            },
-            storage_phrase(f)
-        ),
-        evidence,
+            mostly_mapped: f.mapped_read_bytes > f.read_syscall_bytes,
+            read_syscall_mib_per_s: f.read_syscall_mib_per_s,
+            device: device_figures(f),
+        },
+        figures,
     }
 }
 
 fn rule_compute_bound(f: &Features, t: &Thresholds) -> Finding {
-    let basis = f.basis();
     let au_bench = f.bench.as_ref().and_then(|b| b.au_percentage);
     let consumer_share = f.consumer.as_ref().map(|c| c.sleep_share);
     // The bench's own AU when present; else the consumer's nanosleep share,
@@ -594,54 +816,38 @@ fn rule_compute_bound(f: &Features, t: &Thresholds) -> Finding {
         .and_then(|b| b.au_expected_percentage)
         .unwrap_or(t.compute_bound_au_percentage);
     let fired = au.is_some_and(|a| a >= threshold);
-    let mut evidence = Vec::new();
+    let mut figures = Vec::new();
     if let Some(a) = au_bench {
-        evidence.push(ev(
-            "bench_au_percentage",
-            a,
-            "%",
-            format!("bench AU {a:.2}% (expected ≥ {threshold:.0}%)"),
-        ));
+        figures.push(Figure::BenchAu {
+            percentage: a,
+            expected: threshold,
+        });
     }
     if let Some(c) = &f.consumer {
-        evidence.push(ev(
-            "consumer_sleep_share",
-            c.sleep_share,
-            "fraction",
-            format!(
-                "consumer thread {} asleep in simulated computation {} of its time",
-                c.comm,
-                pct(c.sleep_share)
-            ),
-        ));
+        figures.push(Figure::ConsumerSleep {
+            comm: c.comm.clone(),
+            share: c.sleep_share,
+        });
     }
-    evidence.push(ev(
-        "reader_sleeping_share",
-        f.reader_sleeping_share,
-        "fraction",
-        format!(
-            "readers sleeping (waiting for work or queue space) {} {basis}",
-            pct(f.reader_sleeping_share)
-        ),
-    ));
-    let au_text = match au_bench {
-        Some(a) => format!("AU {a:.1}%"),
+    figures.push(Figure::ReaderSleeping {
+        share: f.reader_sleeping_share,
+    });
+    let au_source = match au_bench {
+        Some(a) => AuSource::Bench(a),
         None => match consumer_share {
             Some(s) if f.consumer.as_ref().is_some_and(|c| c.from_wait_graph) => {
-                format!("AU seen by the kernel {}", pct(s))
+                AuSource::Kernel(s)
             }
-            Some(s) => format!("consumer asleep {}", pct(s)),
-            None => "no consumer thread found".to_string(),
+            Some(s) => AuSource::ConsumerAsleep(s),
+            None => AuSource::NoConsumer,
         },
     };
     Finding {
         verdict: VerdictId::ComputeBound,
         fired,
         score: au.map_or(0.0, |a| (a / 100.0).clamp(0.0, 1.0)),
-        summary: format!(
-            "Compute-bound: the consumer (simulated accelerator) is the limit ({au_text}); loaders wait for it; nothing to fix in storage"
-        ),
-        evidence,
+        detail: Detail::ComputeBound { au: au_source },
+        figures,
     }
 }
 
@@ -652,7 +858,6 @@ fn oversubscribed(f: &Features) -> bool {
 }
 
 fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
-    let basis = f.basis();
     // Issue 4: runnable but waiting for a CPU *because* there are more busy
     // threads than cores. Waits caused by load outside the command count as
     // reader CPU demand (cpu-bound-reader) instead.
@@ -661,101 +866,44 @@ fn rule_cpu_starved(f: &Features, t: &Thresholds) -> Finding {
         verdict: VerdictId::CpuStarved,
         fired,
         score: f.reader_runnable_share,
-        summary: format!(
-            "CPU-starved: threads runnable but waiting for a CPU {} {basis}; {} busy thread(s) on {} CPU(s)",
-            pct(f.reader_runnable_share),
-            f.busy_threads,
-            f.num_cpus
-        ),
-        evidence: vec![
-            ev(
-                "reader_runnable_share",
-                f.reader_runnable_share,
-                "fraction",
-                format!(
-                    "runnable, waiting for a CPU {} {basis}",
-                    pct(f.reader_runnable_share)
-                ),
-            ),
-            ev(
-                "busy_threads",
-                f64::from(f.busy_threads),
-                "threads",
-                format!("{} busy thread(s)", f.busy_threads),
-            ),
-            ev(
-                "num_cpus",
-                f64::from(f.num_cpus),
-                "cpus",
-                format!("{} CPU(s) online", f.num_cpus),
-            ),
-            ev(
-                "cpu_demand_threads",
-                f.cpu_demand_threads,
-                "threads",
-                format!(
-                    "{:.2} thread(s) on CPU or runnable at once on average",
-                    f.cpu_demand_threads
-                ),
-            ),
-            ev(
-                "cpus_used",
-                f.cpus_used,
-                "cpus",
-                format!("traced threads kept {:.2} CPU(s) busy", f.cpus_used),
-            ),
+        detail: Detail::CpuStarved {
+            runnable_share: f.reader_runnable_share,
+            busy_threads: f.busy_threads,
+            num_cpus: f.num_cpus,
+        },
+        figures: vec![
+            Figure::ReaderRunnable {
+                share: f.reader_runnable_share,
+            },
+            Figure::BusyThreads(f.busy_threads),
+            Figure::NumCpus(f.num_cpus),
+            Figure::CpuDemandThreads(f.cpu_demand_threads),
+            Figure::CpusUsed(f.cpus_used),
         ],
     }
 }
 
 fn rule_lock_contention(f: &Features, t: &Thresholds) -> Finding {
-    let basis = f.basis();
     Finding {
         verdict: VerdictId::LockContention,
         fired: f.reader_futex_share >= t.lock_futex_share,
         score: f.reader_futex_share,
-        summary: if f.reader_selection == Some(super::features::ReaderSelection::CriticalPath) {
-            format!(
-                "Lock contention: {} of the consumer's data wait went to loaders blocked on a \
-                 lock that another loader held",
-                pct(f.reader_futex_share)
-            )
-        } else {
-            format!(
-                "Lock contention: workers sleep on futexes {} {basis} rather than doing I/O",
-                pct(f.reader_futex_share)
-            )
+        detail: Detail::LockContention {
+            futex_share: f.reader_futex_share,
         },
-        evidence: vec![ev(
-            "reader_futex_share",
-            f.reader_futex_share,
-            "fraction",
-            format!(
-                "workers in futex waits {} {basis}",
-                pct(f.reader_futex_share)
-            ),
-        )],
+        figures: vec![Figure::ReaderFutex {
+            share: f.reader_futex_share,
+        }],
     }
 }
 
 fn rule_memory_pressure(f: &Features, t: &Thresholds) -> Finding {
     let fired = f.oom_killed || f.reader_reclaim_share >= t.memory_reclaim_share;
-    let mut evidence = vec![ev(
-        "reader_reclaim_share",
-        f.reader_reclaim_share,
-        "fraction",
-        format!(
-            "reclaim, swap-in or OOM handling {} of reader time",
-            pct(f.reader_reclaim_share)
-        ),
-    )];
+    let mut figures = vec![Figure::ReaderReclaim {
+        share: f.reader_reclaim_share,
+    }];
     if f.oom_killed {
-        evidence.push(ev(
-            "oom_killed",
-            1.0,
-            "bool",
-            "the OOM killer ended a traced process".to_string(),
-        ));
+        figures.push(Figure::OomKilled);
     }
     Finding {
         verdict: VerdictId::MemoryPressure,
@@ -765,37 +913,25 @@ fn rule_memory_pressure(f: &Features, t: &Thresholds) -> Finding {
         } else {
             f.reader_reclaim_share
         },
-        summary: if f.oom_killed {
-            "Memory pressure: the OOM killer ended a traced process".to_string()
-        } else {
-            format!(
-                "Memory pressure: reclaim and major faults take {} of reader time",
-                pct(f.reader_reclaim_share)
-            )
+        detail: Detail::MemoryPressure {
+            oom_killed: f.oom_killed,
+            reclaim_share: f.reader_reclaim_share,
         },
-        evidence,
+        figures,
     }
 }
 
 fn rule_network_bound(f: &Features, t: &Thresholds) -> Finding {
-    let basis = f.basis();
     Finding {
         verdict: VerdictId::NetworkBound,
         fired: f.reader_socket_recv_share >= t.network_socket_share,
         score: f.reader_socket_recv_share,
-        summary: format!(
-            "Network-bound: workers wait on socket receives {} {basis} (object storage)",
-            pct(f.reader_socket_recv_share)
-        ),
-        evidence: vec![ev(
-            "reader_socket_recv_share",
-            f.reader_socket_recv_share,
-            "fraction",
-            format!(
-                "workers in socket receives {} {basis}",
-                pct(f.reader_socket_recv_share)
-            ),
-        )],
+        detail: Detail::NetworkBound {
+            socket_share: f.reader_socket_recv_share,
+        },
+        figures: vec![Figure::ReaderSocketRecv {
+            share: f.reader_socket_recv_share,
+        }],
     }
 }
 
@@ -841,7 +977,7 @@ fn label(c: f64, t: &Thresholds) -> &'static str {
     }
 }
 
-fn bench_notes(f: &Features, t: &Thresholds) -> Vec<String> {
+fn bench_notes(f: &Features, t: &Thresholds) -> Vec<Note> {
     let mut notes = Vec::new();
     let Some(b) = &f.bench else { return notes };
     if let (Some(derived), Some(measured), Some(r)) = (
@@ -850,22 +986,23 @@ fn bench_notes(f: &Features, t: &Thresholds) -> Vec<String> {
         b.measured_over_derived,
     ) && (r > t.io_mismatch_factor || r < 1.0 / t.io_mismatch_factor)
     {
-        notes.push(format!(
-            "DLIO's I/O throughput is derived (samples/s × record size): {derived:.2} MiB/s, while the reader really read {measured:.2} MiB/s ({r:.1}× the derived figure): the storage #330 mismatch. Compare storage with the measured figure."
-        ));
+        notes.push(Note::IoMismatch {
+            derived_mib_per_s: derived,
+            measured_mib_per_s: measured,
+            ratio: r,
+        });
     }
     if let Some(a) = b.read_amplification
         && a > t.io_mismatch_factor
     {
-        notes.push(format!(
-            "The reader read {a:.1}× the bytes of the samples it returned (read amplification)."
-        ));
+        notes.push(Note::ReadAmplification(a));
     }
     notes
 }
 
-/// Decides the verdict from the features and the readers' hottest on-CPU frames.
-pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Verdict {
+/// Decides the verdict from the features and the readers' hottest on-CPU
+/// frames; [`Decision::attach_wait`] adds the wait-for graph's figures.
+pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
     let mut all = findings(f, hot_oncpu, t);
     // Fired first, then by score; ties by id order so output is deterministic.
     all.sort_by(|a, b| {
@@ -888,48 +1025,27 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Verdict {
     let confidence = confidence(&primary, runner_score, f, t);
     let inconclusive = !primary.fired;
 
-    let mut notes = Vec::new();
-    for r in all.iter().filter(|r| r.fired) {
-        notes.push(format!("Also: {}", r.summary));
-    }
+    let mut notes: Vec<Note> = all
+        .iter()
+        .filter(|r| r.fired)
+        .map(|r| Note::AlsoFired(r.verdict))
+        .collect();
     notes.extend(bench_notes(f, t));
     if !f.missing_files.is_empty() {
-        notes.push(format!(
-            "Partial session (recording stopped early?): missing {}; figures from those files are absent.",
-            f.missing_files.join(", ")
-        ));
+        notes.push(Note::PartialSession(f.missing_files.clone()));
     }
     if f.lost_events > 0 {
-        notes.push(format!(
-            "{} events or samples were lost while recording; figures are lower bounds.",
-            f.lost_events
-        ));
+        notes.push(Note::LostEvents(f.lost_events));
     }
-
-    let headline = if inconclusive {
-        format!("No rule fired; closest match: {}", primary.summary)
-    } else {
-        primary.summary.clone()
-    };
-    Verdict {
-        format_version: VERDICT_FORMAT_VERSION,
-        verdict: primary.verdict,
-        headline,
+    Decision {
+        primary,
+        runners_up: all,
         confidence,
-        confidence_label: label(confidence, t).to_string(),
+        confidence_label: label(confidence, t),
         inconclusive,
-        evidence: primary.evidence,
-        runners_up: all
-            .into_iter()
-            .map(|r| RunnerUp {
-                verdict: r.verdict,
-                fired: r.fired,
-                score: round4(r.score),
-                summary: r.summary,
-            })
-            .collect(),
         notes,
-        rules: String::new(),
+        basis: ShareBasis::of(f),
+        rules: RuleSet::Unset,
         kernel_au_percentage: None,
         data_wait_share: None,
         window: None,

@@ -1,8 +1,9 @@
-//! Outputs of the analysis, one module each: flamegraph SVGs (inferno),
-//! the timeline SVG, report.md (+ verdict.json), `system.json` facts and the
-//! evidence bundle (tar.gz, secrets redacted).
+//! Outputs of the analysis, one module each: the verdict in words, flamegraph
+//! SVGs (inferno), the timeline SVG, report.md (+ verdict.json),
+//! `system.json` facts and the evidence bundle (tar.gz, secrets redacted).
 //!
 //! ```text
+//! analysis::verdict::Decision ──► wording::verdict ─► Analysis::verdict (sentences)
 //! Session + Analysis ──► flamegraph::write   ─► flamegraph-{oncpu,offcpu}.svg
 //!                    ──► timeline::render    ─► timeline.svg
 //!                    ──► report::render_*    ─► report.md, verdict.json
@@ -14,6 +15,7 @@ pub mod flamegraph;
 pub mod report;
 pub mod system;
 pub mod timeline;
+pub mod wording;
 
 use std::{
     fs, io,

@@ -1,0 +1,359 @@
+//! The verdict in words: turns the rules' data ([`Decision`]: ids, figures,
+//! scores, notes) into the sentences of verdict.json, which report.md and
+//! the terminal print. The rules in `analysis::verdict` never build text.
+//!
+//! ```text
+//! analysis::verdict::Decision ──► verdict ──► Verdict { headline, evidence[].text,
+//!                                                       runners_up[].summary, notes }
+//! ```
+//! Every figure is written from its unrounded value; verdict.json's `value`
+//! fields are rounded to 4 decimals.
+use crate::analysis::verdict::{
+    AuSource, Decision, Detail, DeviceFigures, Evidence, Figure, Finding, Note, RunnerUp,
+    ShareBasis, StorageLimit, VERDICT_FORMAT_VERSION, Verdict, round4,
+};
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// What a reader share is of, as it ends a sentence.
+pub fn basis_text(basis: ShareBasis) -> &'static str {
+    match basis {
+        ShareBasis::ConsumerDataWait => "of the consumer's data wait",
+        ShareBasis::ReaderTime => "of their time",
+    }
+}
+
+fn storage_phrase(device: Option<&DeviceFigures>) -> String {
+    match device {
+        Some(d) => format!(
+            "{:.1} MiB/s from {}, {} busy",
+            d.read_mib_per_s,
+            d.name,
+            pct(d.utilization)
+        ),
+        None => "no block-device activity recorded".to_string(),
+    }
+}
+
+/// Friendly "name NN%" list of frames for headlines.
+fn frames_phrase(frames: &[(String, f64)]) -> String {
+    frames
+        .iter()
+        .map(|(name, share)| format!("{name} {:.0}%", share * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One sentence: what a finding saw.
+pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
+    let basis_text = basis_text(basis);
+    match &finding.detail {
+        Detail::CpuBoundReader {
+            hot,
+            storage_idle,
+            device,
+        } => {
+            let hot_text = frames_phrase(hot);
+            let headline_hot = if hot_text.is_empty() {
+                String::new()
+            } else {
+                format!(" ({hot_text})")
+            };
+            let storage = if *storage_idle {
+                format!("storage idle: {}", storage_phrase(device.as_ref()))
+            } else {
+                format!("storage: {}", storage_phrase(device.as_ref()))
+            };
+            format!("CPU-bound in the reader{headline_hot}; {storage}")
+        }
+        Detail::StorageBound {
+            blocked_share,
+            limit,
+            device,
+        } => {
+            let limit = match limit {
+                StorageLimit::NotFired => storage_phrase(device.as_ref()),
+                StorageLimit::Device => format!(
+                    "the device is the limit: {}",
+                    storage_phrase(device.as_ref())
+                ),
+                StorageLimit::Throttle => format!(
+                    "the device is not saturated ({}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)",
+                    storage_phrase(device.as_ref())
+                ),
+            };
+            format!(
+                "Storage-bound: readers wait on block I/O {} {basis_text}; {limit}",
+                pct(*blocked_share)
+            )
+        }
+        Detail::PageCacheServed {
+            hit,
+            read_mib,
+            mostly_mapped,
+            read_syscall_mib_per_s,
+            device,
+        } => format!(
+            "Served from the page cache: {} of {:.1} MiB read came from memory, {}; storage idle: {}",
+            pct(*hit),
+            read_mib,
+            if *mostly_mapped {
+                "most through file mappings".to_string()
+            } else {
+                format!("{read_syscall_mib_per_s:.1} MiB/s through read syscalls")
+            },
+            storage_phrase(device.as_ref())
+        ),
+        Detail::ComputeBound { au } => {
+            let au_text = match au {
+                AuSource::Bench(a) => format!("AU {a:.1}%"),
+                AuSource::Kernel(s) => format!("AU seen by the kernel {}", pct(*s)),
+                AuSource::ConsumerAsleep(s) => format!("consumer asleep {}", pct(*s)),
+                AuSource::NoConsumer => "no consumer thread found".to_string(),
+            };
+            format!(
+                "Compute-bound: the consumer (simulated accelerator) is the limit ({au_text}); loaders wait for it; nothing to fix in storage"
+            )
+        }
+        Detail::CpuStarved {
+            runnable_share,
+            busy_threads,
+            num_cpus,
+        } => format!(
+            "CPU-starved: threads runnable but waiting for a CPU {} {basis_text}; {busy_threads} busy thread(s) on {num_cpus} CPU(s)",
+            pct(*runnable_share)
+        ),
+        Detail::LockContention { futex_share } => match basis {
+            ShareBasis::ConsumerDataWait => format!(
+                "Lock contention: {} of the consumer's data wait went to loaders blocked on a \
+                 lock that another loader held",
+                pct(*futex_share)
+            ),
+            ShareBasis::ReaderTime => format!(
+                "Lock contention: workers sleep on futexes {} {basis_text} rather than doing I/O",
+                pct(*futex_share)
+            ),
+        },
+        Detail::MemoryPressure {
+            oom_killed,
+            reclaim_share,
+        } => {
+            if *oom_killed {
+                "Memory pressure: the OOM killer ended a traced process".to_string()
+            } else {
+                format!(
+                    "Memory pressure: reclaim and major faults take {} of reader time",
+                    pct(*reclaim_share)
+                )
+            }
+        }
+        Detail::NetworkBound { socket_share } => format!(
+            "Network-bound: workers wait on socket receives {} {basis_text} (object storage)",
+            pct(*socket_share)
+        ),
+    }
+}
+
+/// A figure in words.
+pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
+    let basis = basis_text(basis);
+    match figure {
+        Figure::ReaderOnCpu { threads, share } => {
+            format!("{threads} reader thread(s) on CPU {} {basis}", pct(*share))
+        }
+        Figure::ReaderCpuDemand { share } => format!(
+            "readers on CPU or queued for one (other load) {} {basis}",
+            pct(*share)
+        ),
+        Figure::ReaderUser { share } => {
+            format!("{} of reader CPU samples in user space", pct(*share))
+        }
+        Figure::ReaderOwnWork {
+            share,
+            read_amplification,
+        } => format!(
+            "{} of reader CPU is the reader's own work (not copies out of the page cache{})",
+            pct(*share),
+            match read_amplification {
+                Some(a) if *a > 1.0 => format!(
+                    ", of which it caused {:.0}% itself by reading {a:.1}× the bytes it returned",
+                    (1.0 - 1.0 / a) * 100.0
+                ),
+                _ => String::new(),
+            }
+        ),
+        Figure::HotCategory { name, share } => {
+            format!("{} of reader CPU samples in {name}", pct(*share))
+        }
+        Figure::DeviceReadRate { device, mib_per_s } => {
+            format!("{device} read {mib_per_s:.2} MiB/s")
+        }
+        Figure::DeviceUtilization {
+            device,
+            utilization,
+        } => format!("{device} busy {} of the recording", pct(*utilization)),
+        Figure::DeviceLatencyP50 { device, us } => {
+            format!("{device} median request latency ≤ {us:.0} µs")
+        }
+        Figure::ReaderBlockedIo { share } => format!(
+            "readers in uninterruptible (D) sleep {} {basis}",
+            pct(*share)
+        ),
+        Figure::ReaderReadSyscall { share } => format!(
+            "readers inside read syscalls {} of the readers' time",
+            pct(*share)
+        ),
+        Figure::PageCacheHitRatio {
+            hit,
+            read_mib,
+            storage_mib,
+        } => format!(
+            "{} of {read_mib:.1} MiB read came from memory ({storage_mib:.1} MiB from storage)",
+            pct(*hit)
+        ),
+        Figure::ReaderCacheCopyCpu { share } => format!(
+            "readers on CPU copying out of the page cache {} {basis}",
+            pct(*share)
+        ),
+        Figure::BenchAu {
+            percentage,
+            expected,
+        } => format!("bench AU {percentage:.2}% (expected ≥ {expected:.0}%)"),
+        Figure::ConsumerSleep { comm, share } => format!(
+            "consumer thread {comm} asleep in simulated computation {} of its time",
+            pct(*share)
+        ),
+        Figure::ReaderSleeping { share } => format!(
+            "readers sleeping (waiting for work or queue space) {} {basis}",
+            pct(*share)
+        ),
+        Figure::ReaderRunnable { share } => {
+            format!("runnable, waiting for a CPU {} {basis}", pct(*share))
+        }
+        Figure::BusyThreads(n) => format!("{n} busy thread(s)"),
+        Figure::NumCpus(n) => format!("{n} CPU(s) online"),
+        Figure::CpuDemandThreads(x) => {
+            format!("{x:.2} thread(s) on CPU or runnable at once on average")
+        }
+        Figure::CpusUsed(x) => format!("traced threads kept {x:.2} CPU(s) busy"),
+        Figure::ReaderFutex { share } => {
+            format!("workers in futex waits {} {basis}", pct(*share))
+        }
+        Figure::ReaderReclaim { share } => format!(
+            "reclaim, swap-in or OOM handling {} of reader time",
+            pct(*share)
+        ),
+        Figure::OomKilled => "the OOM killer ended a traced process".to_string(),
+        Figure::ReaderSocketRecv { share } => {
+            format!("workers in socket receives {} {basis}", pct(*share))
+        }
+    }
+}
+
+/// A figure as verdict.json evidence.
+pub fn evidence(figure: &Figure, basis: ShareBasis) -> Evidence {
+    Evidence {
+        key: figure.key(),
+        value: round4(figure.value()),
+        unit: figure.unit().to_string(),
+        text: figure_text(figure, basis),
+    }
+}
+
+/// A note in words.
+fn note_text(note: &Note, d: &Decision) -> String {
+    match note {
+        Note::AlsoFired(id) => {
+            let summary = d
+                .runners_up
+                .iter()
+                .find(|r| r.verdict == *id)
+                .map_or_else(|| id.as_str().to_string(), |r| summary(r, d.basis));
+            format!("Also: {summary}")
+        }
+        Note::IoMismatch {
+            derived_mib_per_s: derived,
+            measured_mib_per_s: measured,
+            ratio: r,
+        } => format!(
+            "DLIO's I/O throughput is derived (samples/s × record size): {derived:.2} MiB/s, while the reader really read {measured:.2} MiB/s ({r:.1}× the derived figure): the storage #330 mismatch. Compare storage with the measured figure."
+        ),
+        Note::ReadAmplification(a) => format!(
+            "The reader read {a:.1}× the bytes of the samples it returned (read amplification)."
+        ),
+        Note::PartialSession(missing) => format!(
+            "Partial session (recording stopped early?): missing {}; figures from those files are absent.",
+            missing.join(", ")
+        ),
+        Note::LostEvents(n) => {
+            format!("{n} events or samples were lost while recording; figures are lower bounds.")
+        }
+        Note::Format1Session => {
+            "Session of format 1 (no wake-up graph): verdict by the older rules over \
+             the readers' summed thread time; idle pool threads may weigh in."
+                .to_string()
+        }
+        Note::NoWakeupGraph => "No wake-up graph in this session (the wakeups probe did not run): \
+             verdict over the readers' summed thread time."
+            .to_string(),
+        Note::WaitGraph(text) => text.clone(),
+        Note::ConsumerDataWait { wait_s, consumers } => {
+            let names: Vec<String> = consumers
+                .iter()
+                .map(|(comm, tid)| format!("{comm} (tid {tid})"))
+                .collect();
+            format!(
+                "Figures about \"reader\" time are shares of the consumer's data wait ({wait_s:.2} s \
+                 over the training window, consumer {}), spent by the threads it waited on, \
+                 directly or through their own waits.",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// The decision as verdict.json: headline, evidence, runners-up and notes
+/// in words, the figures as they are.
+pub fn verdict(d: &Decision) -> Verdict {
+    let primary_summary = summary(&d.primary, d.basis);
+    let headline = if d.inconclusive {
+        format!("No rule fired; closest match: {primary_summary}")
+    } else {
+        primary_summary
+    };
+    Verdict {
+        format_version: VERDICT_FORMAT_VERSION,
+        verdict: d.primary.verdict,
+        headline,
+        confidence: d.confidence,
+        confidence_label: d.confidence_label.to_string(),
+        inconclusive: d.inconclusive,
+        evidence: d
+            .primary
+            .figures
+            .iter()
+            .map(|f| evidence(f, d.basis))
+            .collect(),
+        runners_up: d
+            .runners_up
+            .iter()
+            .map(|r| RunnerUp {
+                verdict: r.verdict,
+                fired: r.fired,
+                score: round4(r.score),
+                summary: summary(r, d.basis),
+            })
+            .collect(),
+        notes: d.notes.iter().map(|n| note_text(n, d)).collect(),
+        rules: d.rules.as_str().to_string(),
+        kernel_au_percentage: d.kernel_au_percentage,
+        data_wait_share: d.data_wait_share,
+        window: d.window.clone(),
+        phases: d.phases.clone(),
+        consumers: d.consumers.clone(),
+        roles: d.roles.clone(),
+        critical_path: d.critical_path.clone(),
+    }
+}
