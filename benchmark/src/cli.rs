@@ -1,25 +1,29 @@
 //! `storprof datagen`, `storprof bench` and `storprof sweep` arguments,
 //! mapped onto [`DatagenOptions`], [`BenchOptions`] and
-//! [`crate::sweep::SweepOptions`]. Exit codes are the profiler's
+//! [`crate::run::sweep::SweepOptions`]. Exit codes are the profiler's
 //! (`storprof::cli::exit`): errors here become exit 1 at the binary edge,
 //! clap usage errors exit 2; a bench stopped by Ctrl-C (SIGINT) or SIGTERM
 //! writes its results and exits 128 + the signal number (130, 143); the
 //! memory guard's refusal exits 2 ([`EXIT_USAGE`]).
 //!
 //! Under `mpirun` (built with the `mpi` feature) each process is one rank:
-//! see [`crate::engine::mpi`].
+//! see [`crate::run::mpi`]. Everything past argument mapping is in
+//! [`crate::run`].
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 
 use crate::config::{Accelerator, Workload};
-use crate::datagen::{self, DatagenOptions};
-use crate::engine::bench::{self, BenchOptions};
 use crate::reader::ReaderKind;
-use crate::storage::{S3Options, storage_for_data_dir, storage_for_workload, strip_file_scheme};
+pub use crate::run::run_bench_ranks;
+use crate::run::{
+    bench::{self, BenchOptions},
+    datagen::{self, DatagenOptions},
+    interrupt, mpi,
+};
+use crate::storage::{S3Options, storage_for_data_dir, strip_file_scheme};
 
 /// S3 connection flags (for `--data-dir s3://BUCKET/PREFIX`). Unset values
 /// come from the AWS environment variables (AWS_ENDPOINT_URL, AWS_REGION,
@@ -176,8 +180,8 @@ pub struct SweepArgs {
 
 impl SweepArgs {
     /// The library options these arguments stand for.
-    pub fn options(&self) -> crate::sweep::SweepOptions {
-        crate::sweep::SweepOptions {
+    pub fn options(&self) -> crate::run::sweep::SweepOptions {
+        crate::run::sweep::SweepOptions {
             bench: BenchOptions {
                 workload: self.dataset.workload,
                 accelerator: self.dataset.accelerator_type,
@@ -210,22 +214,18 @@ pub fn run_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         eprintln!("storprof: error: --project takes non-negative seconds, e.g. 0.5,1.35");
         return Ok(EXIT_USAGE);
     }
-    if crate::engine::mpi::launched_world_size().is_some_and(|n| n > 1) {
+    if mpi::launched_world_size().is_some_and(|n| n > 1) {
         eprintln!(
             "storprof: error: sweep runs each cell's accelerators as threads of one process; \
              start it without mpirun"
         );
         return Ok(EXIT_USAGE);
     }
-    let report = crate::sweep::run_sweep(&args.options()).context("sweep")?;
+    let report = crate::run::sweep::run_sweep(&args.options()).context("sweep")?;
     if let Some(sig) = report.interrupted_by {
-        return Ok(crate::engine::interrupt::exit_code(sig));
+        return Ok(interrupt::exit_code(sig));
     }
-    if report
-        .rows
-        .iter()
-        .all(|r| r.figures.is_none() && r.notes.iter().any(|n| n.contains("memory guard")))
-    {
+    if report.memory_refusals == report.rows.len() {
         eprintln!(
             "storprof: error: the memory guard refused every cell (see the notes in the table)"
         );
@@ -287,8 +287,8 @@ pub fn run_datagen(args: &DatagenArgs) -> anyhow::Result<()> {
         false,
         &args.dataset.s3.options(),
     )?;
-    match crate::engine::mpi::launched_world_size() {
-        Some(n) if n > 1 => mpi_datagen(&opts, &*storage)?,
+    match mpi::launched_world_size() {
+        Some(n) if n > 1 => mpi::run_datagen(&opts, &*storage)?,
         _ => {
             datagen::run_datagen(&opts, &*storage).context("datagen")?;
         }
@@ -304,8 +304,8 @@ pub const EXIT_USAGE: i32 = 2;
 /// refuses the settings, or 128 + signal when interrupted).
 pub fn run_bench(args: &BenchArgs) -> anyhow::Result<i32> {
     let opts = args.options();
-    let report = match crate::engine::mpi::launched_world_size() {
-        Some(n) if n > 1 => mpi_bench(&opts, &args.dataset.s3.options()),
+    let report = match mpi::launched_world_size() {
+        Some(n) if n > 1 => mpi::run_bench(&opts, &args.dataset.s3.options()),
         _ => run_bench_on(&opts, &args.dataset.s3.options()).map(Some),
     };
     let report = match report {
@@ -317,7 +317,7 @@ pub fn run_bench(args: &BenchArgs) -> anyhow::Result<i32> {
     };
     Ok(report
         .and_then(|r| r.interrupted_by)
-        .map_or(0, crate::engine::interrupt::exit_code))
+        .map_or(0, interrupt::exit_code))
 }
 
 /// Whether `e` is the memory guard's refusal.
@@ -341,99 +341,4 @@ pub fn run_bench_local(opts: &BenchOptions) -> anyhow::Result<bench::BenchReport
 pub fn run_bench_on(opts: &BenchOptions, s3: &S3Options) -> anyhow::Result<bench::BenchReport> {
     run_bench_ranks(opts, s3, &bench::InProcess(opts.accelerators))?
         .context("bench: the in-process run produced no report")
-}
-
-/// [`run_bench_on`] over any rank set (threads, or MPI ranks); `None` on non-reporting ranks.
-pub fn run_bench_ranks(
-    opts: &BenchOptions,
-    s3: &S3Options,
-    ranks: &dyn bench::RankSet,
-) -> anyhow::Result<Option<bench::BenchReport>> {
-    let cfg = opts.raw_config()?.to_config()?;
-    let storage = storage_for_workload(&opts.data_dir.to_string_lossy(), &cfg, opts.reader, s3)?;
-    let kind = opts.reader;
-    let rank_samples =
-        (cfg.num_files_train * cfg.num_samples_per_file).div_ceil(ranks.size() as u64);
-    let factory = |cfg: &crate::config::DlioConfig, _rank: usize| {
-        bench::make_local_reader(cfg, kind, Arc::clone(&storage), rank_samples)
-    };
-    let report = bench::run_bench_on(opts, storage.as_ref(), &factory, ranks).context("bench")?;
-    Ok(report)
-}
-
-/// `mpirun ... storprof bench`: this process is one rank of the MPI world.
-#[cfg(feature = "mpi")]
-fn mpi_bench(opts: &BenchOptions, s3: &S3Options) -> anyhow::Result<Option<bench::BenchReport>> {
-    use crate::engine::mpi::{MpiWorld, timeout_from_env};
-    if opts.accelerators > 1 {
-        anyhow::bail!(
-            "--accelerators {} under mpirun: the simulated accelerators are the MPI ranks (mpirun -n N)",
-            opts.accelerators
-        );
-    }
-    let world = MpiWorld::init(timeout_from_env()?)?;
-    match run_bench_ranks(opts, s3, &world) {
-        Ok(r) => Ok(r),
-        // One rank failing (bad data, missing file) must not leave the others waiting.
-        Err(e) => world.fail(&format!("{e:#}")),
-    }
-}
-
-#[cfg(not(feature = "mpi"))]
-fn mpi_bench(_: &BenchOptions, _: &S3Options) -> anyhow::Result<Option<bench::BenchReport>> {
-    anyhow::bail!(NO_MPI)
-}
-
-#[cfg(not(feature = "mpi"))]
-const NO_MPI: &str = "started by mpirun with several ranks, but this storprof was built without MPI \
-                      support; rebuild with `cargo build --release --features storprof/mpi`";
-
-/// `mpirun ... storprof datagen`: the ranks split the files (rank r writes r, r+N, …).
-#[cfg(feature = "mpi")]
-fn mpi_datagen(opts: &DatagenOptions, storage: &dyn crate::storage::Storage) -> anyhow::Result<()> {
-    use crate::engine::mpi::{MpiWorld, timeout_from_env};
-    let world = MpiWorld::init(timeout_from_env()?)?;
-    let (rank, size) = (world.rank(), world.size());
-    // Every rank checks (and refuses to overwrite) before any rank writes.
-    if let Err(e) = datagen::plan(opts) {
-        world.fail(&format!("datagen: {e}"));
-    }
-    world.agree(false);
-    let shard_opts = DatagenOptions {
-        force: true,
-        print: opts.print && rank == 0,
-        progress: opts.progress && rank == 0,
-        ..opts.clone()
-    };
-    let report = match datagen::run_datagen_shard(&shard_opts, storage, rank, size) {
-        Ok((_, r)) => r,
-        Err(e) => world.fail(&format!("datagen: {e}")),
-    };
-    let mine = format!("{} {} {}", report.files, report.bytes, report.seconds).into_bytes();
-    if let Some(all) = world.gather(mine) {
-        let (mut files, mut bytes, mut secs) = (0u64, 0u64, 0f64);
-        for b in &all {
-            let text = String::from_utf8_lossy(b);
-            let mut it = text.split_whitespace();
-            files += it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-            bytes += it.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-            secs = secs.max(it.next().and_then(|v| v.parse().ok()).unwrap_or(0.0));
-        }
-        if opts.print {
-            println!(
-                "All {size} ranks: {files} files, {bytes} bytes in {secs:.2} s: {:.3} GB/s",
-                if secs > 0.0 {
-                    bytes as f64 / secs / 1e9
-                } else {
-                    0.0
-                }
-            );
-        }
-    }
-    Ok(())
-}
-
-#[cfg(not(feature = "mpi"))]
-fn mpi_datagen(_: &DatagenOptions, _: &dyn crate::storage::Storage) -> anyhow::Result<()> {
-    anyhow::bail!(NO_MPI)
 }

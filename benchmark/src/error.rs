@@ -22,6 +22,14 @@ pub enum BenchError {
     BadParam { key: String, reason: String },
     #[error("{0}")]
     Config(String),
+    /// Rank `rank` stopped because another simulated accelerator failed
+    /// (the collective was aborted); the failing rank's own error is the one
+    /// reported when there is one.
+    #[error("aborted: another simulated accelerator failed")]
+    Aborted { rank: usize },
+    /// The thread of rank `rank` panicked.
+    #[error("a rank thread panicked")]
+    RankPanicked { rank: usize },
     /// The memory guard refused the run (a usage error: exit 2 at the CLI).
     #[error("{message}")]
     MemoryGuard {

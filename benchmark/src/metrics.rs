@@ -17,6 +17,46 @@
 //! - `AU% = 100 × total_compute / total_time`
 //! - `throughput = (len(compute) − 2) / total_time × batch_size` (per rank, upstream DLIO)
 //! - `train_io_mean_MB_per_second = mean(throughput) × record_size / 2²⁰` (MiB, derived)
+//!
+//! Plain data beside `config`: the records the engine fills ([`RankEpoch`],
+//! [`ReadStats`], [`BlockTimings`]) live here so `output` renders them
+//! without importing the engine. Imports nothing of the crate.
+
+/// What one `read_samples` call did, for measured I/O figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Bytes read from storage (what a block/syscall tracer would see).
+    pub bytes_read: u64,
+    /// Number of read requests issued to storage.
+    pub requests: u64,
+    /// Samples delivered.
+    pub samples: u64,
+    /// Bytes of sample data delivered to the consumer (decoded or raw).
+    pub sample_bytes: u64,
+}
+
+impl std::ops::AddAssign for ReadStats {
+    fn add_assign(&mut self, o: Self) {
+        self.bytes_read += o.bytes_read;
+        self.requests += o.requests;
+        self.samples += o.samples;
+        self.sample_bytes += o.sample_bytes;
+    }
+}
+
+/// One epoch of one rank: what the engine records and the output renders.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RankEpoch {
+    /// 1-based, as DLIO numbers epochs.
+    pub epoch: u32,
+    /// Seconds since the run's start (the engine's `TrainResult::started`).
+    pub start: f64,
+    pub end: f64,
+    /// One block per epoch (no checkpoints are emulated).
+    pub block: BlockTimings,
+    #[serde(skip)]
+    pub read: ReadStats,
+}
 
 /// Step timings of one block (one epoch unless checkpoints split it) of one rank.
 /// Times are seconds on any monotonic clock.

@@ -2,20 +2,22 @@
 //! directory (`summary.json`, `<rank>_per_epoch_stats.json`, `<rank>_output.json`).
 //!
 //! ```text
-//!  engine events (rank 0) ──► ConsoleLog: "[OUTPUT] <ts> ..." lines (stdout + dlio.log)
+//!  engine events (rank 0, via run::bench) ──► ConsoleLog: "[OUTPUT] <ts> ..." lines (stdout + dlio.log)
 //!  RunMetrics + Measured  ──► metric_block(): the [METRIC] block + our [STORPROF] lines
 //!  TrainResult + facts    ──► summary_json() / per_epoch_stats_json() / rank_output_json()
 //! ```
 //! Rendering functions are pure (timestamps passed in) so golden tests are
-//! deterministic.
+//! deterministic. Output knows the plain records of `metrics` and
+//! `storage::RequestCounts`, not the engine: `run::bench` hands it the
+//! engine's results.
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Local};
 use serde_json::{Value, json};
 
-use crate::engine::RankEpoch;
-use crate::metrics::{BlockMetrics, RunMetrics};
+use crate::metrics::{BlockMetrics, RankEpoch, ReadStats, RunMetrics};
+use crate::storage::RequestCounts;
 
 /// DLIO's timestamp format (`%Y-%m-%dT%H:%M:%S.%f`).
 pub fn ts(t: &DateTime<Local>) -> String {
@@ -113,7 +115,7 @@ pub struct Measured {
     /// of footers/headers, data reads and their part GETs, HEAD, LIST), by
     /// the reporting process (under mpirun: rank 0's process only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub requests_by_kind: Option<crate::storage::RequestCounts>,
+    pub requests_by_kind: Option<RequestCounts>,
 }
 
 impl Measured {
@@ -122,7 +124,7 @@ impl Measured {
     pub fn new(
         reader: String,
         odirect: bool,
-        read: crate::reader::ReadStats,
+        read: ReadStats,
         elapsed_seconds: f64,
         record_derived: f64,
         record_real: f64,
@@ -173,7 +175,7 @@ impl Measured {
     }
 
     /// The same figures with the storage's per-kind request counts.
-    pub fn with_requests(mut self, counts: Option<crate::storage::RequestCounts>) -> Self {
+    pub fn with_requests(mut self, counts: Option<RequestCounts>) -> Self {
         self.requests_by_kind = counts;
         self
     }

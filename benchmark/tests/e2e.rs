@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use storprof_bench::config::{Accelerator, Workload};
-use storprof_bench::datagen::{DatagenOptions, run_datagen};
-use storprof_bench::engine::bench::{BenchOptions, prepare};
 use storprof_bench::reader::ReaderKind;
+use storprof_bench::run::bench::{BenchOptions, prepare};
+use storprof_bench::run::datagen::{DatagenOptions, run_datagen};
 use storprof_bench::storage::LocalStorage;
 
 /// A flux dataset of 4 files × 8 rows with small columns (~33 KiB per row).

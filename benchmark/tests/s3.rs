@@ -334,8 +334,8 @@ fn gets_cut_short_are_retried_or_fail_cleanly() {
 fn datagen_and_bench_end_to_end_over_s3() {
     use storprof_bench::{
         config::{Accelerator, Workload},
-        datagen::{DatagenOptions, run_datagen},
-        engine::bench::BenchOptions,
+        run::bench::BenchOptions,
+        run::datagen::{DatagenOptions, run_datagen},
         storage::storage_for_data_dir,
     };
     let Some(m) = start_moto(&[]) else { return };

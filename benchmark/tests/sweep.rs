@@ -8,7 +8,7 @@ use clap::Parser;
 use common::golden;
 use storprof_bench::cli::{BenchArgs, EXIT_USAGE, run_bench};
 use storprof_bench::config::{Accelerator, Workload};
-use storprof_bench::datagen::{DatagenOptions, run_datagen};
+use storprof_bench::run::datagen::{DatagenOptions, run_datagen};
 use storprof_bench::storage::LocalStorage;
 
 fn flux_params() -> Vec<String> {
@@ -105,7 +105,7 @@ fn memory_guard_refuses_too_large_settings_and_writes_nothing() {
     assert!((1..1_000_000_000).contains(&depth), "capped depth {depth}");
 }
 
-use storprof_bench::sweep::{
+use storprof_bench::run::sweep::{
     self, SweepOptions,
     sched::CpuDemand,
     table::{self, CellFigures, CellRow, SweepHeader},
@@ -119,7 +119,7 @@ fn seed_rows() -> (SweepHeader, Vec<CellRow>) {
         io_mib_per_second: mibs,
         wall_seconds: wall,
         steps,
-        io_wait_per_step: storprof_bench::sweep::project::io_wait_from_au(au, 0.05),
+        io_wait_per_step: storprof_bench::run::sweep::project::io_wait_from_au(au, 0.05),
         computation_time: 0.05,
         cpu,
     };
@@ -200,7 +200,7 @@ fn sweep_runs_the_grid_over_a_tiny_dataset() {
     generate(d.path());
     let results = d.path().join("sweep");
     let opts = SweepOptions {
-        bench: storprof_bench::engine::bench::BenchOptions {
+        bench: storprof_bench::run::bench::BenchOptions {
             workload: Some(Workload::Flux),
             params: flux_params(),
             data_dir: d.path().to_path_buf(),
@@ -257,7 +257,7 @@ fn sweep_runs_the_grid_over_a_tiny_dataset() {
     assert!(results.join("np2_rt1/summary.json").is_file());
     // A cell the memory guard refuses is a row, the others still run.
     let refused = SweepOptions {
-        bench: storprof_bench::engine::bench::BenchOptions {
+        bench: storprof_bench::run::bench::BenchOptions {
             memory_available: Some(16 << 20),
             ..opts.bench.clone()
         },

@@ -21,6 +21,7 @@ use std::path::Path;
 use serde_yaml::{Mapping, Value};
 
 use crate::error::BenchError;
+use crate::format::FormatKind;
 use keys::{Effect, KeyType};
 
 /// A benchmark workload (DLIO's `model.name`).
@@ -470,24 +471,6 @@ fn time_spec(key: &str, value: &Value) -> Result<TimeSpec, BenchError> {
     }
 }
 
-/// Dataset file format (`dataset.format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DataFormat {
-    Parquet,
-    Npz,
-}
-
-impl DataFormat {
-    /// File extension without the dot, as DLIO names files.
-    pub fn extension(self) -> &'static str {
-        match self {
-            DataFormat::Parquet => "parquet",
-            DataFormat::Npz => "npz",
-        }
-    }
-}
-
 /// DLIO's sample shuffle setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -529,7 +512,7 @@ impl ParquetColumn {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct DlioConfig {
     pub model: String,
-    pub format: DataFormat,
+    pub format: FormatKind,
     pub data_folder: String,
     pub compression: String,
     pub num_files_train: u64,
@@ -587,14 +570,8 @@ impl DlioConfig {
                 .unwrap_or_else(|| d.to_string())
         };
         let format = match raw.get("dataset.format").and_then(Value::as_str) {
-            Some("parquet") => DataFormat::Parquet,
-            Some("npz") => DataFormat::Npz,
-            Some(other) => {
-                return Err(bad(
-                    "dataset.format",
-                    format!("unsupported format '{other}'"),
-                ));
-            }
+            Some(name) => FormatKind::from_dlio_name(name)
+                .ok_or_else(|| bad("dataset.format", format!("unsupported format '{name}'")))?,
             None => return Err(bad("dataset.format", format!("missing in {}", raw.source))),
         };
         let shuffle = |k: &str| match raw
@@ -694,13 +671,13 @@ impl DlioConfig {
         if self.parquet_row_group_size == 0 {
             return Err(bad("dataset.parquet.row_group_size", "must be at least 1"));
         }
-        if self.format == DataFormat::Parquet && self.compression != "none" {
+        if self.format == FormatKind::Parquet && self.compression != "none" {
             return Err(bad(
                 "dataset.compression",
                 "only uncompressed Parquet ('none') is supported",
             ));
         }
-        if self.format == DataFormat::Npz && !matches!(self.compression.as_str(), "none") {
+        if self.format == FormatKind::Npz && !matches!(self.compression.as_str(), "none") {
             return Err(bad(
                 "dataset.compression",
                 "only uncompressed NPZ ('none') is supported",
@@ -720,7 +697,7 @@ impl DlioConfig {
     /// The real bytes per sample: Σ column size × element bytes for Parquet
     /// with a column schema, else the record length.
     pub fn record_size_real(&self) -> f64 {
-        if self.format == DataFormat::Parquet && !self.parquet_columns.is_empty() {
+        if self.format == FormatKind::Parquet && !self.parquet_columns.is_empty() {
             self.parquet_columns
                 .iter()
                 .map(|c| (c.size * c.element_bytes()) as f64)
@@ -871,7 +848,7 @@ mod tests {
     fn embedded_values_match_dlio_configs() {
         let f = cfg(Workload::Flux, Accelerator::B200, &[]).unwrap();
         assert_eq!(f.model, "flux");
-        assert_eq!(f.format, DataFormat::Parquet);
+        assert_eq!(f.format, FormatKind::Parquet);
         assert_eq!(
             (
                 f.num_files_train,
@@ -909,7 +886,7 @@ mod tests {
             (Accelerator::B200, 0.162, 7200, false),
         ] {
             let u = cfg(Workload::Unet3d, acc, &[]).unwrap();
-            assert_eq!(u.format, DataFormat::Npz);
+            assert_eq!(u.format, FormatKind::Npz);
             assert_eq!(
                 (
                     u.num_files_train,

@@ -15,14 +15,15 @@
 //! shuffled with `seed + epoch` when `sample_shuffle` is set; steps per epoch
 //! are `floor(spf × files / batch / comm_size)`.
 //!
-//! A stop request (the `stop` flag, set by [`interrupt`] on SIGINT/SIGTERM)
+//! A stop request (the `stop` flag, set by `run::interrupt` on SIGINT/SIGTERM)
 //! ends every rank after the same step: the epoch in progress is kept with
 //! the steps it completed, and [`TrainResult::interrupted`] is set.
-pub mod bench;
+//!
+//! The engine sits on `reader` (and the plain data of `config` and
+//! `metrics`) and knows nothing of output, signals or MPI: `run` wires those
+//! in (an MPI rank set implements [`collective::Collective`] and calls
+//! [`run_rank`]).
 pub mod collective;
-pub mod interrupt;
-pub mod memory;
-pub mod mpi;
 pub mod rng;
 pub mod sampler;
 
@@ -33,8 +34,9 @@ use std::time::{Duration, Instant};
 
 use crate::config::{DlioConfig, Shuffle, TimeSpec};
 use crate::error::BenchError;
-use crate::metrics::BlockTimings;
-use crate::reader::{ReadStats, SampleReader};
+pub use crate::metrics::RankEpoch;
+use crate::metrics::{BlockTimings, ReadStats};
+use crate::reader::SampleReader;
 use collective::{Collective, ThreadCollective};
 use rng::Rng;
 
@@ -115,20 +117,6 @@ impl TrainPlan {
             .map(<[u64]>::to_vec)
             .collect()
     }
-}
-
-/// One epoch of one rank.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct RankEpoch {
-    /// 1-based, as DLIO numbers epochs.
-    pub epoch: u32,
-    /// Seconds since the run's start (`TrainResult::started`).
-    pub start: f64,
-    pub end: f64,
-    /// One block per epoch (no checkpoints are emulated).
-    pub block: BlockTimings,
-    #[serde(skip)]
-    pub read: ReadStats,
 }
 
 /// Everything one rank recorded.
@@ -225,10 +213,8 @@ pub fn run_training_until(
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(BenchError::Config("a rank thread panicked".into())))
-            })
+            .enumerate()
+            .map(|(rank, h)| h.join().unwrap_or(Err(BenchError::RankPanicked { rank })))
             .collect()
     });
     let elapsed = clock.now();
@@ -239,10 +225,9 @@ pub fn run_training_until(
             Ok(rr) => ranks.push(rr),
             // Prefer the error that caused the abort over the "aborted" ones.
             Err(e) => {
-                let is_abort = matches!(&e, BenchError::Config(m) if m == ABORTED);
+                let is_abort = matches!(e, BenchError::Aborted { .. });
                 if first_err.is_none()
-                    || (!is_abort
-                        && matches!(&first_err, Some(BenchError::Config(m)) if m == ABORTED))
+                    || (!is_abort && matches!(first_err, Some(BenchError::Aborted { .. })))
                 {
                     first_err = Some(e);
                 }
@@ -260,8 +245,6 @@ pub fn run_training_until(
         interrupted,
     })
 }
-
-const ABORTED: &str = "aborted: another simulated accelerator failed";
 
 /// Seconds since a fixed origin, shared by all ranks.
 #[derive(Debug)]
@@ -310,7 +293,7 @@ pub fn run_rank(
     observer: Option<&dyn TrainObserver>,
     stop: &AtomicBool,
 ) -> Result<RankResult, BenchError> {
-    let aborted = || BenchError::Config(ABORTED.into());
+    let aborted = || BenchError::Aborted { rank };
     let mut rng = Rng::new(plan.seed ^ (rank as u64).wrapping_mul(0x1000_0000_01B3));
     let mut epochs = Vec::with_capacity(plan.epochs as usize);
     let mut stopped = false;
@@ -329,7 +312,7 @@ pub fn run_rank(
             o.epoch_started(epoch, batches.len() as u64, start);
         }
         let (block, read, stopped_in_epoch) = run_epoch(
-            plan, reader, collective, clock, &batches, &mut rng, epoch, observer, stop,
+            plan, rank, reader, collective, clock, &batches, &mut rng, epoch, observer, stop,
         )?;
         let e = RankEpoch {
             epoch,
@@ -357,6 +340,7 @@ pub fn run_rank(
 #[allow(clippy::too_many_arguments)]
 fn run_epoch(
     plan: &TrainPlan,
+    rank: usize,
     reader: &dyn SampleReader,
     collective: &dyn Collective,
     clock: &Clock,
@@ -393,6 +377,7 @@ fn run_epoch(
         }
         let result = consume(
             plan,
+            rank,
             reader,
             collective,
             clock,
@@ -417,6 +402,7 @@ fn run_epoch(
 #[allow(clippy::too_many_arguments)]
 fn consume(
     plan: &TrainPlan,
+    rank: usize,
     reader: &dyn SampleReader,
     collective: &dyn Collective,
     clock: &Clock,
@@ -456,7 +442,7 @@ fn consume(
         b.compute.push(t_done - t_compute);
         let stop = collective
             .barrier_agree(stop_request.load(Ordering::SeqCst))
-            .map_err(|_| BenchError::Config(ABORTED.into()))?;
+            .map_err(|_| BenchError::Aborted { rank })?;
         if let Some(o) = observer {
             o.step_done(epoch, step as u64 + 1);
         }

@@ -1,4 +1,6 @@
 //! File formats: flux Parquet and unet3d NPZ, writing (datagen) and parsing.
+//! Sits on [`crate::storage`] only: reads are `RandomAccess` calls, writes
+//! `Storage::create` streams.
 //!
 //! ```text
 //!  datagen ─► write_parquet_file / write_npz_file ─► Storage::create (streamed)
@@ -8,8 +10,6 @@
 //!
 //! Random data comes from [`gen`] (wyrand, one u64 per two f32), so datagen is
 //! bound by memory bandwidth, not by the generator.
-//!
-//! OWNER: formats/readers engineer.
 pub mod r#gen;
 pub mod npz;
 pub mod parquet;
@@ -18,7 +18,7 @@ pub mod thrift;
 pub use npz::{npz_dims, write_npz_file};
 pub use parquet::write_parquet_file;
 
-/// Dataset file format (`dataset.format`).
+/// Dataset file format (`dataset.format`): the crate's one format enum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FormatKind {
@@ -29,6 +29,15 @@ pub enum FormatKind {
 }
 
 impl FormatKind {
+    /// The format a DLIO `dataset.format` value names (`None`: unsupported).
+    pub fn from_dlio_name(name: &str) -> Option<Self> {
+        match name {
+            "parquet" => Some(FormatKind::Parquet),
+            "npz" => Some(FormatKind::Npz),
+            _ => None,
+        }
+    }
+
     /// File extension without the dot, as DLIO names files.
     pub fn extension(self) -> &'static str {
         match self {
@@ -80,5 +89,9 @@ mod tests {
         assert_eq!(FluxSchema::flux_b200().row_bytes(), 2_164_832);
         assert_eq!(FormatKind::Parquet.extension(), "parquet");
         assert_eq!(FormatKind::Npz.extension(), "npz");
+        for k in [FormatKind::Parquet, FormatKind::Npz] {
+            assert_eq!(FormatKind::from_dlio_name(k.extension()), Some(k));
+        }
+        assert_eq!(FormatKind::from_dlio_name("tfrecord"), None);
     }
 }

@@ -5,7 +5,7 @@
 use super::r#gen::{fill_bytes, wyrand};
 use crate::{
     error::BenchError,
-    storage::{RandomAccess, Storage},
+    storage::{RandomAccess, ReadKind, Storage},
 };
 
 const SIG_LOCAL: u32 = 0x0403_4b50;
@@ -242,8 +242,19 @@ fn u64_at(b: &[u8], i: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
 }
 
-/// Locate members and parse `x.npy`'s header. Returns the layout and bytes read.
+/// Locate members and parse `x.npy`'s header (metadata reads). Returns the
+/// layout and bytes read.
 pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(NpzLayout, u64), BenchError> {
+    read_layout_as(ra, path, ReadKind::Metadata)
+}
+
+/// [`read_layout`] whose storage reads are of `kind` (dlio-legacy counts
+/// numpy's header reads with its data reads).
+pub fn read_layout_as(
+    ra: &dyn RandomAccess,
+    path: &str,
+    kind: ReadKind,
+) -> Result<(NpzLayout, u64), BenchError> {
     let len = ra.len();
     if len < 22 {
         return Err(corrupt(
@@ -252,7 +263,7 @@ pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(NpzLayout, u64)
         ));
     }
     let tail_len = len.min(65_535 + 22 + 20);
-    let tail = ra.read_range(len - tail_len, tail_len as usize)?;
+    let tail = ra.read_bytes(len - tail_len, tail_len as usize, kind)?;
     let mut read = tail_len;
     let eocd = (0..=tail.len() - 22)
         .rev()
@@ -270,7 +281,7 @@ pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(NpzLayout, u64)
                 return Err(bad("zip64 end record offset lies past the end of the file"));
             }
             let mut rec = [0u8; 56];
-            ra.read_exact_at(&mut rec, z64)?;
+            ra.read_into(&mut rec, z64, kind)?;
             read += 56;
             if u32_at(&rec, 0) != Some(SIG_Z64_EOCD) {
                 return Err(bad("bad zip64 end record signature"));
@@ -286,7 +297,7 @@ pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(NpzLayout, u64)
             format!("central directory ({cd_len} B at {cd_off}) lies outside the file ({len} B)"),
         ));
     }
-    let cd = ra.read_range(cd_off, cd_len as usize)?;
+    let cd = ra.read_bytes(cd_off, cd_len as usize, kind)?;
     read += cd_len;
     let mut members = Vec::new();
     let mut p = 0usize;
@@ -337,7 +348,7 @@ pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(NpzLayout, u64)
             ));
         }
         let mut lh = [0u8; 30];
-        ra.read_exact_at(&mut lh, off)?;
+        ra.read_into(&mut lh, off, kind)?;
         read += 30;
         if u32_at(&lh, 0) != Some(SIG_LOCAL) {
             return Err(corrupt(
@@ -380,7 +391,7 @@ pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(NpzLayout, u64)
             ),
         ));
     }
-    let (x, hread) = read_npy_header(ra, path, x_member.data_offset, x_member.size)?;
+    let (x, hread) = read_npy_header(ra, path, x_member.data_offset, x_member.size, kind)?;
     read += hread;
     Ok((
         NpzLayout {
@@ -399,6 +410,7 @@ fn read_npy_header(
     path: &str,
     offset: u64,
     size: u64,
+    kind: ReadKind,
 ) -> Result<(NpyArray, u64), BenchError> {
     let bad = |m: String| corrupt(path, format!("x.npy: {m}"));
     if size < 10 {
@@ -406,7 +418,7 @@ fn read_npy_header(
     }
     let mut pre = [0u8; 12];
     let pre_len = size.min(12) as usize;
-    ra.read_exact_at(&mut pre[..pre_len], offset)?;
+    ra.read_into(&mut pre[..pre_len], offset, kind)?;
     if &pre[..6] != b"\x93NUMPY" {
         return Err(bad("missing \\x93NUMPY magic".into()));
     }
@@ -422,7 +434,7 @@ fn read_npy_header(
         return Err(bad(format!("header length {hlen} is absurd")));
     }
     let mut h = vec![0u8; hlen as usize];
-    ra.read_exact_at(&mut h, offset + start)?;
+    ra.read_into(&mut h, offset + start, kind)?;
     let text = String::from_utf8_lossy(&h);
     let descr = dict_str(&text, "descr").ok_or_else(|| bad("no 'descr' in header".into()))?;
     let fortran_order = text.contains("'fortran_order': True");

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     error::BenchError,
-    storage::{ObjectWriter, RandomAccess, Storage},
+    storage::{ObjectWriter, RandomAccess, ReadKind, Storage},
 };
 
 const MAGIC: &[u8; 4] = b"PAR1";
@@ -411,14 +411,15 @@ impl ParquetLayout {
     }
 }
 
-/// Read and parse the footer of `ra`. Returns the layout and the bytes read.
+/// Read and parse the footer of `ra` (metadata reads). Returns the layout
+/// and the bytes read.
 pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(ParquetLayout, u64), BenchError> {
     let len = ra.len();
     if len < 12 {
         return Err(corrupt(path, format!("file of {len} bytes is too short")));
     }
     let tail_len = TAIL_GUESS.min(len);
-    let tail = ra.read_range(len - tail_len, tail_len as usize)?;
+    let tail = ra.read_bytes(len - tail_len, tail_len as usize, ReadKind::Metadata)?;
     let mut read = tail_len;
     let t = &tail[tail.len() - 8..];
     if &t[4..8] != MAGIC {
@@ -438,7 +439,7 @@ pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(ParquetLayout, 
         tail.slice((tail_len - 8 - flen) as usize..(tail_len - 8) as usize)
     } else {
         read += flen;
-        ra.read_range(len - 8 - flen, flen as usize)?
+        ra.read_bytes(len - 8 - flen, flen as usize, ReadKind::Metadata)?
     };
     let layout = parse_footer(&footer, len, path)?;
     Ok((layout, read))

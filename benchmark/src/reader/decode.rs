@@ -14,7 +14,8 @@ use bytes::Bytes;
 
 use super::{
     LoadCache, ReadStats, ReaderOptions, SampleReader, StorageChunkReader, group_rows,
-    raw::{LayoutCache, load_row_group, npz_layout_for, parquet_layout},
+    layout::{LayoutCache, load_row_group, npz_layout_for, parquet_layout},
+    sample_value_bytes,
 };
 use crate::{
     error::BenchError,
@@ -207,15 +208,6 @@ impl SampleReader for DecodeParquet {
 
     fn start_epoch(&self, _epoch: u32) {
         self.cache.clear();
-    }
-}
-
-pub(crate) fn sample_value_bytes(a: &dyn Array) -> u64 {
-    match a.data_type() {
-        DataType::FixedSizeList(f, n) => {
-            (*n as u64) * a.len() as u64 * f.data_type().primitive_width().unwrap_or(0) as u64
-        }
-        t => a.len() as u64 * t.primitive_width().unwrap_or(0) as u64,
     }
 }
 

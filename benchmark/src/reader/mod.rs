@@ -1,7 +1,9 @@
 //! Sample readers: how a training data loader turns sample indices into bytes.
 //! `raw` reads the needed byte ranges without decoding, `decode` is a real
 //! loader that materializes arrays, `dlio-legacy` reproduces DLIO's per-sample
-//! reopen + full decode (mlcommons/storage#330).
+//! reopen + full decode (mlcommons/storage#330). Sits on `format` and
+//! `storage` (and the plain data of `config` and `metrics`); the readers
+//! share [`layout`] and never import each other's internals.
 //!
 //! ```text
 //!  engine ─► SampleReader::read_samples(file, rows)
@@ -9,23 +11,29 @@
 //!     decode:      same bytes ─► fast FixedSizeList<f32> decoder (or arrow-rs generic) ─► RecordBatch cache
 //!     dlio-legacy: per sample: format index map, reopen, reread footer, generic decode of the whole group
 //! ```
-//!
-//! OWNER: formats/readers engineer. Interface agreed with the engine.
 use std::sync::Arc;
 
-use crate::{error::BenchError, format::FormatKind, storage::Storage};
+pub use crate::metrics::ReadStats;
+use crate::{
+    config::DlioConfig,
+    error::BenchError,
+    format::FormatKind,
+    storage::{Storage, StorageOptions},
+};
 
 mod cache;
 mod chunk;
 mod decode;
+pub mod layout;
 mod legacy;
 mod raw;
 
 pub use cache::LoadCache;
 pub use chunk::StorageChunkReader;
 pub use decode::{DecodeNpz, DecodeParquet, NpzArray, decode_row_group};
+pub use layout::row_groups_range;
 pub use legacy::{LegacyNpz, LegacyParquet, format_global_index_map};
-pub use raw::{RawNpz, RawParquet, row_groups_range};
+pub use raw::{RawNpz, RawParquet};
 
 /// Which reader strategy to use (`--reader`).
 #[derive(
@@ -41,25 +49,27 @@ pub enum ReaderKind {
     DlioLegacy,
 }
 
-/// What one `read_samples` call did, for measured I/O figures.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReadStats {
-    /// Bytes read from storage (what a block/syscall tracer would see).
-    pub bytes_read: u64,
-    /// Number of read requests issued to storage.
-    pub requests: u64,
-    /// Samples delivered.
-    pub samples: u64,
-    /// Bytes of sample data delivered to the consumer (decoded or raw).
-    pub sample_bytes: u64,
-}
+impl ReaderKind {
+    /// The storage this reader wants for `cfg`: `reader.odirect` as set;
+    /// local buffered reads mapped (DLIO's readers map unless
+    /// `reader.dont_use_mmap`), except for `dlio-legacy`, which reproduces
+    /// pyarrow's `read_table` and so `pread`s (its `memory_map` defaults to
+    /// false). S3 settings are the caller's (default here).
+    pub fn storage_options(self, cfg: &DlioConfig) -> StorageOptions {
+        StorageOptions {
+            odirect: cfg.odirect,
+            mmap: !cfg.odirect && !cfg.dont_use_mmap && self != ReaderKind::DlioLegacy,
+            ..StorageOptions::default()
+        }
+    }
 
-impl std::ops::AddAssign for ReadStats {
-    fn add_assign(&mut self, o: Self) {
-        self.bytes_read += o.bytes_read;
-        self.requests += o.requests;
-        self.samples += o.samples;
-        self.sample_bytes += o.sample_bytes;
+    /// The name `--reader` takes and `summary.json` reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReaderKind::Raw => "raw",
+            ReaderKind::Decode => "decode",
+            ReaderKind::DlioLegacy => "dlio-legacy",
+        }
     }
 }
 
@@ -152,4 +162,15 @@ pub(crate) fn group_rows(
         }
     }
     Ok(out)
+}
+
+/// Bytes of sample values in `a` (fixed-size lists of primitives, or primitives).
+pub(crate) fn sample_value_bytes(a: &dyn arrow_array::Array) -> u64 {
+    use arrow_schema::DataType;
+    match a.data_type() {
+        DataType::FixedSizeList(f, n) => {
+            (*n as u64) * a.len() as u64 * f.data_type().primitive_width().unwrap_or(0) as u64
+        }
+        t => a.len() as u64 * t.primitive_width().unwrap_or(0) as u64,
+    }
 }

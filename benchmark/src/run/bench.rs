@@ -4,7 +4,7 @@
 //! ```text
 //!  BenchOptions ─► config::load + flag overrides ─► DlioConfig
 //!      DIR/<model>/train listed (Storage::list) ─► TrainPlan (errors before anything is written)
-//!      memory guard (engine::memory: refuse, or --fit-memory caps reader.prefetch_workers)
+//!      memory guard (run::memory: refuse, or --fit-memory caps reader.prefetch_workers)
 //!      make_reader(rank) × local ranks ─► RankSet::train (ConsoleObserver prints [OUTPUT])
 //!          InProcess: all ranks as threads (engine::run_training_until)
 //!          MpiWorld (feature "mpi"): this process's rank; rank 0 gathers every rank's timings
@@ -21,15 +21,18 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Local};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{RankEpoch, TrainObserver, TrainPlan, TrainResult, interrupt, run_training_until};
+use super::{interrupt, memory};
 use crate::config::{self, Accelerator, DlioConfig, RawConfig, Workload};
+use crate::engine::{RankResult, TrainObserver, TrainPlan, TrainResult, run_training_until};
 use crate::error::BenchError;
+use crate::format::{FormatKind, npz, parquet};
 use crate::metrics::{
-    BlockMetrics, ExcludeSteps, RunMetrics, block_metrics, epoch_metrics, run_metrics,
+    BlockMetrics, ExcludeSteps, RankEpoch, ReadStats, RunMetrics, block_metrics, epoch_metrics,
+    run_metrics,
 };
 use crate::output::{self, HostFacts, Interruption, Measured, SummaryFacts};
-use crate::reader::{ReaderKind, SampleReader};
-use crate::storage::Storage;
+use crate::reader::{self, ReaderKind, ReaderOptions, SampleReader};
+use crate::storage::{DEFAULT_POOL_BYTES, Storage};
 
 /// Options of one benchmark run. Defaults: no workload (must be set unless
 /// `config_file` is), accelerator b200, 1 accelerator, `raw` reader, the
@@ -236,9 +239,9 @@ pub fn prepare_for(
     let raw = opts.raw_config()?;
     let cfg = raw.to_config()?;
     let data_dir = &opts.data_dir;
-    // s3:// data dirs are checked by listing through `storage` below.
-    let is_s3 = crate::storage::S3Url::parse(&data_dir.to_string_lossy()).is_some();
-    if !is_s3 && !data_dir.is_dir() {
+    // Object-store data dirs are checked by listing through `storage` below.
+    let remote = storage.is_remote();
+    if !remote && !data_dir.is_dir() {
         return Err(BenchError::Config(format!(
             "data dir {} does not exist (generate it with `storprof datagen --data-dir {}`)",
             data_dir.display(),
@@ -248,7 +251,7 @@ pub fn prepare_for(
     let dir = train_dir(data_dir, &cfg.model);
     let dir_s = dir.to_string_lossy().to_string();
     let ext = format!(".{}", cfg.format.extension());
-    let names: Vec<String> = if is_s3 || dir.is_dir() {
+    let names: Vec<String> = if remote || dir.is_dir() {
         storage
             .list(&dir_s)?
             .into_iter()
@@ -402,7 +405,7 @@ pub fn run_bench_on(
         }
     });
     let measured = Measured::new(
-        reader_name(opts.reader),
+        opts.reader.name().to_string(),
         p.cfg.odirect,
         result.read_total(),
         result.elapsed,
@@ -497,14 +500,14 @@ pub fn run_bench_on(
     }))
 }
 
-/// The reader memory model of a prepared run (see [`super::memory`]):
+/// The reader memory model of a prepared run (see [`memory`]):
 /// bytes per fetch from the first training file's footer.
 pub fn reader_memory(
     p: &Prepared,
     storage: &dyn Storage,
     reader: ReaderKind,
     local_ranks: u64,
-) -> Result<super::memory::ReaderMemory, BenchError> {
+) -> Result<memory::ReaderMemory, BenchError> {
     let first = p
         .plan
         .files
@@ -512,38 +515,32 @@ pub fn reader_memory(
         .ok_or_else(|| BenchError::Config("no training files".into()))?;
     let ra = storage.open(first)?;
     let coalesce = usize::try_from(p.cfg.coalesce_rgs.max(1)).unwrap_or(1);
-    let bytes_per_fetch = crate::storage::metadata_reads(|| -> Result<u64, BenchError> {
-        Ok(match p.cfg.format {
-            config::DataFormat::Parquet => {
-                let (l, _) = crate::format::parquet::read_layout(&*ra, first)?;
-                let n = l.row_groups.len();
-                (0..n.div_ceil(coalesce))
-                    .map(|u| {
-                        let (s, e) = crate::reader::row_groups_range(
-                            &l,
-                            u * coalesce..((u + 1) * coalesce).min(n),
-                        );
-                        e - s
-                    })
-                    .max()
-                    .unwrap_or(0)
-            }
-            config::DataFormat::Npz => crate::format::npz::read_layout(&*ra, first)?.0.x.data_len,
-        })
-    })?;
+    let bytes_per_fetch = match p.cfg.format {
+        FormatKind::Parquet => {
+            let (l, _) = parquet::read_layout(&*ra, first)?;
+            let n = l.row_groups.len();
+            (0..n.div_ceil(coalesce))
+                .map(|u| {
+                    let (s, e) =
+                        reader::row_groups_range(&l, u * coalesce..((u + 1) * coalesce).min(n));
+                    e - s
+                })
+                .max()
+                .unwrap_or(0)
+        }
+        FormatKind::Npz => npz::read_layout(&*ra, first)?.0.x.data_len,
+    };
     let comm = p.plan.comm_size.max(1) as u64;
     let shard = p.dataset_bytes.div_ceil(comm);
-    Ok(super::memory::ReaderMemory {
+    Ok(memory::ReaderMemory {
         accelerators: local_ranks,
         read_threads: p.cfg.read_threads,
         prefetch_depth: p.cfg.prefetch_workers.max(1),
         bytes_per_fetch,
         copies_per_fetch: if reader == ReaderKind::Raw { 1 } else { 2 },
-        cache_bytes_per_rank: crate::reader::ReaderOptions::default()
-            .cache_bytes
-            .min(shard),
-        per_rank_overhead: super::memory::PER_RANK_OVERHEAD,
-        shared_bytes: crate::storage::DEFAULT_POOL_BYTES.min(p.dataset_bytes),
+        cache_bytes_per_rank: ReaderOptions::default().cache_bytes.min(shard),
+        per_rank_overhead: memory::PER_RANK_OVERHEAD,
+        shared_bytes: DEFAULT_POOL_BYTES.min(p.dataset_bytes),
     })
 }
 
@@ -559,11 +556,11 @@ fn guard_memory(
     let m = reader_memory(p, storage, opts.reader, local_ranks)?;
     let available = match opts.memory_available {
         Some(b) => b,
-        None => super::memory::mem_available()?,
+        None => memory::mem_available()?,
     };
-    match super::memory::check(&m, available, opts.fit_memory)? {
-        super::memory::MemoryDecision::Fits { .. } => {}
-        super::memory::MemoryDecision::Capped {
+    match memory::check(&m, available, opts.fit_memory)? {
+        memory::MemoryDecision::Fits { .. } => {}
+        memory::MemoryDecision::Capped {
             depth,
             estimate,
             budget,
@@ -617,7 +614,7 @@ pub fn epochs_in_metrics(result: &TrainResult, steps_per_epoch: u64) -> usize {
 /// `<rank>_output.json` `storprof{}`: the rank's host, its shard as the plan
 /// assigns it (files touched in epoch 1, sample range) and what its readers
 /// actually delivered.
-fn rank_facts_json(plan: &TrainPlan, rank: &super::RankResult, host: &str) -> serde_json::Value {
+fn rank_facts_json(plan: &TrainPlan, rank: &RankResult, host: &str) -> serde_json::Value {
     let mut file_ids = std::collections::BTreeSet::new();
     let mut lo = u64::MAX;
     let mut hi = 0;
@@ -633,7 +630,7 @@ fn rank_facts_json(plan: &TrainPlan, rank: &super::RankResult, host: &str) -> se
         .filter_map(|f| plan.files.get(usize::try_from(f).ok()?))
         .map(|name| name.rsplit('/').next().unwrap_or(name))
         .collect();
-    let mut read = crate::reader::ReadStats::default();
+    let mut read = ReadStats::default();
     for e in &rank.epochs {
         read += e.read;
     }
@@ -646,15 +643,6 @@ fn rank_facts_json(plan: &TrainPlan, rank: &super::RankResult, host: &str) -> se
         "samples_read": read.samples,
         "read_bytes": read.bytes_read,
     })
-}
-
-fn reader_name(k: ReaderKind) -> String {
-    match k {
-        ReaderKind::Raw => "raw",
-        ReaderKind::Decode => "decode",
-        ReaderKind::DlioLegacy => "dlio-legacy",
-    }
-    .to_string()
 }
 
 fn write_json(path: &Path, v: &serde_json::Value) -> Result<(), BenchError> {
@@ -785,16 +773,12 @@ pub fn make_local_reader(
     storage: Arc<dyn Storage>,
     rank_samples: u64,
 ) -> Result<Arc<dyn SampleReader>, BenchError> {
-    let format = match cfg.format {
-        config::DataFormat::Parquet => crate::format::FormatKind::Parquet,
-        config::DataFormat::Npz => crate::format::FormatKind::Npz,
-    };
-    let options = crate::reader::ReaderOptions {
+    let options = ReaderOptions {
         odirect: cfg.odirect,
         total_rank_samples: rank_samples,
         coalesce_rgs: usize::try_from(cfg.coalesce_rgs).unwrap_or(1),
         prefetch_workers: usize::try_from(cfg.prefetch_workers).unwrap_or(1),
-        ..crate::reader::ReaderOptions::default()
+        ..ReaderOptions::default()
     };
-    crate::reader::make_reader(format, kind, storage, options)
+    reader::make_reader(cfg.format, kind, storage, options)
 }

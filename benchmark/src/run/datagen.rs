@@ -16,11 +16,9 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::config::{
-    self, Accelerator, DataFormat, DatasetSizeRule, DlioConfig, Workload, dataset_size_rule,
-};
+use crate::config::{self, Accelerator, DatasetSizeRule, DlioConfig, Workload, dataset_size_rule};
 use crate::error::BenchError;
-use crate::format::{self, FluxSchema};
+use crate::format::{self, FluxSchema, FormatKind};
 use crate::storage::Storage;
 
 /// Options of a data generation run. Defaults: accelerator b200, 2 writer
@@ -154,7 +152,7 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
             "datagen needs at least 1 writer thread".into(),
         ));
     }
-    if cfg.format == DataFormat::Parquet {
+    if cfg.format == FormatKind::Parquet {
         parquet_schema(&cfg)?;
     }
     let model_dir = opts.data_dir.join(&cfg.model);
@@ -274,8 +272,8 @@ pub fn run_datagen_shard(
             .collect();
         p.estimated_bytes = p.estimated_bytes / all as u64 * p.jobs.len() as u64;
     }
-    // Over S3 `plan`'s local overwrite check cannot see the objects: list them.
-    if crate::storage::S3Url::parse(&opts.data_dir.to_string_lossy()).is_some() && !opts.force {
+    // In an object store `plan`'s local overwrite check cannot see the objects: list them.
+    if storage.is_remote() && !opts.force {
         let ext = format!(".{}", p.cfg.format.extension());
         for split in ["train", "valid"] {
             let dir = p.model_dir.join(split).to_string_lossy().to_string();
@@ -298,8 +296,8 @@ pub fn run_datagen_shard(
         );
     }
     let schema = match p.cfg.format {
-        DataFormat::Parquet => Some(parquet_schema(&p.cfg)?),
-        DataFormat::Npz => None,
+        FormatKind::Parquet => Some(parquet_schema(&p.cfg)?),
+        FormatKind::Npz => None,
     };
     let bar = opts.progress.then(|| {
         let bar = ProgressBar::new(p.estimated_bytes.max(1));

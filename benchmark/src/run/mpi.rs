@@ -20,6 +20,10 @@
 //! the hostname), so network-namespace hosts on one machine stay apart.
 use std::time::Duration;
 
+use super::bench::{BenchOptions, BenchReport};
+use super::datagen::DatagenOptions;
+use crate::storage::{S3Options, Storage};
+
 /// Environment variable with the barrier/gather timeout in seconds.
 pub const TIMEOUT_ENV: &str = "STORPROF_MPI_TIMEOUT";
 /// Default barrier/gather timeout: longer than any step we expect (a step
@@ -65,13 +69,13 @@ mod imp {
     use mpi::topology::{Communicator, SimpleCommunicator};
     use mpi::traits::CommunicatorCollectives;
 
-    use crate::engine::bench::{RankSet, Trained};
     use crate::engine::collective::{Aborted, Collective};
-    use crate::engine::{Clock, RankEpoch, RankResult, TrainObserver, TrainPlan, TrainResult};
+    use crate::engine::{Clock, RankResult, TrainObserver, TrainPlan, TrainResult, run_rank};
     use crate::error::BenchError;
-    use crate::metrics::BlockTimings;
+    use crate::metrics::{BlockTimings, RankEpoch, ReadStats};
     use crate::output::{HostFacts, host_label};
-    use crate::reader::{ReadStats, SampleReader};
+    use crate::reader::SampleReader;
+    use crate::run::bench::{RankSet, Trained};
 
     const TAG_ARRIVE: i32 = 7101;
     const TAG_RELEASE: i32 = 7102;
@@ -370,7 +374,7 @@ mod imp {
             let clock = Clock::new();
             let started = chrono::Local::now();
             let obs = (self.rank == 0).then_some(observer);
-            let mine = match super::super::run_rank(
+            let mine = match run_rank(
                 plan,
                 self.rank,
                 reader.as_ref(),
@@ -463,4 +467,82 @@ mod imp {
             }))
         }
     }
+}
+
+/// `mpirun ... storprof bench`: this process is one rank of the MPI world.
+#[cfg(feature = "mpi")]
+pub fn run_bench(opts: &BenchOptions, s3: &S3Options) -> anyhow::Result<Option<BenchReport>> {
+    if opts.accelerators > 1 {
+        anyhow::bail!(
+            "--accelerators {} under mpirun: the simulated accelerators are the MPI ranks (mpirun -n N)",
+            opts.accelerators
+        );
+    }
+    let world = MpiWorld::init(timeout_from_env()?)?;
+    match super::run_bench_ranks(opts, s3, &world) {
+        Ok(r) => Ok(r),
+        // One rank failing (bad data, missing file) must not leave the others waiting.
+        Err(e) => world.fail(&format!("{e:#}")),
+    }
+}
+
+/// Without the `mpi` feature: an error saying how to rebuild.
+#[cfg(not(feature = "mpi"))]
+pub fn run_bench(_: &BenchOptions, _: &S3Options) -> anyhow::Result<Option<BenchReport>> {
+    anyhow::bail!(NO_MPI)
+}
+
+#[cfg(not(feature = "mpi"))]
+const NO_MPI: &str = "started by mpirun with several ranks, but this storprof was built without MPI \
+                      support; rebuild with `cargo build --release --features storprof/mpi`";
+
+/// `mpirun ... storprof datagen`: the ranks split the files (rank r writes r, r+N, …).
+#[cfg(feature = "mpi")]
+pub fn run_datagen(opts: &DatagenOptions, storage: &dyn Storage) -> anyhow::Result<()> {
+    use super::datagen;
+    let world = MpiWorld::init(timeout_from_env()?)?;
+    let (rank, size) = (world.rank(), world.size());
+    // Every rank checks (and refuses to overwrite) before any rank writes.
+    if let Err(e) = datagen::plan(opts) {
+        world.fail(&format!("datagen: {e}"));
+    }
+    world.agree(false);
+    let shard_opts = DatagenOptions {
+        force: true,
+        print: opts.print && rank == 0,
+        progress: opts.progress && rank == 0,
+        ..opts.clone()
+    };
+    let report = match datagen::run_datagen_shard(&shard_opts, storage, rank, size) {
+        Ok((_, r)) => r,
+        Err(e) => world.fail(&format!("datagen: {e}")),
+    };
+    let mine = format!("{} {} {}", report.files, report.bytes, report.seconds).into_bytes();
+    if let Some(all) = world.gather(mine) {
+        let (mut files, mut bytes, mut secs) = (0u64, 0u64, 0f64);
+        for b in &all {
+            let text = String::from_utf8_lossy(b);
+            let mut it = text.split_whitespace();
+            files += it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+            bytes += it.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            secs = secs.max(it.next().and_then(|v| v.parse().ok()).unwrap_or(0.0));
+        }
+        if opts.print {
+            println!(
+                "All {size} ranks: {files} files, {bytes} bytes in {secs:.2} s: {:.3} GB/s",
+                if secs > 0.0 {
+                    bytes as f64 / secs / 1e9
+                } else {
+                    0.0
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Without the `mpi` feature: an error saying how to rebuild.
+#[cfg(not(feature = "mpi"))]
+pub fn run_datagen(_: &DatagenOptions, _: &dyn Storage) -> anyhow::Result<()> {
+    anyhow::bail!(NO_MPI)
 }

@@ -11,7 +11,7 @@ use std::{
 
 use bytes::Bytes;
 
-use super::{BufferPool, ObjectWriter, PooledBuf, RandomAccess, Storage};
+use super::{BufferPool, ObjectWriter, PooledBuf, RandomAccess, ReadKind, Storage};
 use crate::error::BenchError;
 
 /// Largest single `pread` we issue (Linux caps one read at ~2 GiB anyway).
@@ -370,7 +370,8 @@ impl RandomAccess for LocalFile {
         &self.path
     }
 
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), BenchError> {
+    // Local reads cost the same whatever they are for: `ReadKind` is not used.
+    fn read_into(&self, buf: &mut [u8], offset: u64, _: ReadKind) -> Result<(), BenchError> {
         if offset
             .checked_add(buf.len() as u64)
             .is_none_or(|e| e > self.len)
@@ -388,7 +389,7 @@ impl RandomAccess for LocalFile {
         Ok(())
     }
 
-    fn read_range(&self, offset: u64, len: usize) -> Result<Bytes, BenchError> {
+    fn read_bytes(&self, offset: u64, len: usize, _: ReadKind) -> Result<Bytes, BenchError> {
         if offset.checked_add(len as u64).is_none_or(|e| e > self.len) {
             return Err(self.short_read(offset, len));
         }

@@ -1,14 +1,21 @@
-//! Storage backends: where bytes live (local files, O_DIRECT files, S3).
-//! Formats (`crate::format`) and readers (`crate::reader`) only see these
-//! traits, so every format works over every backend.
+//! Storage backends: where bytes live (local files, O_DIRECT files, S3, or
+//! an in-memory object store for tests). The bottom layer of the crate: it
+//! depends on [`crate::error`] only. Formats (`crate::format`) and readers
+//! (`crate::reader`) only see these traits, so every format works over every
+//! backend.
 //!
 //! ```text
-//!  reader ──read_range(off,len)──► RandomAccess ──pread / O_DIRECT pread──► file
+//!  --data-dir URL + StorageOptions ──► open() ──► LocalStorage (plain path, file://)
+//!                                            └──► S3Storage    (s3://BUCKET/PREFIX)
+//!  S3Storage::in_memory(url) ──► the S3 code path over object_store's InMemory
+//!
+//!  reader ──read_bytes(off, len, ReadKind)──► RandomAccess ──pread / O_DIRECT pread / ranged GETs
 //!  datagen ──create(path)──► ObjectWriter ──write_all──► file (tmp name, renamed on finish)
 //! ```
 //!
-//! OWNER: formats/readers engineer. Interface agreed with the engine; extend,
-//! do not break.
+//! Every read names its [`ReadKind`] (a footer or header is metadata, a row
+//! group or array is data): backends that count requests (S3) count the two
+//! apart, the others ignore it.
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -23,9 +30,17 @@ mod s3;
 pub use aligned::AlignedBuf;
 pub use local::{LocalStorage, dio_alignment};
 pub use pool::{BufferPool, DEFAULT_POOL_BYTES, PooledBuf};
-pub use s3::{
-    RequestCounts, S3Counters, S3Options, S3Storage, S3Url, is_loopback_endpoint, metadata_reads,
-};
+pub use s3::{RequestCounts, S3Counters, S3Options, S3Storage, S3Url, is_loopback_endpoint};
+
+/// What a read is for. Backends that count requests (S3) count metadata
+/// and data reads apart (`summary.json` `measured.requests_by_kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadKind {
+    /// Footers, headers, central directories: small reads that locate data.
+    Metadata,
+    /// Row groups, arrays: the sample bytes themselves.
+    Data,
+}
 
 /// One opened object/file that can be read at any offset from many threads.
 pub trait RandomAccess: Send + Sync {
@@ -36,13 +51,21 @@ pub trait RandomAccess: Send + Sync {
         self.len() == 0
     }
     /// Fill `buf` from `offset`; errors (naming the path) on a short read.
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), BenchError>;
+    fn read_into(&self, buf: &mut [u8], offset: u64, kind: ReadKind) -> Result<(), BenchError>;
     /// Read `len` bytes at `offset` into a new buffer. Backends override this
     /// to read straight into an aligned / reused buffer without an extra copy.
-    fn read_range(&self, offset: u64, len: usize) -> Result<Bytes, BenchError> {
+    fn read_bytes(&self, offset: u64, len: usize, kind: ReadKind) -> Result<Bytes, BenchError> {
         let mut v = vec![0u8; len];
-        self.read_exact_at(&mut v, offset)?;
+        self.read_into(&mut v, offset, kind)?;
         Ok(Bytes::from(v))
+    }
+    /// [`RandomAccess::read_into`] of data bytes.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), BenchError> {
+        self.read_into(buf, offset, ReadKind::Data)
+    }
+    /// [`RandomAccess::read_bytes`] of data bytes.
+    fn read_range(&self, offset: u64, len: usize) -> Result<Bytes, BenchError> {
+        self.read_bytes(offset, len, ReadKind::Data)
     }
     /// Path for messages.
     fn path(&self) -> &std::path::Path {
@@ -75,6 +98,12 @@ pub trait Storage: Send + Sync {
     fn request_counts(&self) -> Option<RequestCounts> {
         None
     }
+    /// Whether paths name objects of a remote store rather than local files
+    /// (callers then check directories by listing, not with the file system).
+    /// Default false.
+    fn is_remote(&self) -> bool {
+        false
+    }
     /// Stream a new object. The default buffers in memory and calls `put`.
     fn create(&self, path: &str) -> Result<Box<dyn ObjectWriter + '_>, BenchError> {
         Ok(Box::new(BufferedPut {
@@ -101,48 +130,55 @@ impl<S: Storage + ?Sized> ObjectWriter for BufferedPut<'_, S> {
     }
 }
 
-/// The storage behind a `--data-dir` value: `s3://BUCKET/PREFIX` is an
-/// [`S3Storage`] (paths may then be full `s3://` URLs or relative to the
-/// prefix); a plain path or `file://PATH` is [`LocalStorage`] rooted at "."
-/// (paths stay as the engine builds them). `odirect` applies to local files
-/// only; asking for it over S3 is an error.
+/// How [`open`] sets up a backend (documented defaults in [`Default`]).
+#[derive(Clone, Debug, Default)]
+pub struct StorageOptions {
+    /// Read local files with O_DIRECT. Asking for it over S3 is an error.
+    /// Default false.
+    pub odirect: bool,
+    /// Serve large buffered local reads by mapping the file
+    /// ([`LocalStorage::with_mmap`]); ignored with O_DIRECT and over S3.
+    /// Default false.
+    pub mmap: bool,
+    /// Connection settings of `s3://` data dirs. Default [`S3Options::default`].
+    pub s3: S3Options,
+}
+
+/// The storage behind a `--data-dir` value, the one place an `s3://` URL is
+/// recognised: `s3://BUCKET/PREFIX` is an [`S3Storage`] (paths may then be
+/// full `s3://` URLs or relative to the prefix); a plain path or
+/// `file://PATH` is [`LocalStorage`] rooted at "." (paths stay as the
+/// engine builds them).
+pub fn open(data_dir: &str, options: &StorageOptions) -> Result<Arc<dyn Storage>, BenchError> {
+    if let Some(url) = S3Url::parse(data_dir) {
+        if options.odirect {
+            return Err(BenchError::Config(format!(
+                "{data_dir}: --odirect applies to local files, not to S3"
+            )));
+        }
+        return Ok(Arc::new(S3Storage::new(url?, &options.s3)?));
+    }
+    Ok(Arc::new(
+        LocalStorage::with_odirect(".", options.odirect)
+            .with_mmap(options.mmap && !options.odirect),
+    ))
+}
+
+/// [`open`] with O_DIRECT or, without it, mapped local reads (what datagen
+/// and the data-dir checks use).
 pub fn storage_for_data_dir(
     data_dir: &str,
     odirect: bool,
     s3: &S3Options,
 ) -> Result<Arc<dyn Storage>, BenchError> {
-    if let Some(url) = S3Url::parse(data_dir) {
-        if odirect {
-            return Err(BenchError::Config(format!(
-                "{data_dir}: --odirect applies to local files, not to S3"
-            )));
-        }
-        return Ok(Arc::new(S3Storage::new(url?, s3)?));
-    }
-    Ok(Arc::new(
-        LocalStorage::with_odirect(".", odirect).with_mmap(!odirect),
-    ))
-}
-
-/// The storage a bench run reads: [`storage_for_data_dir`] with the
-/// workload's `reader.odirect` and `reader.dont_use_mmap`. Local buffered
-/// reads are mapped (DLIO's readers map unless `dont_use_mmap`), except for
-/// `dlio-legacy`, which reproduces pyarrow's `read_table` and so `pread`s
-/// (its `memory_map` defaults to false).
-pub fn storage_for_workload(
-    data_dir: &str,
-    cfg: &crate::config::DlioConfig,
-    reader: crate::reader::ReaderKind,
-    s3: &S3Options,
-) -> Result<Arc<dyn Storage>, BenchError> {
-    if S3Url::parse(data_dir).is_some() {
-        return storage_for_data_dir(data_dir, cfg.odirect, s3);
-    }
-    let mmap =
-        !cfg.odirect && !cfg.dont_use_mmap && reader != crate::reader::ReaderKind::DlioLegacy;
-    Ok(Arc::new(
-        LocalStorage::with_odirect(".", cfg.odirect).with_mmap(mmap),
-    ))
+    open(
+        data_dir,
+        &StorageOptions {
+            odirect,
+            mmap: !odirect,
+            s3: s3.clone(),
+        },
+    )
 }
 
 /// `data_dir` without a `file://` scheme (other values unchanged).

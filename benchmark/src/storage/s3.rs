@@ -1,9 +1,11 @@
-//! S3-compatible object storage through `object_store` (aws feature).
+//! S3-compatible object storage through `object_store` (aws feature), or
+//! the same code over object_store's `InMemory` ([`S3Storage::in_memory`],
+//! for tests without a server).
 //!
 //! ```text
 //!  s3://BUCKET/PREFIX ─► S3Storage { store, prefix, runtime }
 //!    open(path)   ─► size from the listing cache (else one HEAD) ─► S3Object
-//!    read_range   ─► ≤ part_size: one ranged GET
+//!    read_bytes   ─► ≤ part_size: one ranged GET
 //!                    larger: parts of part_size, `parallel_gets` ranged GETs in
 //!                    flight, each streamed straight into its slice of one
 //!                    pooled buffer (no reassembly copy)
@@ -14,7 +16,8 @@
 //! The sync [`Storage`] seam is kept: calls block on a small tokio runtime
 //! owned by the storage, so formats and readers work unchanged over S3.
 //! Every request is counted by kind ([`S3Storage::counters`],
-//! [`Storage::request_counts`]): small GETs (footers, headers), data reads
+//! [`Storage::request_counts`]): metadata GETs (reads of
+//! [`ReadKind::Metadata`]: footers, headers), data reads
 //! and the part GETs they were split into, HEAD, LIST, PUT; `storprof bench`
 //! reports them in `summary.json` `measured.requests_by_kind`.
 use std::{
@@ -30,12 +33,11 @@ use std::{
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::{
-    GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart,
-    aws::{AmazonS3, AmazonS3Builder},
-    path::Path as ObjPath,
+    GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart, aws::AmazonS3Builder,
+    memory::InMemory, path::Path as ObjPath,
 };
 
-use super::{BufferPool, ObjectWriter, RandomAccess, Storage};
+use super::{BufferPool, ObjectWriter, RandomAccess, ReadKind, Storage};
 use crate::error::BenchError;
 
 /// Options of the S3 backend (documented defaults in [`Default`]). Unset
@@ -154,24 +156,6 @@ pub fn is_loopback_endpoint(endpoint: &str) -> bool {
 /// Reads below this size go into one buffer without the read-buffer pool.
 const SMALL_READ_BYTES: usize = 1 << 20;
 
-thread_local! {
-    /// Set while this thread reads footers/headers ([`metadata_reads`]).
-    static METADATA_READS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Run `f` with its storage reads counted as metadata reads (footers, NPZ
-/// headers) rather than data reads. Readers wrap their layout loads in it.
-pub fn metadata_reads<T>(f: impl FnOnce() -> T) -> T {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            METADATA_READS.with(|m| m.set(self.0));
-        }
-    }
-    let _reset = Reset(METADATA_READS.with(|m| m.replace(true)));
-    f()
-}
-
 /// Request counters of one storage (shared by its clones and objects).
 #[derive(Debug, Default)]
 pub struct S3Counters {
@@ -179,7 +163,7 @@ pub struct S3Counters {
     pub gets: AtomicU64,
     /// Body bytes received by GETs.
     pub get_bytes: AtomicU64,
-    /// GETs of metadata reads (footers, headers: see [`metadata_reads`]).
+    /// GETs of metadata reads ([`ReadKind::Metadata`]: footers, headers).
     pub metadata_gets: AtomicU64,
     /// Body bytes of those GETs.
     pub metadata_get_bytes: AtomicU64,
@@ -271,7 +255,8 @@ impl RequestCounts {
 pub struct S3Storage {
     url: S3Url,
     endpoint: String,
-    store: Arc<AmazonS3>,
+    /// AWS S3, or `InMemory` for tests.
+    store: Arc<dyn ObjectStore>,
     runtime: Arc<tokio::runtime::Runtime>,
     sizes: Arc<Mutex<HashMap<String, u64>>>,
     counters: Arc<S3Counters>,
@@ -369,6 +354,23 @@ impl S3Storage {
         let store = b
             .build()
             .map_err(|e| BenchError::Config(format!("{}: {e}", url.url())))?;
+        Self::with_store(url, endpoint, Arc::new(store), opts)
+    }
+
+    /// An empty in-memory bucket for `url` (object_store's `InMemory`): the
+    /// S3 code path (keys, ranged and part GETs, multipart uploads, request
+    /// counts) without a server. Only `part_size` and `parallel_gets` of
+    /// `opts` apply.
+    pub fn in_memory(url: S3Url, opts: &S3Options) -> Result<Self, BenchError> {
+        Self::with_store(url, "memory".into(), Arc::new(InMemory::new()), opts)
+    }
+
+    fn with_store(
+        url: S3Url,
+        endpoint: String,
+        store: Arc<dyn ObjectStore>,
+        opts: &S3Options,
+    ) -> Result<Self, BenchError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("storprof-s3")
@@ -378,7 +380,7 @@ impl S3Storage {
         Ok(Self {
             url,
             endpoint,
-            store: Arc::new(store),
+            store,
             runtime: Arc::new(runtime),
             sizes: Arc::new(Mutex::new(HashMap::new())),
             counters: Arc::new(S3Counters::default()),
@@ -522,6 +524,10 @@ impl Storage for S3Storage {
         Some(self.counters.snapshot())
     }
 
+    fn is_remote(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!(
             "S3 objects under {} (endpoint {})",
@@ -633,7 +639,12 @@ impl S3Object {
     }
 
     /// One ranged GET streamed into `dst`; errors unless exactly `dst.len()` bytes arrive.
-    async fn get_into(&self, offset: u64, dst: &mut [u8], data: bool) -> Result<(), BenchError> {
+    async fn get_into(
+        &self,
+        offset: u64,
+        dst: &mut [u8],
+        kind: ReadKind,
+    ) -> Result<(), BenchError> {
         let want = dst.len();
         let range: Range<u64> = offset..offset + want as u64;
         let st = &self.storage;
@@ -663,10 +674,9 @@ impl S3Object {
         st.counters
             .get_bytes
             .fetch_add(at as u64, Ordering::Relaxed);
-        let (n, b) = if data {
-            (&st.counters.data_gets, &st.counters.data_get_bytes)
-        } else {
-            (&st.counters.metadata_gets, &st.counters.metadata_get_bytes)
+        let (n, b) = match kind {
+            ReadKind::Data => (&st.counters.data_gets, &st.counters.data_get_bytes),
+            ReadKind::Metadata => (&st.counters.metadata_gets, &st.counters.metadata_get_bytes),
         };
         n.fetch_add(1, Ordering::Relaxed);
         b.fetch_add(at as u64, Ordering::Relaxed);
@@ -677,11 +687,10 @@ impl S3Object {
     }
 
     /// Fill `dst` from `offset` with `part_size` GETs, `parallel_gets` in flight.
-    fn fetch(&self, offset: u64, dst: &mut [u8]) -> Result<(), BenchError> {
+    fn fetch(&self, offset: u64, dst: &mut [u8], kind: ReadKind) -> Result<(), BenchError> {
         let part = self.storage.part_size;
         let parallel = self.storage.parallel_gets;
-        let data = !METADATA_READS.with(std::cell::Cell::get);
-        if data {
+        if kind == ReadKind::Data {
             self.storage
                 .counters
                 .data_reads
@@ -690,7 +699,7 @@ impl S3Object {
         self.storage.runtime.block_on(async {
             futures_util::stream::iter(dst.chunks_mut(part).enumerate().map(|(i, d)| {
                 let off = offset + (i * part) as u64;
-                self.get_into(off, d, data)
+                self.get_into(off, d, kind)
             }))
             .buffer_unordered(parallel)
             .try_collect::<()>()
@@ -715,29 +724,29 @@ impl RandomAccess for S3Object {
         &self.path
     }
 
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), BenchError> {
+    fn read_into(&self, buf: &mut [u8], offset: u64, kind: ReadKind) -> Result<(), BenchError> {
         self.check(offset, buf.len())?;
         if buf.is_empty() {
             return Ok(());
         }
-        self.fetch(offset, buf)
+        self.fetch(offset, buf, kind)
     }
 
-    fn read_range(&self, offset: u64, len: usize) -> Result<Bytes, BenchError> {
+    fn read_bytes(&self, offset: u64, len: usize, kind: ReadKind) -> Result<Bytes, BenchError> {
         self.check(offset, len)?;
         if len == 0 {
             return Ok(Bytes::new());
         }
         if len < SMALL_READ_BYTES {
             let mut v = vec![0u8; len];
-            self.fetch(offset, &mut v)?;
+            self.fetch(offset, &mut v, kind)?;
             return Ok(Bytes::from(v));
         }
         let mut buf =
             self.storage.pool.take(len).ok_or_else(|| {
                 io_other(format!("cannot map a {len}-byte read buffer"), &self.url)
             })?;
-        self.fetch(offset, &mut buf.as_mut_full()[..len])?;
+        self.fetch(offset, &mut buf.as_mut_full()[..len], kind)?;
         buf.set_window(0, len);
         Ok(buf.into_bytes())
     }
@@ -777,6 +786,74 @@ mod tests {
         );
         assert_eq!(st.key("./flux/train"), "p/q/flux/train");
         assert_eq!(st.key(""), "p/q");
+    }
+
+    fn memory_storage(part_size: usize, parallel_gets: usize) -> S3Storage {
+        let url = S3Url::parse("s3://mem/ds").unwrap().unwrap();
+        let opts = S3Options {
+            part_size,
+            parallel_gets,
+            ..Default::default()
+        };
+        S3Storage::in_memory(url, &opts).unwrap()
+    }
+
+    /// 3 MiB + 5 bytes of a recognisable pattern.
+    fn pattern() -> Vec<u8> {
+        (0..(3 << 20) + 5).map(|i: usize| (i % 251) as u8).collect()
+    }
+
+    #[test]
+    fn in_memory_round_trip_lists_and_counts_requests() {
+        let st = memory_storage(1 << 20, 2);
+        let data = pattern();
+        st.put("train/a.bin", &data).unwrap();
+        let mut w = st.create("train/b.bin").unwrap();
+        w.write_all(&data[..10]).unwrap();
+        w.write_all(&data[10..]).unwrap();
+        w.finish().unwrap();
+        assert!(st.is_remote());
+        assert_eq!(st.list("train").unwrap(), ["a.bin", "b.bin"]);
+        assert!(st.exists("train").unwrap(), "a prefix with objects exists");
+        assert!(!st.exists("valid").unwrap());
+
+        let before = st.request_counts().unwrap();
+        let ra = st.open("s3://mem/ds/train/b.bin").unwrap();
+        assert_eq!(ra.len(), data.len() as u64);
+        // Metadata: one small GET, counted apart from data.
+        let tail = ra.read_bytes(ra.len() - 8, 8, ReadKind::Metadata).unwrap();
+        assert_eq!(&tail[..], &data[data.len() - 8..]);
+        // Data: a 3 MiB read split into 1 MiB part GETs, pooled buffer.
+        let body = ra.read_range(2, data.len() - 3).unwrap();
+        assert_eq!(&body[..], &data[2..data.len() - 1]);
+        let mut small = [0u8; 16];
+        ra.read_exact_at(&mut small, 100).unwrap();
+        assert_eq!(small, data[100..116]);
+
+        let c = st.request_counts().unwrap().since(&before);
+        assert_eq!(c.head_requests, 0, "sizes come from the listing");
+        assert_eq!(c.metadata_get_requests, 1);
+        assert_eq!(c.metadata_get_bytes, 8);
+        assert_eq!(c.data_reads, 2);
+        assert_eq!(c.data_get_requests, 4 + 1);
+        assert_eq!(c.data_get_bytes, (data.len() - 3 + 16) as u64);
+        assert_eq!(c.get_requests, 1 + 4 + 1);
+    }
+
+    #[test]
+    fn in_memory_errors_name_the_object() {
+        let st = memory_storage(1 << 20, 4);
+        st.put("x.bin", b"0123456789").unwrap();
+        let ra = st.open("x.bin").unwrap();
+        let e = ra.read_range(5, 6).unwrap_err().to_string();
+        assert!(
+            e.contains("s3://mem/ds/x.bin") && e.contains("short read"),
+            "{e}"
+        );
+        let e = st.open("missing.bin").err().unwrap().to_string();
+        assert!(e.contains("s3://mem/ds/missing.bin"), "{e}");
+        // x.bin's size is known from its PUT; the missing object costs a HEAD.
+        assert_eq!(st.request_counts().unwrap().head_requests, 1);
     }
 
     #[test]

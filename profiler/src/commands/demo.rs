@@ -21,7 +21,7 @@ use std::{
 use anyhow::Context;
 use storprof_bench::{
     config::Workload,
-    datagen::{self, DatagenOptions},
+    run::datagen::{self, DatagenOptions},
     storage::LocalStorage,
 };
 

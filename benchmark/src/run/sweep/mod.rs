@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  SweepOptions ─► for NP in --np, RT in --rt (in-process ranks, one bench run per cell):
-//!      CpuMeter::start ─► engine::bench::run_bench_on (memory guard first) ─► CpuMeter::stop
+//!      CpuMeter::start ─► run::bench::run_bench_on (memory guard first) ─► CpuMeter::stop
 //!      BenchReport ─► CellRow {AU, samples/s, measured MiB/s, wall, steps, I/O wait/step, notes}
 //!      after every cell: sweep.md, sweep.csv, projection.csv, sweep.svg, sweep.json rewritten
 //!  cells' own DLIO results: DIR/np<N>_rt<R>/ (summary.json, [METRIC] in dlio.log, ...)
@@ -22,10 +22,10 @@ use std::sync::atomic::Ordering;
 use chrono::Local;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::engine::bench::{self, BenchOptions, BenchReport};
-use crate::engine::interrupt;
+use super::bench::{self, BenchOptions, BenchReport};
+use super::interrupt;
 use crate::error::BenchError;
-use crate::storage::{S3Options, Storage, storage_for_workload};
+use crate::storage::{S3Options, Storage};
 use table::{CellFigures, CellRow, SweepHeader};
 
 /// Options of a sweep. Defaults: NP 1,2,4, RT 1,2,4, no projection,
@@ -69,6 +69,8 @@ impl Default for SweepOptions {
 pub struct SweepReport {
     pub results_dir: PathBuf,
     pub rows: Vec<CellRow>,
+    /// Cells the memory guard refused.
+    pub memory_refusals: usize,
     /// The signal that stopped the sweep early, if one did.
     pub interrupted_by: Option<i32>,
 }
@@ -141,7 +143,7 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
     let cfg = opts.bench.raw_config()?.to_config()?;
     let data_dir = opts.bench.data_dir.to_string_lossy().to_string();
     let storage: Arc<dyn Storage> =
-        storage_for_workload(&data_dir, &cfg, opts.bench.reader, &opts.s3)?;
+        super::bench_storage(&data_dir, &cfg, opts.bench.reader, &opts.s3)?;
     let results_dir = opts.results_dir.clone().unwrap_or_else(|| {
         PathBuf::from("results/sweep")
             .join(&cfg.model)
@@ -182,6 +184,7 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
     let mut rows: Vec<CellRow> = Vec::new();
     let mut first_error: Option<BenchError> = None;
     let mut interrupted_by = None;
+    let mut memory_refusals = 0;
     for &(np, rt) in &cells {
         if opts.bench.handle_signals && interrupt::STOP.load(Ordering::SeqCst) {
             interrupted_by = Some(interrupt::received().unwrap_or(libc::SIGINT));
@@ -239,6 +242,7 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
                 message,
             }) => {
                 say(&format!("NP={np} RT={rt}: refused: {message}"));
+                memory_refusals += 1;
                 CellRow {
                     np,
                     rt,
@@ -288,26 +292,15 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
     Ok(SweepReport {
         results_dir,
         rows,
+        memory_refusals,
         interrupted_by,
     })
 }
 
 /// One cell: a bench run with all ranks in this process.
 fn run_cell(opts: &BenchOptions, storage: &Arc<dyn Storage>) -> Result<BenchReport, BenchError> {
-    let cfg = opts.raw_config()?.to_config()?;
-    let rank_samples =
-        (cfg.num_files_train * cfg.num_samples_per_file).div_ceil(opts.accelerators.max(1) as u64);
-    let kind = opts.reader;
-    let factory = |cfg: &crate::config::DlioConfig, _rank: usize| {
-        bench::make_local_reader(cfg, kind, Arc::clone(storage), rank_samples)
-    };
-    bench::run_bench_on(
-        opts,
-        storage.as_ref(),
-        &factory,
-        &bench::InProcess(opts.accelerators),
-    )?
-    .ok_or_else(|| BenchError::Config("the in-process run produced no report".into()))
+    super::run_bench_over(opts, storage, &bench::InProcess(opts.accelerators))?
+        .ok_or_else(|| BenchError::Config("the in-process run produced no report".into()))
 }
 
 /// Write the table, CSVs, plot and JSON for the cells so far.

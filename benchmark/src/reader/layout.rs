@@ -1,0 +1,143 @@
+//! Layouts shared by the readers: each file's footer / central directory is
+//! read once (metadata reads, [`ReadKind::Metadata`]) and cached, and the
+//! byte ranges of row groups come from it. `raw`, `decode` and
+//! `dlio-legacy` use this module; none of them imports another reader.
+//!
+//! ```text
+//!  reader ─► LayoutCache::get(file) ─► parquet::read_layout / npz::read_layout (once per file)
+//!         ─► row_groups_range(layout, rgs) ─► load_row_groups: one data read
+//! ```
+//!
+//! [`ReadKind::Metadata`]: crate::storage::ReadKind::Metadata
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use bytes::Bytes;
+
+use super::{ReadStats, group_rows};
+use crate::{
+    error::BenchError,
+    format::{npz, parquet},
+    storage::Storage,
+};
+
+/// Per-file footer cache: the footer is read and parsed once per file, also
+/// when several read threads ask for it at once (the others wait for it).
+pub(crate) struct LayoutCache<L> {
+    map: Mutex<HashMap<String, LayoutSlot<L>>>,
+}
+
+/// One file's layout once loaded; locked while it loads.
+type LayoutSlot<L> = Arc<Mutex<Option<Arc<L>>>>;
+
+impl<L> LayoutCache<L> {
+    pub(crate) fn new() -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The cached layout, or `load()`'s (whose bytes read are added to `stats`).
+    pub(crate) fn get(
+        &self,
+        file: &str,
+        stats: &mut ReadStats,
+        load: impl FnOnce() -> Result<(L, u64), BenchError>,
+    ) -> Result<Arc<L>, BenchError> {
+        let slot = self
+            .map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(file.to_owned())
+            .or_default()
+            .clone();
+        // Held while loading: other threads asking for this file wait here.
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = slot.as_ref() {
+            return Ok(l.clone());
+        }
+        let (l, read) = load()?;
+        stats.bytes_read += read;
+        stats.requests += 1;
+        let l = Arc::new(l);
+        *slot = Some(l.clone());
+        Ok(l)
+    }
+}
+
+/// Footer of `file`, via `layouts`.
+pub(crate) fn parquet_layout(
+    storage: &dyn Storage,
+    layouts: &LayoutCache<parquet::ParquetLayout>,
+    file: &str,
+    stats: &mut ReadStats,
+) -> Result<Arc<parquet::ParquetLayout>, BenchError> {
+    layouts.get(file, stats, || {
+        let ra = storage.open(file)?;
+        parquet::read_layout(&*ra, file)
+    })
+}
+
+/// Read row group `rg`'s column-chunk bytes (one request: the chunks of a
+/// group are contiguous).
+pub(crate) fn load_row_group(
+    storage: &dyn Storage,
+    file: &str,
+    layout: &parquet::ParquetLayout,
+    rg: usize,
+) -> Result<(Bytes, u64), BenchError> {
+    load_row_groups(storage, file, layout, rg..rg + 1)
+}
+
+/// Byte range `[start, end)` of row groups `rgs` (consecutive groups are contiguous).
+pub fn row_groups_range(
+    layout: &parquet::ParquetLayout,
+    rgs: std::ops::Range<usize>,
+) -> (u64, u64) {
+    let mut start = u64::MAX;
+    let mut end = 0;
+    for g in &layout.row_groups[rgs] {
+        let (s, e) = g.byte_range();
+        start = start.min(s);
+        end = end.max(e);
+    }
+    (start.min(end), end)
+}
+
+/// Read row groups `rgs` in one storage read.
+pub(crate) fn load_row_groups(
+    storage: &dyn Storage,
+    file: &str,
+    layout: &parquet::ParquetLayout,
+    rgs: std::ops::Range<usize>,
+) -> Result<(Bytes, u64), BenchError> {
+    let (start, end) = row_groups_range(layout, rgs);
+    let ra = storage.open(file)?;
+    let b = ra.read_range(start, (end - start) as usize)?;
+    Ok((b, end - start))
+}
+
+/// Samples in an NPZ file: the last dimension of `x` (DLIO's layout).
+pub(crate) fn npz_samples(l: &npz::NpzLayout) -> u64 {
+    l.x.shape.last().copied().unwrap_or(1).max(1) as u64
+}
+
+/// Layout of NPZ `file`, via `layouts`, and its sample count, after checking
+/// that every one of `rows` is in the file.
+pub(crate) fn npz_layout_for(
+    storage: &dyn Storage,
+    layouts: &LayoutCache<npz::NpzLayout>,
+    file: &str,
+    rows: &[u64],
+    stats: &mut ReadStats,
+) -> Result<(Arc<npz::NpzLayout>, u64), BenchError> {
+    let layout = layouts.get(file, stats, || {
+        let ra = storage.open(file)?;
+        npz::read_layout(&*ra, file)
+    })?;
+    let n = npz_samples(&layout);
+    group_rows(rows, |r| (r < n).then_some(0), file, n)?;
+    Ok((layout, n))
+}
