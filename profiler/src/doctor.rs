@@ -97,10 +97,9 @@ pub fn run(mut report: impl FnMut(&Check)) -> Vec<Check> {
                     push(check(name, result), &mut checks);
                 }
                 Attach::RawTracePoint(tp) => {
-                    let result = if tracefs::tracepoint_exists("raw_syscalls", tp) {
-                        Ok("present".to_string())
-                    } else {
-                        Err("raw_syscalls event not found".to_string())
+                    let result = match tracefs::event_category(tp) {
+                        Some(category) => Ok(format!("present ({category}:{tp})")),
+                        None => Err("event not found".to_string()),
                     };
                     push(check(format!("raw tracepoint {tp}"), result), &mut checks);
                 }

@@ -47,6 +47,16 @@ pub fn tracepoint_exists(category: &str, event: &str) -> bool {
         .exists()
 }
 
+/// The category of tracepoint `event` (`sched` for `sched_waking`), for a
+/// raw tracepoint, which is attached by event name alone.
+pub fn event_category(event: &str) -> Option<String> {
+    std::fs::read_dir(Path::new(TRACEFS).join("events"))
+        .ok()?
+        .flatten()
+        .find(|dir| dir.path().join(event).join("id").exists())
+        .and_then(|dir| dir.file_name().into_string().ok())
+}
+
 /// Field name → offset, parsed from a tracepoint `format` file.
 pub fn parse_format_offsets(format: &str) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
