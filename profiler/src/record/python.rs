@@ -8,14 +8,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use storprof_common::{MAX_PY_FRAMES, PyFrameRecord, StackKey};
 
-use super::{Recorder, aggregate};
-use crate::{
-    probes::ProbeSet,
-    python::{
-        Detection,
-        decode::{self, FrameRole},
-    },
-    symbolize::Symbolizer,
+use super::{aggregate, fold::StackFrames, recorder::Recorder};
+use crate::python::{
+    Detection,
+    decode::{self, FrameRole},
 };
 
 /// Resolved Python frames of one sample, innermost first.
@@ -127,7 +123,7 @@ impl Recorder {
     /// Drains the off-CPU intervals of Python threads and names their frames.
     pub(super) fn drain_python_offcpu(&mut self) {
         let mut samples = Vec::new();
-        self.probes.drain_python_offcpu(|s| samples.push(s));
+        self.probes.drain_python_offcpu(&mut |s| samples.push(s));
         for sample in samples {
             let count = (sample.py_frames as usize).min(MAX_PY_FRAMES);
             let frames = self.python.resolve_frames(sample.tgid, &sample.py[..count]);
@@ -187,8 +183,7 @@ pub fn splice_python(native: Vec<String>, python: &PythonFrames) -> Vec<String> 
 pub fn fold_python_stacks(
     stacks: &PythonStacks,
     divisor: u64,
-    symbolizer: &mut Symbolizer,
-    probes: &ProbeSet,
+    frames: &mut dyn StackFrames,
     comm_of_key: &dyn Fn(&StackKey) -> String,
 ) -> String {
     // Keys whose `user_stack` indexes `entries`, for `aggregate::fold`.
@@ -213,29 +208,25 @@ pub fn fold_python_stacks(
         else {
             return Vec::new();
         };
-        let native = symbolizer.user_frames(key.tgid, &probes.stack(key.user_stack));
+        let user = frames.stack(key.user_stack);
+        let native = frames.user_frames(key.tgid, &user);
         let python = stacks.chains.get(*chain).cloned().unwrap_or_default();
-        let mut frames: Vec<String> = splice_python(native, &python).into_iter().rev().collect();
-        frames.extend(
-            symbolizer
-                .kernel_frames(&probes.stack(key.kernel_stack))
-                .into_iter()
-                .rev(),
-        );
-        frames
+        let mut out: Vec<String> = splice_python(native, &python).into_iter().rev().collect();
+        let kernel = frames.stack(key.kernel_stack);
+        out.extend(frames.kernel_frames(&kernel).into_iter().rev());
+        out
     })
 }
 
 /// Folded off-CPU stacks (µs) of Python threads with their Python frames,
-/// and a note.
+/// and a note; `lost` is (map full, ring buffer full).
 pub fn fold_python_offcpu(
     offcpu: &PythonStacks,
-    symbolizer: &mut Symbolizer,
-    probes: &ProbeSet,
+    (map_full, ring_full): (u64, u64),
+    frames: &mut dyn StackFrames,
     comm_of_key: &dyn Fn(&StackKey) -> String,
 ) -> (String, Option<String>) {
-    let folded = fold_python_stacks(offcpu, 1000, symbolizer, probes, comm_of_key);
-    let (map_full, ring_full) = probes.python_offcpu_lost();
+    let folded = fold_python_stacks(offcpu, 1000, frames, comm_of_key);
     let note = (offcpu.intervals > 0 || map_full + ring_full > 0).then(|| {
         format!(
             "python: {} off-CPU intervals of {} Python threads with their Python frames (lost: {map_full} map full, {ring_full} ring buffer full)",

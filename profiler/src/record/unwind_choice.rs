@@ -8,7 +8,7 @@
 //! is found later is switched to DWARF.
 use std::path::PathBuf;
 
-use super::{Recorder, UnwindMode};
+use super::{UnwindMode, recorder::Recorder};
 use crate::{session::model::UnwindDecision, unwind::frame_pointers};
 
 impl Recorder {

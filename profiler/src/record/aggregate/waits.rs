@@ -1,0 +1,187 @@
+//! The wake-up graph: the kernel's summed edges, the buckets in which each
+//! grew, and the edges named (kinds, states, syscalls, waker stacks).
+use std::collections::BTreeMap;
+
+use storprof_common::{WAKE_NO_SYSCALL, WakeAcc, WakeKey, waker_kind};
+
+use super::{comm_string, offcpu_state_name, syscall_name, waker_kind_name};
+use crate::session::model::{WaitGraph, WakeEdge};
+
+/// Cumulative (blocked ns, wake-ups) per wake-up edge at one instant.
+pub type WakeCumulative = BTreeMap<WakeKey, (u64, u64)>;
+
+/// Wake-up edges as they are at one instant.
+pub fn wake_cumulative(edges: &[(WakeKey, WakeAcc)]) -> WakeCumulative {
+    edges
+        .iter()
+        .map(|(k, acc)| (*k, (acc.blocked_ns, acc.count)))
+        .collect()
+}
+
+/// Per edge, the buckets in which it grew: (bucket, blocked ns, wake-ups).
+pub type WakeSeries = BTreeMap<WakeKey, Vec<(u32, u64, u64)>>;
+
+/// Adds bucket `bucket` (= `now` − `prev`, two cumulative snapshots taken
+/// at its boundaries, as for [`thread_series`]) to `series`: only edges
+/// with wake-ups in it, so a long recording keeps what changed.
+pub fn add_wake_bucket(
+    series: &mut WakeSeries,
+    prev: &WakeCumulative,
+    now: &WakeCumulative,
+    bucket: u32,
+) {
+    for (key, &(ns, n)) in now {
+        let (ns0, n0) = prev.get(key).copied().unwrap_or((0, 0));
+        if n > n0 {
+            series
+                .entry(*key)
+                .or_default()
+                .push((bucket, ns.saturating_sub(ns0), n - n0));
+        }
+    }
+}
+
+/// The wake-up graph from the final edge map. `start_mono_ns` is the
+/// recording's start on the probes' clock; `stack_of` gives a waker's
+/// frames (outermost first) for its tgid, user and kernel stack ids;
+/// `is_traced` tells traced processes.
+pub fn wait_graph(
+    edges: &[(WakeKey, WakeAcc)],
+    series: &WakeSeries,
+    start_mono_ns: u64,
+    bucket_ns: u64,
+    is_traced: &dyn Fn(u32) -> bool,
+    stack_of: &mut dyn FnMut(u32, i32, i32) -> Vec<String>,
+) -> WaitGraph {
+    let seconds = |t: u64| t.saturating_sub(start_mono_ns) as f64 / 1e9;
+    let mut out: Vec<WakeEdge> = edges
+        .iter()
+        .map(|(k, acc)| {
+            let task = k.waker_kind == waker_kind::TASK;
+            WakeEdge {
+                waker_kind: waker_kind_name(k.waker_kind).to_string(),
+                waker_pid: k.waker_tgid,
+                waker_tid: k.waker_tid,
+                waker_comm: comm_string(&acc.waker_comm),
+                waker_traced: task && is_traced(k.waker_tgid),
+                wakee_pid: k.wakee_tgid,
+                wakee_tid: k.wakee_tid,
+                wakee_state: offcpu_state_name(k.wakee_state).to_string(),
+                syscall: (k.syscall != WAKE_NO_SYSCALL).then(|| syscall_name(u32::from(k.syscall))),
+                futex_shared: k.futex_shared != 0,
+                blocked_ns: acc.blocked_ns,
+                count: acc.count,
+                first_s: seconds(acc.first_ns),
+                last_s: seconds(acc.last_ns),
+                first_blocked_ns: acc.first_blocked_ns,
+                waker_stack: stack_of(
+                    k.waker_tgid,
+                    if task { acc.waker_user_stack } else { -1 },
+                    acc.waker_kernel_stack,
+                ),
+                series: series.get(k).cloned().unwrap_or_default(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.blocked_ns
+            .cmp(&a.blocked_ns)
+            .then_with(|| (a.wakee_tid, a.waker_tid).cmp(&(b.wakee_tid, b.waker_tid)))
+    });
+    WaitGraph {
+        bucket_ns,
+        edges: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storprof_common::offcpu_state;
+
+    fn wake_key(waker_tid: u32, wakee_tid: u32) -> WakeKey {
+        WakeKey {
+            waker_tgid: 1,
+            waker_tid,
+            wakee_tgid: 1,
+            wakee_tid,
+            wakee_state: offcpu_state::SLEEPING as u8,
+            waker_kind: waker_kind::TASK,
+            syscall: 202,
+            futex_shared: 1,
+            _pad: [0; 3],
+        }
+    }
+
+    #[test]
+    fn wake_series_keeps_buckets_with_wake_ups() {
+        let a = wake_key(2, 3);
+        let b = wake_key(3, 2);
+        let s0 = WakeCumulative::new();
+        let s1 = WakeCumulative::from([(a, (500, 2))]);
+        let s2 = WakeCumulative::from([(a, (500, 2)), (b, (70, 1))]);
+        let s3 = WakeCumulative::from([(a, (900, 3)), (b, (70, 1))]);
+        let mut series = WakeSeries::new();
+        for (i, pair) in [s0, s1, s2, s3].windows(2).enumerate() {
+            add_wake_bucket(&mut series, &pair[0], &pair[1], i as u32);
+        }
+        assert_eq!(series[&a], vec![(0, 500, 2), (2, 400, 1)]);
+        assert_eq!(series[&b], vec![(1, 70, 1)]);
+    }
+
+    #[test]
+    fn wait_graph_names_kinds_and_orders_by_blocked_time() {
+        let task = wake_key(2, 3);
+        let timer = WakeKey {
+            waker_tgid: 0,
+            waker_tid: 1,
+            waker_kind: waker_kind::TIMER,
+            syscall: WAKE_NO_SYSCALL,
+            futex_shared: 0,
+            ..wake_key(0, 3)
+        };
+        let acc = |blocked_ns, first_ns| WakeAcc {
+            blocked_ns,
+            count: 4,
+            first_ns,
+            last_ns: first_ns + 2_000_000_000,
+            first_blocked_ns: 10,
+            waker_user_stack: 5,
+            waker_kernel_stack: 6,
+            waker_comm: *b"worker\0\0\0\0\0\0\0\0\0\0",
+        };
+        let mut asked = Vec::new();
+        let graph = wait_graph(
+            &[
+                (task, acc(100, 1_500_000_000)),
+                (timer, acc(900, 1_000_000_000)),
+            ],
+            &WakeSeries::new(),
+            1_000_000_000,
+            1_000_000_000,
+            &|pid| pid == 1,
+            &mut |_, user, kernel| {
+                asked.push((user, kernel));
+                vec![format!("u{user}"), format!("k{kernel}")]
+            },
+        );
+        assert_eq!(graph.edges.len(), 2);
+        let first = &graph.edges[0];
+        assert_eq!(first.waker_kind, "timer");
+        assert!(!first.waker_traced);
+        assert_eq!(first.syscall, None);
+        assert_eq!(first.first_s, 0.0);
+        let second = &graph.edges[1];
+        assert_eq!(second.waker_kind, "task");
+        assert!(second.waker_traced);
+        assert_eq!(second.syscall.as_deref(), Some("futex"));
+        assert!(second.futex_shared);
+        assert!(!first.futex_shared);
+        assert_eq!(second.waker_comm, "worker");
+        assert!((second.first_s - 0.5).abs() < 1e-9);
+        assert!((second.last_s - 2.5).abs() < 1e-9);
+        // An interrupt's user stack belongs to the task it interrupted.
+        assert!(asked.contains(&(-1, 6)), "{asked:?}");
+        assert!(asked.contains(&(5, 6)), "{asked:?}");
+    }
+}

@@ -1,0 +1,125 @@
+//! The one seam between the recorder and the kernel.
+//!
+//! Everything the recorder reads from or writes to the probes goes through
+//! [`Kernel`]: the loaded [`ProbeSet`] implements it for real recordings,
+//! [`super::replay::ReplayKernel`] for tests that drive the drain loop and
+//! the session writer from recorded events, without root.
+use std::{collections::BTreeMap, os::fd::RawFd};
+
+use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
+
+use crate::{
+    probes::{MapSnapshot, ProbeError, ProbeSet, UserStackEvent},
+    session::model::ProbeStatus,
+};
+
+/// What the recorder asks of the probes.
+pub trait Kernel {
+    /// Per probe family: attached or why not.
+    fn status(&self) -> &[ProbeStatus];
+    /// True when the family attached.
+    fn attached(&self, family: &str) -> bool {
+        self.status().iter().any(|s| s.name == family && s.attached)
+    }
+    /// True when blocked syscalls of DWARF processes get unwound stacks.
+    fn offcpu_dwarf(&self) -> bool;
+    /// The sampling quantum of DWARF off-CPU stacks (µs; 0: every one).
+    fn offcpu_quantum_us(&self) -> u32;
+    /// A descriptor that becomes readable when process events wait (None:
+    /// the loop polls on a timer).
+    fn wait_fd(&self) -> Option<RawFd>;
+
+    /// The pid the recorded command will have: traced from its exec on.
+    fn set_root_tgid(&mut self, tgid: u32) -> Result<(), ProbeError>;
+    /// Traces a running process (and its future children).
+    fn trace_tgid(&mut self, tgid: u32) -> Result<(), ProbeError>;
+    /// Gives the probes a process's CPython interpreter.
+    fn register_python(&mut self, tgid: u32, py: &PyProcess) -> Result<(), ProbeError>;
+    /// True when `tgid` has an interpreter registered.
+    fn python_registered(&self, tgid: u32) -> bool;
+    /// Marks `tgid` for stack windows (`--unwind auto`).
+    fn set_dwarf(&mut self, tgid: u32) -> Result<(), ProbeError>;
+
+    /// Process lifecycle events since the last call.
+    fn drain_proc_events(&mut self, f: &mut dyn FnMut(ProcEvent));
+    /// Completed block requests since the last call.
+    fn drain_block_events(&mut self, f: &mut dyn FnMut(BlockEvent));
+    /// User-stack samples (DWARF mode, Python frames) since the last call.
+    fn drain_user_stacks(&mut self, f: &mut dyn FnMut(UserStackEvent));
+    /// Off-CPU Python samples since the last call.
+    fn drain_python_offcpu(&mut self, f: &mut dyn FnMut(PyOffCpuSample));
+    /// Off-CPU Python samples lost: (map full, ring buffer full).
+    fn python_offcpu_lost(&self) -> (u64, u64);
+
+    /// The per-thread maps, plus the on-CPU slots of `more_tids`.
+    fn thread_snapshot(&self, more_tids: &[u32]) -> Result<MapSnapshot, ProbeError>;
+    /// Every map, with the on-CPU slots of `tids_of_interest`.
+    fn snapshot(&self, tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError>;
+    /// The wake-up edges summed so far.
+    fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, ProbeError>;
+    /// The instruction pointers of a stack id (leaf first; empty: none).
+    fn stack(&self, id: i32) -> Vec<u64>;
+    /// Drop counters by name.
+    fn lost_events(&self) -> BTreeMap<String, u64>;
+}
+
+impl Kernel for ProbeSet {
+    fn status(&self) -> &[ProbeStatus] {
+        &self.status
+    }
+    fn offcpu_dwarf(&self) -> bool {
+        ProbeSet::offcpu_dwarf(self)
+    }
+    fn offcpu_quantum_us(&self) -> u32 {
+        ProbeSet::offcpu_quantum_us(self)
+    }
+    fn wait_fd(&self) -> Option<RawFd> {
+        use std::os::fd::{AsFd, AsRawFd};
+        self.proc_events_fd().map(|fd| fd.as_fd().as_raw_fd())
+    }
+    fn set_root_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        ProbeSet::set_root_tgid(self, tgid)
+    }
+    fn trace_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        ProbeSet::trace_tgid(self, tgid)
+    }
+    fn register_python(&mut self, tgid: u32, py: &PyProcess) -> Result<(), ProbeError> {
+        ProbeSet::register_python(self, tgid, py)
+    }
+    fn python_registered(&self, tgid: u32) -> bool {
+        ProbeSet::python_registered(self, tgid)
+    }
+    fn set_dwarf(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        ProbeSet::set_dwarf(self, tgid)
+    }
+    fn drain_proc_events(&mut self, f: &mut dyn FnMut(ProcEvent)) {
+        ProbeSet::drain_proc_events(self, f)
+    }
+    fn drain_block_events(&mut self, f: &mut dyn FnMut(BlockEvent)) {
+        ProbeSet::drain_block_events(self, f)
+    }
+    fn drain_user_stacks(&mut self, f: &mut dyn FnMut(UserStackEvent)) {
+        ProbeSet::drain_user_stacks(self, f)
+    }
+    fn drain_python_offcpu(&mut self, f: &mut dyn FnMut(PyOffCpuSample)) {
+        ProbeSet::drain_python_offcpu(self, f)
+    }
+    fn python_offcpu_lost(&self) -> (u64, u64) {
+        ProbeSet::python_offcpu_lost(self)
+    }
+    fn thread_snapshot(&self, more_tids: &[u32]) -> Result<MapSnapshot, ProbeError> {
+        ProbeSet::thread_snapshot(self, more_tids)
+    }
+    fn snapshot(&self, tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError> {
+        ProbeSet::snapshot(self, tids_of_interest)
+    }
+    fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, ProbeError> {
+        ProbeSet::wake_edges(self)
+    }
+    fn stack(&self, id: i32) -> Vec<u64> {
+        ProbeSet::stack(self, id)
+    }
+    fn lost_events(&self) -> BTreeMap<String, u64> {
+        ProbeSet::lost_events(self)
+    }
+}

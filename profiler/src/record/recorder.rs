@@ -1,0 +1,332 @@
+//! The live state of one recording and what each drain does with it.
+//!
+//! Data flow: [`Recorder::drain`] takes the process events (forks, execs:
+//! the traced set and the symbolizer's view of each process follow them),
+//! the block completions, and the user-stack samples (unwound while their
+//! process is alive); [`Recorder::tick_series`] reads the per-thread maps
+//! and the wake-up edges once a second for the time series. Everything
+//! comes through the [`Kernel`] seam.
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use storprof_common::{BlockEvent, ProcEvent, proc_event};
+
+use super::{
+    RecordError, UnwindMode, aggregate, dwarf_samples::DwarfSamples, kernel::Kernel, launch,
+    procfs, python, select,
+};
+use crate::{
+    probes::{self, MapSnapshot},
+    session::model,
+    symbolize::Symbolizer,
+    unwind::{DwarfUnwinder, StackSample, UnwindEnd},
+};
+
+/// Live state of one recording.
+pub(super) struct Recorder {
+    pub(super) probes: Box<dyn Kernel>,
+    pub(super) symbolizer: Symbolizer,
+    pub(super) tracked: BTreeSet<u32>,
+    pub(super) block_events: Vec<BlockEvent>,
+    /// Processes that exec'ed recently: their layout is re-read often
+    /// until the dynamic loader is done.
+    pub(super) fresh: BTreeMap<u32, Instant>,
+    /// When the layout of a fresh process (or one a sample found stale)
+    /// was last read.
+    pub(super) layout_read: std::collections::HashMap<u32, Instant>,
+    pub(super) series: Vec<aggregate::ThreadCumulative>,
+    /// The wake-up edges at the last series tick, and per edge the buckets
+    /// in which it grew.
+    pub(super) wake_last: aggregate::WakeCumulative,
+    pub(super) wake_series: aggregate::WakeSeries,
+    /// Process tree: child tgid → parent tgid, from fork events.
+    pub(super) parents: BTreeMap<u32, u32>,
+    pub(super) start_mono: u64,
+    /// DWARF mode only: the unwinder and what it produced.
+    pub(super) unwinder: Option<DwarfUnwinder>,
+    pub(super) dwarf: DwarfSamples,
+    /// DWARF mode only: off-CPU time of blocked syscalls (ns per key),
+    /// with stacks unwound the same way.
+    pub(super) dwarf_offcpu: DwarfSamples,
+    /// DWARF mode only: interpreters of traced processes, Python frames.
+    pub(super) python: crate::python::PythonResolver,
+    pub(super) python_offcpu: python::PythonStacks,
+    /// Frame-pointer mode: CPU samples of Python processes with their Python frames.
+    pub(super) python_fp: python::PythonStacks,
+    /// `--netns`: the namespace's processes, rescanned from the loop.
+    pub(super) selector: Option<select::NetnsSelector>,
+    /// The `--unwind` option.
+    pub(super) unwind_mode: UnwindMode,
+    /// `--unwind auto`: the mode chosen per process, and per executable.
+    pub(super) unwind_decisions: BTreeMap<u32, model::UnwindDecision>,
+    pub(super) exe_choices:
+        std::collections::HashMap<PathBuf, crate::unwind::frame_pointers::UnwindChoice>,
+}
+
+impl Recorder {
+    /// A recorder over `probes`, started at `start_mono` (the probes' clock).
+    pub(super) fn new(
+        probes: Box<dyn Kernel>,
+        unwind_mode: UnwindMode,
+        selector: Option<select::NetnsSelector>,
+        start_mono: u64,
+    ) -> Self {
+        let dwarf_mode = unwind_mode != UnwindMode::Fp;
+        Self {
+            probes,
+            symbolizer: Symbolizer::new(),
+            tracked: BTreeSet::new(),
+            block_events: Vec::new(),
+            fresh: BTreeMap::new(),
+            layout_read: std::collections::HashMap::new(),
+            series: Vec::new(),
+            wake_last: aggregate::WakeCumulative::new(),
+            wake_series: aggregate::WakeSeries::new(),
+            parents: BTreeMap::new(),
+            start_mono,
+            unwinder: dwarf_mode.then(DwarfUnwinder::new),
+            dwarf: DwarfSamples::default(),
+            dwarf_offcpu: DwarfSamples::default(),
+            python: crate::python::PythonResolver::new(),
+            python_offcpu: python::PythonStacks::default(),
+            python_fp: python::PythonStacks::default(),
+            selector,
+            unwind_mode,
+            unwind_decisions: BTreeMap::new(),
+            exe_choices: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Traces the processes that entered the selected namespace since the last scan.
+    pub(super) fn add_selected(&mut self) -> Result<(), RecordError> {
+        let Some(selector) = self.selector.as_mut() else {
+            return Ok(());
+        };
+        for pid in selector.scan() {
+            self.probes.trace_tgid(pid)?;
+            self.tracked.insert(pid);
+            self.symbolizer.snapshot_process(pid);
+            self.fresh.insert(pid, Instant::now());
+            self.decide_unwind(pid);
+        }
+        Ok(())
+    }
+
+    fn handle_proc_event(&mut self, event: ProcEvent) {
+        match event.kind {
+            proc_event::FORK => {
+                let child = event.tid;
+                let child_tgid = procfs::tgid_of(child).unwrap_or(child);
+                if child_tgid == child {
+                    self.parents.insert(child, event.tgid);
+                    self.tracked.insert(child);
+                    self.symbolizer.inherit(child, event.tgid);
+                    self.symbolizer.snapshot_process(child);
+                    self.inherit_unwind(child, event.tgid);
+                    self.inherit_python(child, event.tgid);
+                }
+            }
+            proc_event::EXEC => {
+                self.tracked.insert(event.tgid);
+                if let Some(unwinder) = self.unwinder.as_mut() {
+                    unwinder.forget(event.tgid);
+                }
+                self.python.forget(event.tgid);
+                self.unwind_decisions.remove(&event.tgid);
+                self.decide_unwind(event.tgid);
+                self.symbolizer.snapshot_process(event.tgid);
+                self.fresh.insert(event.tgid, Instant::now());
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn drain(&mut self) {
+        let mut events = Vec::new();
+        self.probes.drain_proc_events(&mut |e| events.push(e));
+        for e in events {
+            self.handle_proc_event(e);
+        }
+        let mut blocks = Vec::new();
+        self.probes.drain_block_events(&mut |e| blocks.push(e));
+        self.block_events.extend(blocks);
+        self.fresh
+            .retain(|_, t| t.elapsed() < Duration::from_secs(2));
+        // Entries only matter while they can still hold a re-read back.
+        self.layout_read
+            .retain(|_, t| t.elapsed() < Duration::from_secs(1));
+        // Fresh processes' layouts are re-read every `FRESH_REREAD` (a
+        // large process's maps cost about a millisecond to read); a sample
+        // in code mapped meanwhile asks for a read itself (`unwind_sample`).
+        let due: Vec<u32> = self
+            .fresh
+            .keys()
+            .copied()
+            .filter(|tgid| {
+                self.layout_read
+                    .get(tgid)
+                    .is_none_or(|t| t.elapsed() >= FRESH_REREAD)
+            })
+            .collect();
+        for tgid in due {
+            self.reread_layout(tgid);
+            self.detect_python(tgid);
+        }
+        // DWARF mode: every sample; frame-pointer mode: Python processes' samples.
+        let mut stacks = Vec::new();
+        self.probes.drain_user_stacks(&mut |e| stacks.push(e));
+        for event in stacks {
+            self.unwind_sample(event);
+        }
+        self.drain_python_offcpu();
+    }
+
+    /// Re-reads the layout of `tgid` and drops its unwinder modules (the
+    /// loader may have mapped libraries; unwind tables stay cached per file).
+    fn reread_layout(&mut self, tgid: u32) {
+        self.symbolizer.snapshot_process(tgid);
+        self.layout_read.insert(tgid, Instant::now());
+        if let Some(unwinder) = self.unwinder.as_mut() {
+            unwinder.forget(tgid);
+        }
+    }
+
+    /// Re-reads the layout of `tgid` unless it was read in the last
+    /// `ON_DEMAND_REREAD`; looks for an interpreter in what it maps now.
+    /// Returns whether it was read.
+    fn reread_layout_on_demand(&mut self, tgid: u32) -> bool {
+        if self
+            .layout_read
+            .get(&tgid)
+            .is_some_and(|t| t.elapsed() < ON_DEMAND_REREAD)
+        {
+            return false;
+        }
+        self.reread_layout(tgid);
+        self.detect_python(tgid);
+        true
+    }
+
+    /// Unwinds a sample of `tgid` with its last layout read.
+    fn unwind_with_layout(&mut self, tgid: u32, sample: &StackSample) -> crate::unwind::Unwound {
+        let Some(unwinder) = self.unwinder.as_mut() else {
+            return crate::unwind::Unwound {
+                ips: Vec::new(),
+                end: UnwindEnd::Early,
+            };
+        };
+        let layout = self.symbolizer.layout(tgid).unwrap_or_default();
+        let symbolizer = &self.symbolizer;
+        unwinder.unwind_with(tgid, layout, sample, &|addr| {
+            symbolizer.is_python_trampoline(tgid, addr)
+        })
+    }
+
+    /// Unwinds one DWARF-mode sample with the process's current layout.
+    fn unwind_sample(&mut self, event: probes::UserStackEvent) {
+        let h = event.header;
+        // Auto mode: frame-pointer processes send Python frames only.
+        let window = h.len > 0 || self.is_dwarf_process(h.tgid);
+        if self.unwinder.is_none() || !window {
+            self.python_fp_sample(event);
+            return;
+        }
+        let sample = StackSample {
+            ip: h.ip,
+            sp: h.sp,
+            bp: h.bp,
+            stack: event.stack,
+        };
+        // A sample in code the layout does not know yet (a library loaded
+        // since the last read) has the layout read again, at most every
+        // `ON_DEMAND_REREAD`: before unwinding when the sampled ip is
+        // unknown, after it when the walk stopped at an unknown caller.
+        let unknown_ip =
+            !self.symbolizer.knows(h.tgid) || (h.ip != 0 && !self.symbolizer.covers(h.tgid, h.ip));
+        if unknown_ip {
+            self.reread_layout_on_demand(h.tgid);
+        }
+        let mut unwound = self.unwind_with_layout(h.tgid, &sample);
+        if unwound.end == UnwindEnd::Early
+            && unwound
+                .ips
+                .last()
+                .is_some_and(|&ip| !self.symbolizer.covers(h.tgid, ip))
+            && self.reread_layout_on_demand(h.tgid)
+        {
+            unwound = self.unwind_with_layout(h.tgid, &sample);
+        }
+        let python = self.resolve_python(h.tgid, h.py_status, &event.python);
+        if h.blocked_ns != 0 {
+            // A blocked syscall's stack, copied at its exit.
+            self.dwarf_offcpu.add(&h, unwound, python, h.blocked_ns);
+        } else {
+            self.dwarf.add(&h, unwound, python, 1);
+        }
+    }
+
+    /// On-CPU time of slices in progress at `now` (not yet accounted).
+    pub(super) fn running_ns(snapshot: &MapSnapshot, now: u64) -> BTreeMap<u32, u64> {
+        snapshot
+            .oncpu_start
+            .iter()
+            .filter(|(_, (on, off))| *on != 0 && off.ts == 0 && now > *on)
+            .map(|(&tid, (on, _))| (tid, now - on))
+            .collect()
+    }
+
+    fn known_tids(snapshot: &MapSnapshot) -> Vec<u32> {
+        let mut tids: BTreeSet<u32> = snapshot.threads.iter().map(|t| t.tid).collect();
+        tids.extend(snapshot.syscalls.iter().map(|(k, _)| k.tid));
+        tids.extend(snapshot.samples.iter().map(|(k, _)| k.tid));
+        tids.into_iter().collect()
+    }
+
+    /// Snapshot with the on-CPU slots of every known thread.
+    pub(super) fn full_snapshot(&self) -> Result<MapSnapshot, RecordError> {
+        let first = self.probes.snapshot(&[])?;
+        let tids = Self::known_tids(&first);
+        Ok(self.probes.snapshot(&tids)?)
+    }
+
+    pub(super) fn tick_series(&mut self) -> Result<(), RecordError> {
+        let live: Vec<u32> = self
+            .tracked
+            .iter()
+            .copied()
+            .filter(|p| launch::alive(*p))
+            .collect();
+        // Threads running since before their first switch-out are in no
+        // map yet: their tids come from /proc.
+        let tasks: Vec<u32> = live.iter().flat_map(|&p| procfs::task_ids(p)).collect();
+        let snapshot = self.probes.thread_snapshot(&tasks)?;
+        let running = Self::running_ns(&snapshot, procfs::monotonic_ns());
+        self.series.push(aggregate::thread_cumulative(
+            &snapshot.threads,
+            &snapshot.syscalls,
+            &running,
+        ));
+        let wakes = aggregate::wake_cumulative(&self.probes.wake_edges()?);
+        let bucket = u32::try_from(self.series.len().saturating_sub(2)).unwrap_or(u32::MAX);
+        aggregate::add_wake_bucket(&mut self.wake_series, &self.wake_last, &wakes, bucket);
+        self.wake_last = wakes;
+        // DWARF processes' layouts are re-read when their samples need it.
+        for tgid in live {
+            if !self.is_dwarf_process(tgid) {
+                self.symbolizer.snapshot_process(tgid);
+                self.detect_python(tgid);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How often the layout of a process that exec'ed or forked in the last
+/// two seconds is re-read.
+const FRESH_REREAD: Duration = Duration::from_millis(100);
+/// The shortest time between two reads of a process's layout asked for by
+/// samples in unknown code.
+const ON_DEMAND_REREAD: Duration = Duration::from_millis(20);

@@ -1,0 +1,163 @@
+//! A kernel side made of recorded events, for tests of the recorder that
+//! run without root.
+//!
+//! Data flow: a test lists [`ReplayStep`]s (the events one drain of the
+//! ring buffers would return, and the maps as they stand after them);
+//! each `drain_proc_events` call, the first thing a recorder drain does,
+//! moves to the next step, the other drains hand out that step's events,
+//! and snapshots read that step's maps. What the recorder asks of the
+//! kernel (traced pids, interpreters, DWARF marks) is kept for the test to
+//! check.
+use std::{
+    collections::{BTreeMap, BTreeSet, VecDeque},
+    os::fd::RawFd,
+};
+
+use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
+
+use super::kernel::Kernel;
+use crate::{
+    probes::{MapSnapshot, ProbeError, UserStackEvent},
+    session::model::ProbeStatus,
+};
+
+/// One drain's worth of kernel output.
+#[derive(Clone, Default)]
+pub struct ReplayStep {
+    pub proc_events: Vec<ProcEvent>,
+    pub block_events: Vec<BlockEvent>,
+    pub user_stacks: Vec<UserStackEvent>,
+    pub python_offcpu: Vec<PyOffCpuSample>,
+    /// The maps after this step (cumulative, as the kernel's are).
+    pub maps: MapSnapshot,
+    /// The wake-up edges after this step (cumulative).
+    pub wake_edges: Vec<(WakeKey, WakeAcc)>,
+}
+
+/// A [`Kernel`] that replays [`ReplayStep`]s.
+#[derive(Default)]
+pub struct ReplayKernel {
+    pub status: Vec<ProbeStatus>,
+    /// Steps not yet reached.
+    pub steps: VecDeque<ReplayStep>,
+    /// The step the last drain reached (its maps answer snapshots).
+    pub current: ReplayStep,
+    /// Stack ids → instruction pointers (leaf first).
+    pub stacks: BTreeMap<i32, Vec<u64>>,
+    pub lost: BTreeMap<String, u64>,
+    pub offcpu_dwarf: bool,
+    pub offcpu_quantum_us: u32,
+    pub python_offcpu_lost: (u64, u64),
+    /// What the recorder asked for.
+    pub root_tgid: u32,
+    pub traced: BTreeSet<u32>,
+    pub python: BTreeMap<u32, PyProcess>,
+    pub dwarf: BTreeSet<u32>,
+    /// How many drains reached a step.
+    pub drains: usize,
+}
+
+impl ReplayKernel {
+    /// A replay with every family attached and `steps` to hand out.
+    pub fn new(families: &[&str], steps: impl IntoIterator<Item = ReplayStep>) -> Self {
+        Self {
+            status: families
+                .iter()
+                .map(|name| ProbeStatus {
+                    name: (*name).to_string(),
+                    attached: true,
+                    note: "replay".to_string(),
+                })
+                .collect(),
+            steps: steps.into_iter().collect(),
+            ..Self::default()
+        }
+    }
+
+    /// True when every step was handed out.
+    pub fn finished(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
+impl Kernel for ReplayKernel {
+    fn status(&self) -> &[ProbeStatus] {
+        &self.status
+    }
+    fn offcpu_dwarf(&self) -> bool {
+        self.offcpu_dwarf
+    }
+    fn offcpu_quantum_us(&self) -> u32 {
+        self.offcpu_quantum_us
+    }
+    fn wait_fd(&self) -> Option<RawFd> {
+        None
+    }
+    fn set_root_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        self.root_tgid = tgid;
+        Ok(())
+    }
+    fn trace_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        self.traced.insert(tgid);
+        Ok(())
+    }
+    fn register_python(&mut self, tgid: u32, py: &PyProcess) -> Result<(), ProbeError> {
+        self.python.insert(tgid, *py);
+        Ok(())
+    }
+    fn python_registered(&self, tgid: u32) -> bool {
+        self.python.contains_key(&tgid)
+    }
+    fn set_dwarf(&mut self, tgid: u32) -> Result<(), ProbeError> {
+        self.dwarf.insert(tgid);
+        Ok(())
+    }
+    fn drain_proc_events(&mut self, f: &mut dyn FnMut(ProcEvent)) {
+        let Some(step) = self.steps.pop_front() else {
+            return;
+        };
+        self.drains += 1;
+        self.current = step;
+        for event in std::mem::take(&mut self.current.proc_events) {
+            f(event);
+        }
+    }
+    fn drain_block_events(&mut self, f: &mut dyn FnMut(BlockEvent)) {
+        for event in std::mem::take(&mut self.current.block_events) {
+            f(event);
+        }
+    }
+    fn drain_user_stacks(&mut self, f: &mut dyn FnMut(UserStackEvent)) {
+        for event in std::mem::take(&mut self.current.user_stacks) {
+            f(event);
+        }
+    }
+    fn drain_python_offcpu(&mut self, f: &mut dyn FnMut(PyOffCpuSample)) {
+        for sample in std::mem::take(&mut self.current.python_offcpu) {
+            f(sample);
+        }
+    }
+    fn python_offcpu_lost(&self) -> (u64, u64) {
+        self.python_offcpu_lost
+    }
+    fn thread_snapshot(&self, _more_tids: &[u32]) -> Result<MapSnapshot, ProbeError> {
+        Ok(MapSnapshot {
+            threads: self.current.maps.threads.clone(),
+            syscalls: self.current.maps.syscalls.clone(),
+            oncpu_start: self.current.maps.oncpu_start.clone(),
+            ..MapSnapshot::default()
+        })
+    }
+    fn snapshot(&self, _tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError> {
+        Ok(self.current.maps.clone())
+    }
+    fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, ProbeError> {
+        Ok(self.current.wake_edges.clone())
+    }
+    fn stack(&self, id: i32) -> Vec<u64> {
+        self.stacks.get(&id).cloned().unwrap_or_default()
+    }
+    fn lost_events(&self) -> BTreeMap<String, u64> {
+        self.lost.clone()
+    }
+}

@@ -1,0 +1,344 @@
+//! The session writer: the recorder's state at the end of a recording
+//! becomes the session directory.
+//!
+//! Data flow: one last full snapshot of the maps gives the per-thread
+//! figures ([`aggregate::thread_stats`]), the block completions the device
+//! figures, the per-second cumulative snapshots the time series; the
+//! folding step ([`fold::fold_stacks`]) gives the folded stacks, the
+//! wake-up edges the wait graph; then session.json, threads.json, io.json,
+//! timeseries.json, the folded files and waits.json are written, and the
+//! directory is given to the sudo user.
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::Path,
+};
+
+use super::{
+    RecordError, RecordOptions, aggregate, dwarf_samples::DwarfSamples, fold, kernel::Kernel,
+    launch, procfs, recorder::Recorder, run_loop::Ending, select,
+};
+use crate::{
+    probes,
+    session::model::{
+        self, IoStats, PageCacheStats, SESSION_FORMAT_VERSION, SessionInfo, TimeSeries,
+    },
+};
+
+pub(super) fn write_json<T: serde::Serialize>(
+    dir: &Path,
+    name: &str,
+    value: &T,
+) -> Result<(), RecordError> {
+    let path = dir.join(name);
+    let text = serde_json::to_string_pretty(value).map_err(|e| RecordError::Write {
+        path: path.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    std::fs::write(&path, text + "\n").map_err(|source| RecordError::Write { path, source })
+}
+
+fn write_text(dir: &Path, name: &str, text: &str) -> Result<(), RecordError> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).map_err(|source| RecordError::Write { path, source })
+}
+
+pub(super) fn write_session(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    dir: &Path,
+    ending: &Ending,
+    (start_unix, end_unix, end_mono): (u64, u64, u64),
+    tracefs_line: String,
+) -> Result<(), RecordError> {
+    let snapshot = recorder.full_snapshot()?;
+    let running = Recorder::running_ns(&snapshot, end_mono);
+    let duration_ns = end_mono.saturating_sub(recorder.start_mono);
+
+    // Every process seen: from the maps too (short-lived ones included).
+    recorder
+        .tracked
+        .extend(snapshot.threads.iter().map(|t| t.tgid));
+    recorder
+        .tracked
+        .extend(snapshot.syscalls.iter().map(|(k, _)| k.tgid));
+    recorder
+        .tracked
+        .extend(snapshot.samples.iter().map(|(k, _)| k.tgid));
+
+    let comms: BTreeMap<u32, String> = snapshot
+        .threads
+        .iter()
+        .map(|t| (t.tid, aggregate::comm_string(&t.comm)))
+        .collect();
+    let comm_of = |tgid: u32, tid: u32| -> String {
+        comms.get(&tid).cloned().unwrap_or_else(|| {
+            std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm"))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| format!("tid-{tid}"))
+        })
+    };
+    let threads = aggregate::thread_stats(
+        &snapshot.threads,
+        &snapshot.syscalls,
+        &snapshot.samples,
+        &running,
+        &comm_of,
+    );
+
+    let devices = aggregate::device_stats(
+        &recorder.block_events,
+        &recorder.tracked,
+        duration_ns,
+        &procfs::device_name,
+    );
+    let page_size = {
+        // SAFETY: sysconf has no preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if size > 0 { size as u64 } else { 4096 }
+    };
+    let io = IoStats {
+        devices,
+        page_cache: PageCacheStats {
+            misses_pages: threads.iter().map(|t| t.page_cache_misses).sum(),
+            page_size,
+        },
+    };
+
+    let bucket_ns = 1_000_000_000;
+    let buckets = recorder.series.len().saturating_sub(1);
+    let timeseries = TimeSeries {
+        bucket_ns,
+        start_unix_ns: start_unix,
+        threads: aggregate::thread_series(&recorder.series, &|tid| {
+            comms.get(&tid).cloned().unwrap_or_default()
+        }),
+        devices: aggregate::device_series(
+            &recorder.block_events,
+            recorder.start_mono,
+            bucket_ns,
+            buckets,
+            &procfs::device_name,
+        ),
+    };
+
+    let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();
+    // Folded stacks, symbolized.
+    let Recorder {
+        probes,
+        symbolizer,
+        dwarf,
+        dwarf_offcpu,
+        unwinder,
+        python: python_resolver,
+        python_offcpu,
+        python_fp,
+        selector,
+        unwind_decisions,
+        wake_series,
+        tracked: recorder_tracked,
+        parents,
+        start_mono,
+        ..
+    } = recorder;
+    let start_mono = *start_mono;
+    let dwarf_mode = unwinder.is_some();
+    // One kallsyms pass for every kernel address (per stack it cost ~5 ms each).
+    let wake_edges = probes.wake_edges()?;
+    let kernel_ips: BTreeSet<u64> = snapshot
+        .samples
+        .iter()
+        .chain(&snapshot.offcpu)
+        .map(|(key, _)| key)
+        .chain(dwarf_offcpu.counts.keys())
+        .flat_map(|key| probes.stack(key.kernel_stack))
+        .chain(
+            wake_edges
+                .iter()
+                .flat_map(|(_, acc)| probes.stack(acc.waker_kernel_stack)),
+        )
+        .collect();
+    symbolizer.kernel_frames(&kernel_ips.into_iter().collect::<Vec<_>>());
+    let folded = {
+        let input = fold::FoldInput {
+            mode: options.unwind,
+            samples: &snapshot.samples,
+            offcpu: &snapshot.offcpu,
+            dwarf,
+            dwarf_offcpu,
+            python_fp,
+            python_offcpu,
+            python_offcpu_lost: probes.python_offcpu_lost(),
+        };
+        let mut symbols = fold::Symbols {
+            symbolizer,
+            kernel: &**probes,
+        };
+        fold::fold_stacks(&input, &mut symbols, &comm_of)
+    };
+    let tracked = &recorder_tracked;
+    let waits = aggregate::wait_graph(
+        &wake_edges,
+        wake_series,
+        start_mono,
+        bucket_ns,
+        &|pid| tracked.contains(&pid),
+        &mut |tgid, user, kernel| {
+            let mut frames: Vec<String> = symbolizer
+                .user_frames(tgid, &probes.stack(user))
+                .into_iter()
+                .rev()
+                .collect();
+            frames.extend(
+                symbolizer
+                    .kernel_frames(&probes.stack(kernel))
+                    .into_iter()
+                    .rev(),
+            );
+            frames
+        },
+    );
+    let unwind = model::UnwindStats {
+        mode: options.unwind.name().to_string(),
+        stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
+        processes: aggregate::process_unwind(&folded.unwind_entries),
+        decisions: unwind_decisions.values().cloned().collect(),
+        offcpu: offcpu_unwind_stats(&**probes, dwarf_offcpu),
+    };
+
+    let mut features = BTreeMap::new();
+    features.insert("tracefs".to_string(), tracefs_line);
+    features.insert(
+        "btf".to_string(),
+        if Path::new("/sys/kernel/btf/vmlinux").exists() {
+            "present".to_string()
+        } else {
+            "missing".to_string()
+        },
+    );
+    features.insert(
+        "syscall_latency".to_string(),
+        if options.syscall_latency {
+            "on"
+        } else {
+            "off (exit-only hook)"
+        }
+        .to_string(),
+    );
+    let mut notes = python_resolver.notes();
+    notes.extend(folded.offcpu_python_note.clone());
+    if let Some(selector) = selector {
+        notes.push(format!(
+            "processes selected by {}: {} seen",
+            selector.describe(),
+            selector.selected()
+        ));
+    }
+    for status in probes.status() {
+        if !status.attached {
+            notes.push(format!("probe {} disabled: {}", status.name, status.note));
+        }
+    }
+    let info = SessionInfo {
+        format_version: SESSION_FORMAT_VERSION,
+        storprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        command: options.command.clone(),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|p| p.display().to_string()),
+        attached_pids: options.pids.clone(),
+        tracked_pids,
+        hostname: selector
+            .as_ref()
+            .map_or_else(select::default_host_name, select::NetnsSelector::host_name),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        num_cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        start_unix_ns: start_unix,
+        end_unix_ns: end_unix,
+        duration_s: (end_unix.saturating_sub(start_unix)) as f64 / 1e9,
+        freq_hz: options.freq_hz,
+        exit_code: ending.exit_code,
+        exit_signal: ending.exit_signal,
+        end_reason: ending.reason.name().to_string(),
+        probes: probes.status().to_vec(),
+        features,
+        lost_events: probes.lost_events(),
+        notes,
+        unwind: Some(unwind),
+        processes: recorder_tracked
+            .iter()
+            .map(|&pid| model::ProcessInfo {
+                pid,
+                ppid: parents
+                    .get(&pid)
+                    .copied()
+                    .or_else(|| procfs::parent_of(pid))
+                    .unwrap_or(0),
+                comm: std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| {
+                        threads
+                            .iter()
+                            .find(|t| t.tid == pid)
+                            .map(|t| t.comm.clone())
+                            .unwrap_or_default()
+                    }),
+            })
+            .collect(),
+    };
+    use model::files;
+    write_json(dir, files::SESSION, &info)?;
+    write_json(dir, files::THREADS, &threads)?;
+    write_json(dir, files::IO, &io)?;
+    write_json(dir, files::TIMESERIES, &timeseries)?;
+    write_text(dir, files::ONCPU_FOLDED, &folded.oncpu)?;
+    write_text(dir, files::OFFCPU_FOLDED, &folded.offcpu)?;
+    write_text(dir, files::ONCPU_THREADS_FOLDED, &folded.oncpu_threads)?;
+    write_text(dir, files::OFFCPU_THREADS_FOLDED, &folded.offcpu_threads)?;
+    if probes.attached(probes::family::WAKEUPS) {
+        write_json(dir, files::WAITS, &waits)?;
+    }
+    chown_session(dir);
+    Ok(())
+}
+
+/// How off-CPU user stacks were unwound (`session.json` `unwind.offcpu`).
+fn offcpu_unwind_stats(probes: &dyn Kernel, dwarf_offcpu: &DwarfSamples) -> model::OffCpuUnwind {
+    if !probes.offcpu_dwarf() {
+        return model::OffCpuUnwind {
+            mode: "fp".to_string(),
+            ..model::OffCpuUnwind::default()
+        };
+    }
+    let early: u64 = dwarf_offcpu
+        .depths
+        .iter()
+        .filter(|((_, _, early), _)| *early)
+        .map(|(_, n)| n)
+        .sum();
+    model::OffCpuUnwind {
+        mode: "dwarf-at-syscall-exit".to_string(),
+        quantum_us: probes.offcpu_quantum_us(),
+        stacks: dwarf_offcpu.events,
+        intervals: dwarf_offcpu.intervals,
+        estimated_ns: dwarf_offcpu.counts.values().sum(),
+        early_stop_stacks: early,
+    }
+}
+
+/// Gives the session directory to the sudo user who ran storprof.
+fn chown_session(dir: &Path) {
+    let Some(creds) = launch::sudo_credentials() else {
+        return;
+    };
+    let mut paths = vec![dir.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        paths.extend(entries.flatten().map(|e| e.path()));
+    }
+    for path in paths {
+        if let Err(err) = std::os::unix::fs::chown(&path, Some(creds.uid), Some(creds.gid)) {
+            log::warn!("chown {}: {err}", path.display());
+        }
+    }
+}

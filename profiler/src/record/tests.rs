@@ -1,0 +1,320 @@
+//! The recorder without root: the drain loop and the session writer driven
+//! by a [`ReplayKernel`].
+use std::{collections::BTreeMap, path::Path};
+
+use storprof_common::{
+    BlockEvent, COMM_LEN, ProcEvent, StackKey, ThreadAcc, WakeAcc, WakeKey, offcpu_state,
+    proc_event, waker_kind,
+};
+
+use super::{
+    RecordOptions, UnwindMode,
+    recorder::Recorder,
+    replay::{ReplayKernel, ReplayStep},
+    run_loop::{EndReason, Ending, run_loop},
+    session_writer::write_session,
+};
+use crate::{
+    probes::{MapSnapshot, family},
+    session::model::{self, IoStats, SessionInfo, ThreadStats},
+};
+
+/// Pids above this machine's `pid_max` never name a live process, so
+/// nothing of the test's own machine leaks into the replayed session.
+fn fake_pid(n: u32) -> u32 {
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4_194_304);
+    pid_max + n
+}
+
+fn comm(name: &str) -> [u8; COMM_LEN] {
+    let mut out = [0u8; COMM_LEN];
+    out[..name.len()].copy_from_slice(name.as_bytes());
+    out
+}
+
+fn thread(tgid: u32, tid: u32, name: &str, on_cpu_ms: u64, sleeping_ms: u64) -> ThreadAcc {
+    ThreadAcc {
+        tgid,
+        tid,
+        on_cpu_ns: on_cpu_ms * 1_000_000,
+        off_cpu_ns: [0, sleeping_ms * 1_000_000, 0, 0],
+        page_cache_pages: 0,
+        comm: comm(name),
+    }
+}
+
+/// A disk no machine has, so its name stays "MAJ:MIN".
+const DEV: u32 = (250 << 20) | 777;
+
+fn block_read(tgid: u32, at_ms: u64, bytes: u32) -> BlockEvent {
+    let mut rwbs = [0u8; 8];
+    rwbs[0] = b'R';
+    BlockEvent {
+        dev: DEV,
+        bytes,
+        issue_ns: at_ms * 1_000_000,
+        complete_ns: at_ms * 1_000_000 + 500_000,
+        tgid,
+        error: 0,
+        rwbs,
+    }
+}
+
+/// A trainer (`main`) that forks a loader (`worker`): the loader reads and
+/// burns CPU, the trainer waits for it on a futex.
+fn replay(main: u32, worker: u32) -> ReplayKernel {
+    let fork = ProcEvent {
+        kind: proc_event::FORK,
+        tgid: main,
+        tid: worker,
+        group_dead: 0,
+        ts: 1,
+    };
+    let threads = |scale: u64| {
+        vec![
+            thread(main, main, "trainer", 10 * scale, 90 * scale),
+            thread(worker, worker, "worker", 80 * scale, 5 * scale),
+        ]
+    };
+    let samples = vec![
+        (
+            StackKey {
+                tgid: worker,
+                tid: worker,
+                user_stack: 1,
+                kernel_stack: -1,
+            },
+            7,
+        ),
+        (
+            StackKey {
+                tgid: main,
+                tid: main,
+                user_stack: 2,
+                kernel_stack: -1,
+            },
+            1,
+        ),
+    ];
+    let edge = (
+        WakeKey {
+            waker_tgid: worker,
+            waker_tid: worker,
+            wakee_tgid: main,
+            wakee_tid: main,
+            wakee_state: offcpu_state::SLEEPING as u8,
+            waker_kind: waker_kind::TASK,
+            syscall: 202,
+            futex_shared: 0,
+            _pad: [0; 3],
+        },
+        WakeAcc {
+            blocked_ns: 90_000_000,
+            count: 30,
+            first_ns: 1_000_000,
+            last_ns: 1_900_000_000,
+            first_blocked_ns: 3_000_000,
+            waker_user_stack: -1,
+            waker_kernel_stack: -1,
+            waker_comm: comm("worker"),
+        },
+    );
+    let step = |scale: u64, events: Vec<ProcEvent>, blocks: Vec<BlockEvent>| ReplayStep {
+        proc_events: events,
+        block_events: blocks,
+        maps: MapSnapshot {
+            threads: threads(scale),
+            samples: samples.clone(),
+            ..MapSnapshot::default()
+        },
+        wake_edges: vec![edge],
+        ..ReplayStep::default()
+    };
+    let mut kernel = ReplayKernel::new(
+        &[family::SCHED, family::BLOCK, family::WAKEUPS],
+        [
+            step(1, vec![fork], vec![block_read(worker, 10, 1 << 20)]),
+            step(
+                2,
+                Vec::new(),
+                vec![
+                    block_read(worker, 20, 1 << 20),
+                    block_read(worker, 30, 1 << 19),
+                ],
+            ),
+            step(3, Vec::new(), Vec::new()),
+        ],
+    );
+    kernel.stacks = BTreeMap::from([(1, vec![0x1010, 0x1000]), (2, vec![0x2000])]);
+    kernel.lost = BTreeMap::from([("stack_map_full".to_string(), 2)]);
+    kernel
+}
+
+fn read<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> T {
+    let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+// The loop itself reaps the commands these tests spawn (waitpid).
+#[test]
+#[allow(clippy::zombie_processes)]
+fn the_loop_drains_every_step_and_ends_when_the_command_exits() {
+    let (main, worker) = (fake_pid(1), fake_pid(2));
+    let mut recorder = Recorder::new(Box::new(replay(main, worker)), UnwindMode::Fp, None, 0);
+    recorder.tracked.insert(main);
+    // The command: a real child that exits by itself after a few turns.
+    let child = std::process::Command::new("sleep")
+        .arg("0.5")
+        .spawn()
+        .unwrap();
+    let ending = run_loop(
+        &mut recorder,
+        &RecordOptions::default(),
+        Some(child.id() as i32),
+    )
+    .unwrap();
+    assert_eq!(
+        ending,
+        Ending {
+            reason: EndReason::Exited,
+            exit_code: Some(0),
+            exit_signal: None,
+        }
+    );
+    // The fork made the loader a traced process with its parent known; all
+    // three steps' completions were collected, in order.
+    assert!(recorder.tracked.contains(&worker));
+    assert_eq!(recorder.parents.get(&worker), Some(&main));
+    let bytes: Vec<u32> = recorder.block_events.iter().map(|e| e.bytes).collect();
+    assert_eq!(bytes, [1 << 20, 1 << 20, 1 << 19]);
+}
+
+#[test]
+#[allow(clippy::zombie_processes)]
+fn the_duration_ends_the_loop_with_sigterm_to_the_command() {
+    let mut recorder = Recorder::new(
+        Box::new(replay(fake_pid(1), fake_pid(2))),
+        UnwindMode::Fp,
+        None,
+        0,
+    );
+    let child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let options = RecordOptions {
+        duration: Some(std::time::Duration::from_millis(300)),
+        ..RecordOptions::default()
+    };
+    let ending = run_loop(&mut recorder, &options, Some(child.id() as i32)).unwrap();
+    assert_eq!(ending.reason, EndReason::Duration);
+    assert_eq!(ending.exit_signal, Some(libc::SIGTERM));
+}
+
+#[test]
+fn the_session_writer_turns_a_replay_into_a_session_directory() {
+    let (main, worker) = (fake_pid(1), fake_pid(2));
+    let mut recorder = Recorder::new(Box::new(replay(main, worker)), UnwindMode::Fp, None, 0);
+    recorder.tracked.insert(main);
+    recorder
+        .series
+        .push(super::aggregate::ThreadCumulative::new());
+    for _ in 0..3 {
+        recorder.drain();
+        recorder.tick_series().unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let options = RecordOptions {
+        command: vec!["python3".to_string(), "train.py".to_string()],
+        unwind: UnwindMode::Fp,
+        ..RecordOptions::default()
+    };
+    let ending = Ending {
+        reason: EndReason::Interrupted,
+        exit_code: None,
+        exit_signal: Some(libc::SIGINT),
+    };
+    write_session(
+        &mut recorder,
+        &options,
+        dir.path(),
+        &ending,
+        (1_000_000_000, 3_000_000_000, 2_000_000_000),
+        "tracefs at /sys/kernel/tracing".to_string(),
+    )
+    .unwrap();
+
+    let info: SessionInfo = read(dir.path(), model::files::SESSION);
+    assert_eq!(info.format_version, model::SESSION_FORMAT_VERSION);
+    assert_eq!(info.end_reason, "interrupted");
+    assert_eq!(info.exit_signal, Some(libc::SIGINT));
+    assert_eq!(info.command, options.command);
+    assert_eq!(info.tracked_pids, vec![main, worker]);
+    assert_eq!(info.duration_s, 2.0);
+    assert_eq!(info.lost_events.get("stack_map_full"), Some(&2));
+    let worker_info = info.processes.iter().find(|p| p.pid == worker).unwrap();
+    assert_eq!(worker_info.ppid, main);
+    assert_eq!(worker_info.comm, "worker");
+    assert_eq!(info.probes.len(), 3);
+
+    // The last snapshot's per-thread figures.
+    let threads: Vec<ThreadStats> = read(dir.path(), model::files::THREADS);
+    let loader = threads.iter().find(|t| t.tid == worker).unwrap();
+    assert_eq!(loader.comm, "worker");
+    assert_eq!(loader.on_cpu_ns, 240_000_000);
+    assert_eq!(loader.samples_user, 7);
+
+    // Every completion, on its device, owned by the loader.
+    let io: IoStats = read(dir.path(), model::files::IO);
+    assert_eq!(io.devices.len(), 1);
+    let dev = &io.devices[0];
+    assert_eq!(dev.name, "250:777");
+    assert_eq!((dev.read_bytes, dev.read_requests), (5 << 19, 3));
+    assert_eq!(dev.traced_read_bytes, 5 << 19);
+    assert_eq!(dev.by_pid.get(&worker), Some(&(5 << 19)));
+
+    // Folded stacks per comm and per thread: the loader's 7 samples in one
+    // stack of two frames, the trainer's one.
+    let oncpu = std::fs::read_to_string(dir.path().join(model::files::ONCPU_FOLDED)).unwrap();
+    let per_comm: Vec<(&str, &str)> = oncpu.lines().filter_map(|l| l.rsplit_once(' ')).collect();
+    assert_eq!(per_comm.len(), 2, "{oncpu}");
+    let (stack, count) = per_comm
+        .iter()
+        .find(|(s, _)| s.starts_with("worker;"))
+        .unwrap();
+    assert_eq!((stack.split(';').count(), *count), (3, "7"), "{oncpu}");
+    let threads_folded =
+        std::fs::read_to_string(dir.path().join(model::files::ONCPU_THREADS_FOLDED)).unwrap();
+    assert!(
+        threads_folded.contains(&format!("worker;[{worker}/{worker}];")),
+        "{threads_folded}"
+    );
+
+    // The wake-up edge, between traced processes, with its time series.
+    let waits: model::WaitGraph = read(dir.path(), model::files::WAITS);
+    assert_eq!(waits.edges.len(), 1);
+    let edge = &waits.edges[0];
+    assert_eq!((edge.waker_pid, edge.wakee_pid), (worker, main));
+    assert!(edge.waker_traced);
+    assert_eq!(edge.syscall.as_deref(), Some("futex"));
+    assert_eq!(edge.blocked_ns, 90_000_000);
+}
+
+#[test]
+fn offcpu_quantum_defaults_to_one_sampling_period() {
+    let options = RecordOptions::default();
+    assert_eq!(options.offcpu_quantum_us(), 10_101);
+    let options = RecordOptions {
+        freq_hz: 1000,
+        ..RecordOptions::default()
+    };
+    assert_eq!(options.offcpu_quantum_us(), 1000);
+    let options = RecordOptions {
+        offcpu_quantum_us: Some(0),
+        ..RecordOptions::default()
+    };
+    assert_eq!(options.offcpu_quantum_us(), 0);
+}
