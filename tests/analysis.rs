@@ -4,14 +4,11 @@
 //! bad input (missing dir, partial session, empty folded, newer format) and
 //! bundle redaction through the `storprof` binary.
 //!
-//! Golden files: missing ones are created; `STORPROF_BLESS=1` rewrites them.
+//! Golden files (testkit::golden): `STORPROF_BLESS=1` rewrites them;
+//! missing ones are created, except under `CI=true`, where they fail.
 // Tests may unwrap (the guide): a failure here is a test failure.
 #![allow(clippy::unwrap_used)]
-use std::{
-    fs,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{fs, path::Path};
 
 use storprof::{
     analysis::{self, Thresholds, VerdictId},
@@ -19,130 +16,103 @@ use storprof::{
     session::load::{self, LoadError},
 };
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+mod support;
+use support::{assert_golden, copy_dir, session_fixture as fixture, storprof};
+
+/// One `#[test]` per fixture session (so one mismatch does not hide the
+/// others, as inferno's tests do), each calling `$check(fixture, label)`,
+/// and `$list`, the fixtures declared, for the coverage test.
+macro_rules! fixture_tests {
+    ($check:ident, $list:ident; $($test:ident => $fixture:literal, $label:ident;)+) => {
+        $(
+            #[test]
+            fn $test() {
+                $check($fixture, VerdictId::$label);
+            }
+        )+
+        const $list: &[&str] = &[$($fixture),+];
+    };
 }
 
-fn fixture(name: &str) -> PathBuf {
-    root().join("tests/data/sessions").join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
-}
-
-/// Compares `got` with the golden file, creating it when missing and
-/// rewriting it under STORPROF_BLESS=1.
-fn golden(scenario: &str, file: &str, got: &str) {
-    let path = root().join("tests/data/golden").join(scenario).join(file);
-    if std::env::var_os("STORPROF_BLESS").is_some() || !path.exists() {
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, got).unwrap();
-        eprintln!("blessed {}", path.display());
-        return;
-    }
-    let want = fs::read_to_string(&path).unwrap();
-    if want != got {
-        let first = want
-            .lines()
-            .zip(got.lines())
-            .position(|(a, b)| a != b)
-            .map_or(want.lines().count().min(got.lines().count()), |i| i);
-        panic!(
-            "{} differs from the golden file at line {} \n want: {:?}\n  got: {:?}\n\
-             (re-bless with STORPROF_BLESS=1 cargo test --test analysis if the change is intended)",
-            path.display(),
-            first + 1,
-            want.lines().nth(first),
-            got.lines().nth(first)
-        );
-    }
-}
-
-/// (fixture, the verdict it must get).
-const SCENARIOS: &[(&str, VerdictId)] = &[
-    ("cpu-bound-dlio-legacy", VerdictId::CpuBoundReader),
-    ("storage-bound-odirect-throttled", VerdictId::StorageBound),
-    ("page-cache-served", VerdictId::PageCacheServed),
-    ("compute-bound", VerdictId::ComputeBound),
-    ("cpu-starved", VerdictId::CpuStarved),
-    ("lock-contention", VerdictId::LockContention),
-];
-
-#[test]
-fn fixture_sessions_get_their_labels() {
-    let mut wrong = Vec::new();
-    for (name, want) in SCENARIOS {
-        let session = load::load(&fixture(name)).unwrap();
-        assert!(session.is_complete(), "{name}: {:?}", session.missing);
-        let a = analysis::analyze(&session, &Thresholds::default());
-        println!(
-            "{name:34} -> {:18} {:.2} {}",
-            a.verdict.verdict, a.verdict.confidence, a.verdict.headline
-        );
-        if a.verdict.verdict != *want {
-            wrong.push(format!(
-                "{name}: want {want}, got {} ({})",
-                a.verdict.verdict, a.verdict.headline
-            ));
-        }
-    }
+/// The analysis of the fixture session `name`, which must get its label.
+fn analyze_labelled(name: &str, session: &load::Session, label: VerdictId) -> analysis::Analysis {
+    let a = analysis::analyze(session, &Thresholds::default());
     println!(
-        "fixture accuracy: {}/{}",
-        SCENARIOS.len() - wrong.len(),
-        SCENARIOS.len()
+        "{name:34} -> {:18} {:.2} {}",
+        a.verdict.verdict, a.verdict.confidence, a.verdict.headline
     );
-    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_eq!(
+        a.verdict.verdict, label,
+        "{name}: want {label}, got {} ({})",
+        a.verdict.verdict, a.verdict.headline
+    );
+    a
 }
 
-/// Real recordings of the root scenario suite (tests/scenarios.rs, saved with
-/// STORPROF_SAVE_FIXTURES=1), trimmed to the session files: (fixture, label).
-const REAL_SCENARIOS: &[(&str, VerdictId)] = &[
-    ("real-storage-bound", VerdictId::StorageBound),
-    ("real-page-cache-served", VerdictId::PageCacheServed),
-    ("real-cpu-starved", VerdictId::CpuStarved),
-    ("real-lock-contention", VerdictId::LockContention),
-    ("real-cpu-bound-reader", VerdictId::CpuBoundReader),
-    ("real-compute-bound", VerdictId::ComputeBound),
-    ("real-pool-cpu-bound-reader", VerdictId::CpuBoundReader),
-    ("real-pool-compute-bound", VerdictId::ComputeBound),
-    ("real-pool-storage-bound", VerdictId::StorageBound),
-    ("real-files-spawn", VerdictId::ComputeBound),
-    ("real-threads-lock-contention", VerdictId::LockContention),
-];
-
-#[test]
-fn real_recordings_get_their_labels_and_golden_verdicts() {
-    let mut wrong = Vec::new();
-    for (name, want) in REAL_SCENARIOS {
-        let session = load::load(&fixture(name)).unwrap();
-        let a = analysis::analyze(&session, &Thresholds::default());
-        println!(
-            "{name:26} -> {:18} {:.2} {}",
-            a.verdict.verdict, a.verdict.confidence, a.verdict.headline
-        );
-        if a.verdict.verdict != *want {
-            wrong.push(format!(
-                "{name}: want {want}, got {} ({})",
-                a.verdict.verdict, a.verdict.headline
-            ));
-        }
-        golden(name, "verdict.json", &report::verdict_json(&a).unwrap());
-        if a.verdict.rules == "wait-graph" {
-            // The "Who waits for whom" section on real graphs.
-            golden(name, "report.md", &report::render_markdown(&session, &a));
-        }
-    }
-    println!(
-        "real recording accuracy: {}/{}",
-        REAL_SCENARIOS.len() - wrong.len(),
-        REAL_SCENARIOS.len()
+/// A synthetic labelled session (tests/data/sessions/make_fixtures.py): a
+/// complete session, its label, golden verdict.json and report.md.
+fn synthetic_fixture(name: &str, label: VerdictId) {
+    let session = load::load(&fixture(name)).unwrap();
+    assert!(session.is_complete(), "{name}: {:?}", session.missing);
+    let a = analyze_labelled(name, &session, label);
+    assert_golden(
+        format!("{name}/verdict.json"),
+        &report::verdict_json(&a).unwrap(),
     );
-    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_golden(
+        format!("{name}/report.md"),
+        &report::render_markdown(&session, &a),
+    );
+}
+
+fixture_tests! { synthetic_fixture, SYNTHETIC_FIXTURES;
+    synthetic_cpu_bound_dlio_legacy => "cpu-bound-dlio-legacy", CpuBoundReader;
+    synthetic_storage_bound_odirect_throttled => "storage-bound-odirect-throttled", StorageBound;
+    synthetic_page_cache_served => "page-cache-served", PageCacheServed;
+    synthetic_compute_bound => "compute-bound", ComputeBound;
+    synthetic_cpu_starved => "cpu-starved", CpuStarved;
+    synthetic_lock_contention => "lock-contention", LockContention;
+}
+
+/// A real recording of the root scenario suite (tests/scenarios.rs, saved
+/// with STORPROF_SAVE_FIXTURES=1, trimmed to the session files): its label,
+/// golden verdict.json, and report.md when the wait-for graph decided (the
+/// "Who waits for whom" section on real graphs).
+fn real_recording(name: &str, label: VerdictId) {
+    let session = load::load(&fixture(name)).unwrap();
+    let a = analyze_labelled(name, &session, label);
+    assert_golden(
+        format!("{name}/verdict.json"),
+        &report::verdict_json(&a).unwrap(),
+    );
+    if a.verdict.rules == "wait-graph" {
+        assert_golden(
+            format!("{name}/report.md"),
+            &report::render_markdown(&session, &a),
+        );
+    }
+}
+
+fixture_tests! { real_recording, REAL_FIXTURES;
+    real_storage_bound => "real-storage-bound", StorageBound;
+    real_page_cache_served => "real-page-cache-served", PageCacheServed;
+    real_cpu_starved => "real-cpu-starved", CpuStarved;
+    real_lock_contention => "real-lock-contention", LockContention;
+    real_cpu_bound_reader => "real-cpu-bound-reader", CpuBoundReader;
+    real_compute_bound => "real-compute-bound", ComputeBound;
+    real_pool_cpu_bound_reader => "real-pool-cpu-bound-reader", CpuBoundReader;
+    real_pool_compute_bound => "real-pool-compute-bound", ComputeBound;
+    real_pool_storage_bound => "real-pool-storage-bound", StorageBound;
+    real_files_spawn => "real-files-spawn", ComputeBound;
+    real_threads_lock_contention => "real-threads-lock-contention", LockContention;
+}
+
+/// A fixture directory without a test would go unchecked.
+#[test]
+fn every_fixture_session_has_its_test() {
+    let declared = [SYNTHETIC_FIXTURES, REAL_FIXTURES].concat();
+    // tests/merge.rs covers the multi-host sets.
+    testkit::fixtures::assert_fixture_dirs_declared(&fixture(""), &declared, &["multihost"]);
 }
 
 #[test]
@@ -196,27 +166,26 @@ fn storage_bound_names_the_throttle() {
     );
 }
 
+/// The pretty on-CPU flamegraph is golden; the folded stacks survive
+/// loading unchanged (compared with the fixture's own file, not a copy).
 #[test]
-fn golden_verdicts_reports_and_flamegraph() {
-    for (name, _) in SCENARIOS {
-        let session = load::load(&fixture(name)).unwrap();
-        let a = analysis::analyze(&session, &Thresholds::default());
-        golden(name, "verdict.json", &report::verdict_json(&a).unwrap());
-        golden(name, "report.md", &report::render_markdown(&session, &a));
-    }
+fn flamegraph_golden_and_folded_round_trip() {
     let session = load::load(&fixture("cpu-bound-dlio-legacy")).unwrap();
     let mut o = output::flamegraph::FlamegraphOptions::new(output::flamegraph::Kind::OnCpu);
     o.deterministic = true;
     let mut svg = Vec::new();
     output::flamegraph::write(&session.oncpu, &o, &mut svg).unwrap();
-    golden(
-        "cpu-bound-dlio-legacy",
-        "flamegraph-oncpu.svg",
+    assert_golden(
+        "cpu-bound-dlio-legacy/flamegraph-oncpu.svg",
         &String::from_utf8(svg).unwrap(),
     );
     let mut folded = session.oncpu.lines().join("\n");
     folded.push('\n');
-    golden("cpu-bound-dlio-legacy", "oncpu.folded", &folded);
+    let input = fs::read_to_string(fixture("cpu-bound-dlio-legacy").join("oncpu.folded")).unwrap();
+    assert!(
+        folded == input,
+        "oncpu.folded changed on its way through load::load"
+    );
 }
 
 #[test]
@@ -321,19 +290,12 @@ fn malformed_json_names_the_file() {
     );
 }
 
-fn storprof(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_storprof"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn cli_report_flamegraph_and_bad_dirs() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("s");
     copy_dir(&fixture("cpu-bound-dlio-legacy"), &s);
-    let out = storprof(&["report", s.to_str().unwrap()]);
+    let out = storprof(["report", s.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",
@@ -353,7 +315,7 @@ fn cli_report_flamegraph_and_bad_dirs() {
     let other = dir.path().join("raw");
     copy_dir(&fixture("compute-bound"), &other);
     let diff = dir.path().join("diff.svg");
-    let out = storprof(&[
+    let out = storprof([
         "flamegraph",
         s.to_str().unwrap(),
         "--diff",
@@ -371,7 +333,7 @@ fn cli_report_flamegraph_and_bad_dirs() {
             .unwrap()
             .contains("format_global_index_map")
     );
-    let out = storprof(&["flamegraph", s.to_str().unwrap(), "--kind", "offcpu"]);
+    let out = storprof(["flamegraph", s.to_str().unwrap(), "--kind", "offcpu"]);
     assert!(out.status.success());
     assert!(
         fs::read_to_string(s.join("flamegraph-offcpu.svg"))
@@ -379,7 +341,7 @@ fn cli_report_flamegraph_and_bad_dirs() {
             .contains(" us")
     );
 
-    let out = storprof(&["report", "/nonexistent/session"]);
+    let out = storprof(["report", "/nonexistent/session"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }
@@ -390,7 +352,7 @@ fn bundle_holds_everything_and_no_secrets() {
     let s = dir.path().join("session");
     copy_dir(&fixture("storage-bound-odirect-throttled"), &s);
     let tgz = dir.path().join("evidence.tar.gz");
-    let out = storprof(&["bundle", s.to_str().unwrap(), "-o", tgz.to_str().unwrap()]);
+    let out = storprof(["bundle", s.to_str().unwrap(), "-o", tgz.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",

@@ -7,21 +7,19 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_storprof");
+mod support;
+use support::{STORPROF as BIN, param_args};
 
 /// 4 small flux files × 8 rows (~33 KiB per row).
 fn params() -> Vec<String> {
-    [
+    param_args(&[
         "dataset.num_files_train=4",
         "dataset.num_samples_per_file=8",
         "dataset.parquet.row_group_size=4",
         "dataset.parquet.columns=[{name: t5_encodings, dtype: float32, size: 8192}, {name: clip_encodings, dtype: float32, size: 409}, {name: timestamp, dtype: float32, size: 7}]",
         "reader.batch_size=4",
         "reader.read_threads=2",
-    ]
-    .iter()
-    .flat_map(|p| ["--param".to_string(), p.to_string()])
-    .collect()
+    ])
 }
 
 fn datagen(dir: &Path) {

@@ -3,40 +3,24 @@
 //! verdict, report golden, bundle with every host's data. No root needed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use storprof::analysis::{Thresholds, VerdictId};
 use storprof::merge::command::{files, merge_sessions};
 
-const BIN: &str = env!("CARGO_BIN_EXE_storprof");
+mod support;
+use support::{STORPROF as BIN, assert_golden, session_fixture};
 
 fn fixture(set: &str, host: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/sessions/multihost")
-        .join(set)
-        .join(host)
+    session_fixture("multihost").join(set).join(host)
 }
 
 /// The report names each session's path; golden files hold `<repo>` in
 /// place of this checkout's location so they match in any clone.
 fn golden(name: &str, got: &str) {
     let got = got.replace(env!("CARGO_MANIFEST_DIR"), "<repo>/profiler");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/golden/multihost")
-        .join(name);
-    if std::env::var_os("STORPROF_BLESS").is_some_and(|v| v == "1") || !path.exists() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &got).unwrap();
-        eprintln!("blessed {}", path.display());
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        want == got,
-        "{} differs:\n--- want\n{want}\n--- got\n{got}\n(re-bless with STORPROF_BLESS=1 cargo test --test merge)",
-        path.display()
-    );
+    assert_golden(format!("multihost/{name}"), &got);
 }
 
 #[test]

@@ -5,12 +5,14 @@
 //! `--features storprof/mpi`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_storprof");
+mod support;
+use support::{STORPROF as BIN, param_args, read_json, run_within};
+
 const FILES: u64 = 8;
 const SPF: u64 = 8;
 const BATCH: u64 = 4;
@@ -38,7 +40,7 @@ macro_rules! skip_unless_mpi {
 }
 
 fn params() -> Vec<String> {
-    [
+    param_args(&[
         format!("dataset.num_files_train={FILES}"),
         format!("dataset.num_samples_per_file={SPF}"),
         "dataset.parquet.row_group_size=4".into(),
@@ -46,10 +48,7 @@ fn params() -> Vec<String> {
         format!("reader.batch_size={BATCH}"),
         "reader.read_threads=1".into(),
         "train.epochs=2".into(),
-    ]
-    .into_iter()
-    .flat_map(|p| ["--param".to_string(), p])
-    .collect()
+    ])
 }
 
 /// `mpirun -n N` on this host, the environment passed to every rank.
@@ -77,46 +76,11 @@ fn mpirun(n: usize, timeout_s: &str) -> Command {
     c
 }
 
-/// Run with a hard deadline: a hang fails the test instead of blocking CI.
-fn run_within(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let watchdog = std::thread::spawn(move || {
-        let t0 = Instant::now();
-        while t0.elapsed() < limit {
-            std::thread::sleep(Duration::from_millis(100));
-            // SAFETY: signal 0 only checks that the pid exists.
-            if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
-                return false;
-            }
-        }
-        // SAFETY: kill(2) of the mpirun we started, after the deadline.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-        true
-    });
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        !watchdog.join().unwrap(),
-        "mpirun did not finish within {limit:?}:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .unwrap()
         .trim()
         .to_string()
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn mpi_datagen(data: &Path, n: usize) {
@@ -132,7 +96,7 @@ fn mpi_datagen(data: &Path, n: usize) {
     ])
     .arg(data)
     .args(params());
-    let out = run_within(c, Duration::from_secs(120));
+    let out = run_within(c, Duration::from_secs(120), "mpirun");
     assert!(
         out.status.success(),
         "{}\n{}",
@@ -165,7 +129,11 @@ fn bench_cmd(n: usize, data: &Path, results: &Path, timeout_s: &str) -> Command 
 }
 
 fn check_run(n: usize, data: &Path, results: &Path) {
-    let out = run_within(bench_cmd(n, data, results, "60"), Duration::from_secs(180));
+    let out = run_within(
+        bench_cmd(n, data, results, "60"),
+        Duration::from_secs(180),
+        "mpirun",
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -187,7 +155,7 @@ fn check_run(n: usize, data: &Path, results: &Path) {
         "Max steps per epoch: {steps} = {SPF} * {FILES} / {BATCH} / {n}"
     )));
 
-    let s = json(&results.join("summary.json"));
+    let s = read_json::<Value>(&results.join("summary.json"));
     assert_eq!(s["num_accelerators"], n);
     assert_eq!(s["num_hosts"], 1);
     assert_eq!(s["host_names"], serde_json::json!([hostname()]));
@@ -200,7 +168,7 @@ fn check_run(n: usize, data: &Path, results: &Path) {
     let per_rank = total.div_ceil(n as u64);
     let mut per_rank_epochs = Vec::new();
     for r in 0..n as u64 {
-        let o = json(&results.join(format!("{r}_output.json")));
+        let o = read_json::<Value>(&results.join(format!("{r}_output.json")));
         let f = &o["storprof"];
         assert_eq!(f["rank"], r, "{f}");
         assert_eq!(f["comm_size"], n);
@@ -317,7 +285,7 @@ fn hung_or_dead_rank_ends_the_job_naming_it() {
         // --epochs overrides the params' train.epochs.
         .args(params());
         let t0 = Instant::now();
-        let out = run_within(c, Duration::from_secs(90));
+        let out = run_within(c, Duration::from_secs(90), "mpirun");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "SIG{signal}: {stderr}");
         assert!(

@@ -12,8 +12,9 @@
 //! ```
 //! Everything the test makes (namespaces, bridge, veths, the /etc/hosts
 //! lines, the cgroup, processes left in the namespaces) is removed by a
-//! Drop guard, on failure too. Root only (skips with the reason otherwise),
-//! and needs mpirun, ip and storprof built with `--features storprof/mpi`.
+//! Drop guard, on failure too. Root only (`#[ignore = "needs root"]`, run
+//! with `-- --include-ignored`); skips with the reason printed without
+//! mpirun, ip or storprof built with `--features storprof/mpi`.
 //!
 //! `STORPROF_SAVE_FIXTURES=1` copies the two recorded sessions to
 //! tests/data/sessions/multihost/real-netns/, where tests/merge.rs checks
@@ -24,14 +25,17 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod support;
-use support::{STORPROF as BIN, is_root};
+use support::{
+    STORPROF as BIN, assert_root, param_args, read_json, run_within, save_session_files,
+    saving_fixtures, session_fixture,
+};
 const HOSTS: [&str; 2] = ["storprof-h1", "storprof-h2"];
 /// The throttled host.
 const SLOW: &str = "storprof-h2";
@@ -53,12 +57,8 @@ fn runs(program: &str, arg: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Why the test cannot run here, root aside (the tests are ignored without it).
 fn skip_reason() -> Option<String> {
-    if !is_root() {
-        return Some(
-            "needs root (network namespaces, cgroups, eBPF probes; CI runs as root)".into(),
-        );
-    }
     if !cfg!(feature = "mpi") {
         return Some("storprof built without the mpi feature (--features storprof/mpi)".into());
     }
@@ -242,29 +242,6 @@ impl Drop for Children {
     }
 }
 
-/// Run with a hard deadline: a hang fails the test instead of blocking CI.
-fn run_within(mut cmd: Command, limit: Duration, what: &str) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{what} did not finish within {limit:?}:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
-
 /// `mpirun` of one rank on each test host, through `agent`.
 fn mpirun_across_hosts(agent: &Path) -> Command {
     let mut mpirun = Command::new("mpirun");
@@ -312,9 +289,7 @@ static HOSTS_IN_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// A scratch directory on a real disk (not tmpfs) under this build's target
 /// dir, so the blkio throttle has a block device to act on.
 fn scratch() -> tempfile::TempDir {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("multihost");
-    fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(&base).unwrap()
+    support::scratch("multihost")
 }
 
 /// `storprof datagen` of the small flux dataset into DIR/data.
@@ -335,7 +310,7 @@ fn datagen(dir: &Path) -> PathBuf {
 }
 
 fn params() -> Vec<String> {
-    [
+    param_args(&[
         "dataset.num_files_train=4",
         "dataset.num_samples_per_file=8",
         "dataset.parquet.row_group_size=4",
@@ -343,10 +318,7 @@ fn params() -> Vec<String> {
         "reader.read_threads=2",
         "reader.odirect=True",
         "train.epochs=3",
-    ]
-    .into_iter()
-    .flat_map(|p| ["--param".to_string(), p.to_string()])
-    .collect()
+    ])
 }
 
 /// Starts `storprof record --netns HOST` and waits until it traces the host.
@@ -389,11 +361,6 @@ fn wait_ready(host: &str, rx: &mpsc::Receiver<String>) -> Vec<String> {
     panic!("record --netns {host} did not start:\n{}", seen.join("\n"));
 }
 
-fn json(path: &Path) -> Value {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
 const SESSION_FILES: &[&str] = &[
     "session.json",
     "threads.json",
@@ -404,27 +371,20 @@ const SESSION_FILES: &[&str] = &[
 ];
 
 fn save_fixtures(sessions: &Path) {
-    if std::env::var_os("STORPROF_SAVE_FIXTURES").is_none() {
+    if !saving_fixtures() {
         return;
     }
-    let dest =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sessions/multihost/real-netns");
+    let dest = session_fixture("multihost/real-netns");
     for host in HOSTS {
-        let to = dest.join(host);
-        let _ = fs::remove_dir_all(&to);
-        fs::create_dir_all(&to).unwrap();
-        for f in SESSION_FILES {
-            let from = sessions.join(host).join(f);
-            if from.exists() {
-                fs::copy(&from, to.join(f)).unwrap();
-            }
-        }
+        save_session_files(&sessions.join(host), &dest.join(host), SESSION_FILES);
     }
     eprintln!("saved fixtures under {}", dest.display());
 }
 
 #[test]
+#[ignore = "needs root"]
 fn throttled_netns_host_is_the_storage_bound_straggler() {
+    assert_root();
     if let Some(why) = skip_reason() {
         eprintln!("skipped: {why}");
         return;
@@ -477,7 +437,7 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("bench across 2 netns hosts: {bench_s:.1} s");
-    let summary = json(&results.join("summary.json"));
+    let summary = read_json::<Value>(&results.join("summary.json"));
     assert_eq!(summary["num_hosts"], 2, "{summary}");
     assert_eq!(summary["host_names"], serde_json::json!(HOSTS), "{summary}");
 
@@ -511,10 +471,10 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
     eprintln!("sessions written: {:.1} s", t0.elapsed().as_secs_f64());
 
     for host in HOSTS {
-        let info = json(&sessions.join(host).join("session.json"));
+        let info = read_json::<Value>(&sessions.join(host).join("session.json"));
         assert_eq!(info["hostname"], host, "session named after its host");
         // The host's ranks were traced: its bench process shows up.
-        let threads = json(&sessions.join(host).join("threads.json"));
+        let threads = read_json::<Value>(&sessions.join(host).join("threads.json"));
         let comms: Vec<&str> = threads
             .as_array()
             .unwrap()
@@ -543,7 +503,7 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
         String::from_utf8_lossy(&out.stderr)
     );
     save_fixtures(&sessions);
-    let merged = json(&merged_dir.join("merged.json"));
+    let merged = read_json::<Value>(&merged_dir.join("merged.json"));
     let report = fs::read_to_string(merged_dir.join("report.md")).unwrap();
     let stragglers: Vec<&str> = merged["stragglers"]
         .as_array()
@@ -585,7 +545,9 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
 /// at the next barrier, rank 0 writes the results of the completed steps
 /// marked interrupted, and nothing is left running on the hosts.
 #[test]
+#[ignore = "needs root"]
 fn ctrl_c_of_mpirun_stops_every_rank_with_results_written() {
+    assert_root();
     if let Some(why) = skip_reason() {
         eprintln!("skipped: {why}");
         return;
@@ -655,7 +617,7 @@ fn ctrl_c_of_mpirun_stops_every_rank_with_results_written() {
     let stderr = err_reader.join().unwrap();
     eprintln!("mpirun ended {stop_s:.1} s after Ctrl-C ({status})");
     assert!(stdout.contains("Interrupted by SIG"), "{stdout}\n{stderr}");
-    let summary = json(&results.join("summary.json"));
+    let summary = read_json::<Value>(&results.join("summary.json"));
     assert_eq!(summary["interrupted"], true, "{summary}");
     assert_eq!(summary["num_hosts"], 2, "{summary}");
     for rank in 0..2 {

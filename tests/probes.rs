@@ -1,27 +1,22 @@
 //! Root integration tests of the probe data plane: `storprof record` on
 //! static C helpers (tests/helpers/*.c, built with `gcc -static`) must give
-//! exact figures. Skipped, with the reason printed, when not root.
+//! exact figures. The root tests are `#[ignore = "needs root"]`: run them as
+//! root with `cargo test -p storprof --test probes -- --include-ignored`.
 #![allow(clippy::unwrap_used)]
 
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::Command,
 };
 
 use storprof::session::model::{IoStats, SessionInfo, ThreadStats};
 
 mod support;
-use support::{STORPROF, folded_count, is_root, record_with};
-
-macro_rules! require_root {
-    () => {
-        if !is_root() {
-            eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
-            return;
-        }
-    };
-}
+use support::{
+    STORPROF, assert_root, build_c, folded_count, is_root, read_session_json as read_json, record,
+    record_with,
+};
 
 /// Builds a helper from tests/helpers/NAME.c with `gcc -static` (frame pointers on).
 fn helper(name: &str) -> PathBuf {
@@ -30,27 +25,10 @@ fn helper(name: &str) -> PathBuf {
 
 /// Builds a helper from tests/helpers/NAME.c with `gcc -static -O2 -g` and `flags`.
 fn helper_with(name: &str, flags: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/helpers/{name}.c"));
+    let src = support::repo().join(format!("tests/helpers/{name}.c"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("helper-{name}"));
-    let status = Command::new("gcc")
-        .args(["-static", "-O2", "-g"])
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("run gcc (apt-get install gcc libc6-dev)");
-    assert!(status.success(), "gcc -static failed for {}", src.display());
+    build_c(&src, &out, &[&["-static", "-O2", "-g"], flags].concat());
     out
-}
-
-fn record(dir: &Path, command: &[&str]) -> Output {
-    record_with(dir, &[], command)
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> T {
-    let text = std::fs::read_to_string(dir.join(name)).expect("session file");
-    serde_json::from_str(&text).expect("valid session JSON")
 }
 
 /// Leaf user frame → summed samples.
@@ -71,8 +49,9 @@ fn leaves(folded: &str) -> BTreeMap<String, u64> {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn pread_calls_are_counted_exactly() {
-    require_root!();
+    assert_root();
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("data");
     std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
@@ -81,7 +60,7 @@ fn pread_calls_are_counted_exactly() {
     let helper = helper("pread_n");
     record(
         &session,
-        &[
+        [
             helper.to_str().unwrap(),
             file.to_str().unwrap(),
             &n.to_string(),
@@ -118,15 +97,16 @@ fn pread_calls_are_counted_exactly() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn cpu_burner_tops_oncpu_profile() {
-    require_root!();
+    assert_root();
     let tmp = tempfile::tempdir().unwrap();
     let session = tmp.path().join("session");
     let helper = helper("burn");
     // The helper burns 1.5 s of its own CPU time, however loaded the machine
     // is, so the figures below do not depend on the load: at 99 Hz that is
     // about 148 samples, all but a few in the burner.
-    record(&session, &[helper.to_str().unwrap(), "1.5"]);
+    record(&session, [helper.to_str().unwrap(), "1.5"]);
     let folded = std::fs::read_to_string(session.join("oncpu.folded")).unwrap();
     let leaves = leaves(&folded);
     let (top, count) = leaves.iter().max_by_key(|(_, c)| **c).expect("samples");
@@ -148,8 +128,9 @@ fn cpu_burner_tops_oncpu_profile() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn dwarf_unwinding_crosses_code_without_frame_pointers() {
-    require_root!();
+    assert_root();
     let tmp = tempfile::tempdir().unwrap();
     let helper = helper_with(
         "nofp_chain",
@@ -188,8 +169,9 @@ fn dwarf_unwinding_crosses_code_without_frame_pointers() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn dwarf_offcpu_stacks_cross_code_without_frame_pointers() {
-    require_root!();
+    assert_root();
     let tmp = tempfile::tempdir().unwrap();
     let helper = helper_with(
         "nofp_block_chain",
@@ -251,23 +233,16 @@ fn dwarf_offcpu_stacks_cross_code_without_frame_pointers() {
 /// Builds a dynamically linked helper from tests/helpers/NAME.c (its
 /// executable holds only its own code, as most programs' do).
 fn dynamic_helper(name: &str, flags: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/helpers/{name}.c"));
+    let src = support::repo().join(format!("tests/helpers/{name}.c"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("helper-dyn-{name}"));
-    let status = Command::new("gcc")
-        .args(["-O2", "-g"])
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("run gcc (apt-get install gcc libc6-dev)");
-    assert!(status.success(), "gcc failed for {}", src.display());
+    build_c(&src, &out, &[&["-O2", "-g"], flags].concat());
     out
 }
 
 #[test]
+#[ignore = "needs root"]
 fn auto_unwinding_gives_stack_windows_only_to_code_without_frame_pointers() {
-    require_root!();
+    assert_root();
     let tmp = tempfile::tempdir().unwrap();
     // Default (--unwind auto), code without frame pointers: DWARF is chosen
     // and the whole chain comes out (fp loses it, see the test above).
@@ -276,7 +251,7 @@ fn auto_unwinding_gives_stack_windows_only_to_code_without_frame_pointers() {
         &["-fomit-frame-pointer", "-fno-optimize-sibling-calls"],
     );
     let session = tmp.path().join("nofp");
-    record(&session, &[nofp.to_str().unwrap(), "1"]);
+    record(&session, [nofp.to_str().unwrap(), "1"]);
     let info: SessionInfo = read_json(&session, "session.json");
     let unwind = info.unwind.expect("unwind stats in session.json");
     assert_eq!(unwind.mode, "auto");
@@ -305,7 +280,7 @@ fn auto_unwinding_gives_stack_windows_only_to_code_without_frame_pointers() {
     // the kernel's walk gives the stack.
     let fp = dynamic_helper("burn", &["-fno-omit-frame-pointer"]);
     let session = tmp.path().join("fp");
-    record(&session, &[fp.to_str().unwrap(), "1"]);
+    record(&session, [fp.to_str().unwrap(), "1"]);
     let info: SessionInfo = read_json(&session, "session.json");
     let unwind = info.unwind.expect("unwind stats in session.json");
     let decision = unwind
@@ -344,8 +319,9 @@ fn disk_of(path: &Path) -> String {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn direct_read_reaches_the_device() {
-    require_root!();
+    assert_root();
     // Not tmpfs: a directory on a block device (the test target dir is).
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let file = tmp.path().join("direct");
@@ -355,7 +331,7 @@ fn direct_read_reaches_the_device() {
     let session = tmp.path().join("session");
     record(
         &session,
-        &[
+        [
             "dd",
             &format!("if={}", file.display()),
             "of=/dev/null",
@@ -385,12 +361,13 @@ fn direct_read_reaches_the_device() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn forked_workers_are_tracked_and_symbolized() {
-    require_root!();
+    assert_root();
     let tmp = tempfile::tempdir().unwrap();
     let session = tmp.path().join("session");
     let helper = helper("burn");
-    let out = record(&session, &[helper.to_str().unwrap(), "0.5", "3"]);
+    let out = record(&session, [helper.to_str().unwrap(), "0.5", "3"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let workers: Vec<u32> = stdout
         .lines()
@@ -436,8 +413,9 @@ fn unknown_command_fails_cleanly() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn doctor_passes_on_this_machine() {
-    require_root!();
+    assert_root();
     let out = Command::new(STORPROF).arg("doctor").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
@@ -454,8 +432,9 @@ fn doctor_passes_on_this_machine() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn the_command_starts_with_default_signal_state() {
-    require_root!();
+    assert_root();
     // Rust ignores SIGPIPE in storprof itself; the traced command must not
     // inherit that (an ignored signal stays ignored across exec).
     let tmp = tempfile::tempdir().unwrap();

@@ -6,8 +6,9 @@
 //! than frame-pointer stacks (which show the Python frames too); off-CPU
 //! stacks with Python frames. And for
 //! each CPython 3.10-3.13 found (pyenv): outer → middle → leaf of
-//! tests/python/nested.py. Skipped, with the reason printed, without root
-//! or without a Python that has pyarrow (CI: the crosscheck venv).
+//! tests/python/nested.py. Root only (`#[ignore = "needs root"]`, run with
+//! `-- --include-ignored`); skipped, with the reason printed, without a
+//! Python that has pyarrow (CI: the crosscheck venv) or the CPython asked for.
 #![allow(clippy::unwrap_used)]
 
 use std::{
@@ -18,20 +19,10 @@ use std::{
 use storprof::session::model::SessionInfo;
 
 mod support;
-use support::{folded_count, is_root, python_with_pyarrow, record_with};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Python version `X.Y` of an interpreter.
-fn python_version(python: &Path) -> String {
-    let out = Command::new(python)
-        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use support::{
+    assert_root, folded_count, python_of_version, python_version, python_with_pyarrow,
+    read_session_json, record_with, repo,
+};
 
 fn record(dir: &Path, unwind: &str, python: &Path, data: &Path, seconds: &str) {
     let loader = repo().join("tests/python/loader.py");
@@ -43,8 +34,7 @@ fn record(dir: &Path, unwind: &str, python: &Path, data: &Path, seconds: &str) {
 }
 
 fn session(dir: &Path) -> SessionInfo {
-    let text = std::fs::read_to_string(dir.join("session.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    read_session_json(dir, "session.json")
 }
 
 /// Median user stack depth over the processes that ran the workers.
@@ -58,11 +48,9 @@ fn median_depth(info: &SessionInfo) -> u32 {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn loader_workers_show_python_frames_over_native_frames() {
-    if !is_root() {
-        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
-        return;
-    }
+    assert_root();
     let Some(python) = python_with_pyarrow() else {
         eprintln!(
             "skipped: no Python with pyarrow (set STORPROF_PYTHON, or run scripts/crosscheck.sh to make target/venv)"
@@ -163,39 +151,14 @@ fn nested_chain(folded: &str) -> bool {
     })
 }
 
-/// CPython `version` (e.g. "3.10"): pyenv's, else `pythonX.Y` on PATH.
-fn find_python(version: &str) -> Option<PathBuf> {
-    let pyenv = std::fs::read_dir("/root/.pyenv/versions")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("{version}.")))
-        })
-        .map(|p| p.join("bin/python3"));
-    pyenv.filter(|p| p.exists()).or_else(|| {
-        let name = PathBuf::from(format!("python{version}"));
-        Command::new(&name)
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success())
-            .then_some(name)
-    })
-}
-
 #[test]
+#[ignore = "needs root"]
 fn every_supported_cpython_version_shows_its_frames() {
-    if !is_root() {
-        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
-        return;
-    }
+    assert_root();
     let nested = repo().join("tests/python/nested.py");
     let mut tested = 0;
     for version in ["3.10", "3.11", "3.12", "3.13"] {
-        let Some(python) = find_python(version) else {
+        let Some(python) = python_of_version(version) else {
             eprintln!(
                 "skipped CPython {version}: no interpreter found (pyenv or python{version} on PATH)"
             );
@@ -226,11 +189,9 @@ fn every_supported_cpython_version_shows_its_frames() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn an_unsupported_cpython_version_is_named_in_the_notes() {
-    if !is_root() {
-        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
-        return;
-    }
+    assert_root();
     let Some(python) = [
         "/root/.pyenv/versions/3.9.18/bin/python3",
         "/usr/bin/python3.9",
@@ -264,11 +225,9 @@ fn an_unsupported_cpython_version_is_named_in_the_notes() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn perf_trampolines_of_cpython_312_are_unwound_through() {
-    if !is_root() {
-        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
-        return;
-    }
+    assert_root();
     let python = PathBuf::from("/root/.pyenv/versions/3.12.1/bin/python3");
     if !python.exists() {
         eprintln!("skipped: no CPython 3.12 at {}", python.display());
@@ -301,11 +260,9 @@ fn perf_trampolines_of_cpython_312_are_unwound_through() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn python_in_its_own_pid_namespace_shows_its_frames() {
-    if !is_root() {
-        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
-        return;
-    }
+    assert_root();
     // A container's view: python runs as pid 1's child in a new pid
     // namespace, where its thread ids (`native_thread_id`) differ from
     // the kernel's global ones.
@@ -343,18 +300,16 @@ fn python_in_its_own_pid_namespace_shows_its_frames() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn each_thread_gets_its_own_python_frames() {
-    if !is_root() {
-        eprintln!("skipped: needs root (loads eBPF programs); run the tests with sudo");
-        return;
-    }
+    assert_root();
     // 3.10 matches threads by pthread_self() (its FS base), 3.11+ by
     // native thread id: either way a thread running without the GIL must
     // not get the GIL holder's frames.
     let threads = repo().join("tests/python/threads.py");
     let mut pythons: Vec<(String, PathBuf)> = Vec::new();
     for version in ["3.10", "3.11", "3.12", "3.13"] {
-        match find_python(version) {
+        match python_of_version(version) {
             Some(python) => pythons.push((version.to_string(), python)),
             None => eprintln!("skipped CPython {version}: no interpreter found"),
         }

@@ -1,6 +1,6 @@
 //! Scenario suite (issue 4): small real workloads, each labelled with the
-//! verdict `storprof diagnose` must give it. Runs as root (CI is root); skips
-//! with a reason otherwise. Prints its accuracy; every scenario must match.
+//! verdict `storprof diagnose` must give it. Root only (CI is root):
+//! `#[ignore = "needs root"]`, run with `-- --include-ignored`. Prints its accuracy; every scenario must match.
 //!
 //! The workloads are `tests/workloads/workload.c` (built static here),
 //! `storprof bench` itself, and `tests/python/pipeline.py`: a DataLoader-
@@ -25,32 +25,24 @@ use std::{
 };
 
 mod support;
-use support::{STORPROF, is_root, python_with_pyarrow};
+use support::{
+    SESSION_FILES, STORPROF, assert_root, build_c, python_with_pyarrow, save_session_files,
+    saving_fixtures, session_fixture,
+};
 
+/// Scratch space on a real disk, so the blkio throttle has a block device to act on.
 fn scratch() -> tempfile::TempDir {
-    // Under this build's target dir (a real disk, unlike /tmp on some machines),
-    // so the blkio throttle has a block device to act on.
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scenarios");
-    fs::create_dir_all(&base).expect("create scenario scratch dir");
-    tempfile::tempdir_in(base).expect("tempdir")
+    support::scratch("scenarios")
 }
 
 fn build_workload(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workloads/workload.c");
+    let src = support::repo().join("tests/workloads/workload.c");
     let bin = dir.join("workload");
-    let status = Command::new("gcc")
-        .args([
-            "-O2",
-            "-static",
-            "-pthread",
-            "-fno-omit-frame-pointer",
-            "-o",
-        ])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .expect("run gcc");
-    assert!(status.success(), "gcc failed to build {}", src.display());
+    build_c(
+        &src,
+        &bin,
+        &["-O2", "-static", "-pthread", "-fno-omit-frame-pointer"],
+    );
     bin
 }
 
@@ -91,36 +83,14 @@ fn diagnose(session: &Path, cmd: &[&str]) -> (serde_json::Value, Option<f64>) {
     (verdict, bench_au.or(pipeline_au))
 }
 
-/// The files of a session directory worth keeping as a fixture.
-const SESSION_FILES: &[&str] = &[
-    "session.json",
-    "threads.json",
-    "io.json",
-    "timeseries.json",
-    "oncpu.folded",
-    "offcpu.folded",
-    "bench-summary.json",
-    "waits.json",
-    "oncpu-threads.folded",
-    "offcpu-threads.folded",
-];
-
 /// Under STORPROF_SAVE_FIXTURES, copies the session files of `session` to
 /// tests/data/sessions/real-<name>/.
 fn save_fixture(name: &str, session: &Path) {
-    if std::env::var_os("STORPROF_SAVE_FIXTURES").is_none() {
+    if !saving_fixtures() {
         return;
     }
-    let dest = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/sessions")
-        .join(format!("real-{name}"));
-    let _ = fs::remove_dir_all(&dest);
-    fs::create_dir_all(&dest).expect("create fixture dir");
-    for f in SESSION_FILES {
-        if session.join(f).exists() {
-            fs::copy(session.join(f), dest.join(f)).expect("copy fixture file");
-        }
-    }
+    let dest = session_fixture(format!("real-{name}"));
+    save_session_files(session, &dest, SESSION_FILES);
     eprintln!("saved fixture {}", dest.display());
 }
 
@@ -168,11 +138,9 @@ struct Outcome {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn scenario_suite() {
-    if !is_root() {
-        eprintln!("skipping scenario suite: needs root to load eBPF probes (CI runs as root)");
-        return;
-    }
+    assert_root();
     let tmp = scratch();
     let dir = tmp.path();
     let workload = build_workload(dir);
@@ -495,11 +463,9 @@ fn scenario_suite() {
 /// The dlio-legacy reader must be diagnosed cpu-bound-reader, the raw reader
 /// must not, and the differential flamegraph must be written.
 #[test]
+#[ignore = "needs root"]
 fn demo_diagnoses_legacy_and_raw_readers() {
-    if !is_root() {
-        eprintln!("skipping the demo test: needs root to load eBPF probes (CI runs as root)");
-        return;
-    }
+    assert_root();
     let tmp = scratch();
     let results = tmp.path().join("demo");
     let started = Instant::now();

@@ -1,19 +1,83 @@
-//! Helpers shared by the root integration tests (each test file includes
-//! this module with `mod support;`).
-#![allow(dead_code)]
+//! Support shared by the profiler's integration tests (tests/*.rs, each
+//! includes it with `mod support;`): where things are (the storprof binary,
+//! the repository, fixture sessions and golden files), root checks, running
+//! storprof (`record`, `record_with`, any subcommand, with a deadline),
+//! reading session JSON and folded stacks, finding a Python, building C
+//! helpers, scratch directories. Golden comparisons go through
+//! `testkit::golden` (shared with the benchmark's tests), here with the
+//! profiler's golden directory in [`assert_golden`].
+//!
+//! Root-only tests are `#[ignore = "needs root"]` and start with
+//! [`assert_root`]: plain `cargo test` skips them, `-- --include-ignored`
+//! (scripts/test.sh as root) runs them, and without root they fail saying
+//! why instead of passing silently.
+// Not every test binary uses every helper; tests may unwrap (a failure is a test failure).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 use std::{
     ffi::OsStr,
+    fs,
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::{Command, Output, Stdio},
+    time::{Duration, Instant},
 };
 
 /// The storprof binary cargo built for these tests.
 pub const STORPROF: &str = env!("CARGO_BIN_EXE_storprof");
 
-/// Root tests load eBPF programs; without root they skip with a reason.
+/// The repository root (the tests live in ../tests of the profiler crate).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A recorded fixture session (or set of them): tests/data/sessions/<rel>.
+pub fn session_fixture(rel: impl AsRef<Path>) -> PathBuf {
+    repo().join("tests/data/sessions").join(rel)
+}
+
+/// Compares `got` with the golden file tests/data/golden/<rel> (the rules
+/// of `testkit::golden`: `STORPROF_BLESS=1` re-blesses, `CI=true` fails on
+/// a missing file).
+#[track_caller]
+pub fn assert_golden(rel: impl AsRef<Path>, got: &str) {
+    testkit::assert_golden(repo().join("tests/data/golden").join(rel), got);
+}
+
+/// Whether the tests run as root (eBPF, namespaces, cgroups).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// First line of every `#[ignore = "needs root"]` test: run by
+/// `--include-ignored` without root, it fails with the reason.
+#[track_caller]
+pub fn assert_root() {
+    assert!(
+        is_root(),
+        "this test needs root (eBPF probes, namespaces, cgroups): run it as root, \
+         or leave out --include-ignored to skip it"
+    );
+}
+
+/// `storprof ARGS...`, whatever its exit status.
+pub fn storprof<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(STORPROF)
+        .args(args)
+        .output()
+        .expect("run storprof")
+}
+
+/// `storprof record --output DIR -- COMMAND`, which must succeed.
+pub fn record<C, S>(dir: &Path, command: C) -> Output
+where
+    C: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    record_with(dir, &[], command)
 }
 
 /// `storprof record OPTIONS --output DIR -- COMMAND`, which must succeed.
@@ -40,6 +104,58 @@ where
     out
 }
 
+/// Runs `cmd` (output captured) with a hard deadline: a hang fails the test,
+/// naming `what`, instead of blocking CI.
+pub fn run_within(mut cmd: Command, limit: Duration, what: &str) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let pid = child.id();
+    // The output is read while the watchdog waits: a full pipe cannot stall the child.
+    let watchdog = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: signal 0 only checks that the pid exists.
+            if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0 {
+                return false;
+            }
+        }
+        // SAFETY: kill(2) of the child we started, after its deadline.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        true
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !watchdog.join().unwrap(),
+        "{what} did not finish within {limit:?}:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `--param P` for each of `params` (storprof bench/datagen overrides).
+pub fn param_args<S: AsRef<str>>(params: &[S]) -> Vec<String> {
+    params
+        .iter()
+        .flat_map(|p| ["--param".to_string(), p.as_ref().to_string()])
+        .collect()
+}
+
+/// A JSON file (a session file, a summary), parsed; panics naming the file.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> T {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The session file `name` (session.json, threads.json, io.json...) of `session`.
+pub fn read_session_json<T: serde::de::DeserializeOwned>(session: &Path, name: &str) -> T {
+    read_json(&session.join(name))
+}
+
 /// Sum of the counts of the folded-stack lines (`stack COUNT`) that `keep` accepts.
 pub fn folded_count(folded: &str, keep: impl Fn(&str) -> bool) -> u64 {
     folded
@@ -47,6 +163,72 @@ pub fn folded_count(folded: &str, keep: impl Fn(&str) -> bool) -> u64 {
         .filter(|l| keep(l))
         .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
         .sum()
+}
+
+/// The files of a session directory worth keeping as a fixture.
+pub const SESSION_FILES: &[&str] = &[
+    "session.json",
+    "threads.json",
+    "io.json",
+    "timeseries.json",
+    "oncpu.folded",
+    "offcpu.folded",
+    "bench-summary.json",
+    "waits.json",
+    "oncpu-threads.folded",
+    "offcpu-threads.folded",
+];
+
+/// Replaces `dest` with the session files of `session` that exist
+/// (re-recording a fixture, under `STORPROF_SAVE_FIXTURES=1`).
+pub fn save_session_files(session: &Path, dest: &Path, files: &[&str]) {
+    let _ = fs::remove_dir_all(dest);
+    fs::create_dir_all(dest).expect("create fixture dir");
+    for f in files {
+        if session.join(f).exists() {
+            fs::copy(session.join(f), dest.join(f)).expect("copy fixture file");
+        }
+    }
+}
+
+/// Whether `STORPROF_SAVE_FIXTURES` asks root tests to save their recordings.
+pub fn saving_fixtures() -> bool {
+    std::env::var_os("STORPROF_SAVE_FIXTURES").is_some()
+}
+
+/// Copies the files of `from` into `to` (a fixture session into a temp dir).
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// A fresh scratch directory under this build's target dir, in `area`: a
+/// real disk (unlike /tmp on some machines), so blkio throttles and
+/// O_DIRECT have a block device to act on.
+pub fn scratch(area: &str) -> tempfile::TempDir {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join(area);
+    fs::create_dir_all(&base).expect("create scratch dir");
+    tempfile::tempdir_in(base).expect("tempdir")
+}
+
+/// `gcc FLAGS -o OUT SRC`, which must succeed: the C helpers and workloads.
+pub fn build_c(src: &Path, out: &Path, flags: &[&str]) {
+    let status = Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .status()
+        .expect("run gcc (apt-get install gcc libc6-dev)");
+    assert!(
+        status.success(),
+        "gcc {} failed for {}",
+        flags.join(" "),
+        src.display()
+    );
 }
 
 /// A Python with pyarrow: $STORPROF_PYTHON, the crosscheck venvs, python3.
@@ -61,11 +243,7 @@ pub fn python_with_pyarrow() -> Option<PathBuf> {
     if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
         candidates.push(Path::new(&t).join("venv/bin/python"));
     }
-    candidates.push(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join("target/venv/bin/python"),
-    );
+    candidates.push(repo().join("target/venv/bin/python"));
     candidates.push("python3".into());
     candidates.into_iter().find(|python| {
         Command::new(python)
@@ -73,4 +251,36 @@ pub fn python_with_pyarrow() -> Option<PathBuf> {
             .output()
             .is_ok_and(|o| o.status.success())
     })
+}
+
+/// CPython `version` (e.g. "3.10"): pyenv's, else `pythonX.Y` on PATH.
+pub fn python_of_version(version: &str) -> Option<PathBuf> {
+    let pyenv = fs::read_dir("/root/.pyenv/versions")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{version}.")))
+        })
+        .map(|p| p.join("bin/python3"));
+    pyenv.filter(|p| p.exists()).or_else(|| {
+        let name = PathBuf::from(format!("python{version}"));
+        Command::new(&name)
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+            .then_some(name)
+    })
+}
+
+/// Python version `X.Y` of an interpreter.
+pub fn python_version(python: &Path) -> String {
+    let out = Command::new(python)
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
