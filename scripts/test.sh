@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (.ci/run calls this script):
 #   1. scripts/setup.sh (installs what a fresh machine lacks)
 #   2. cargo fmt --check, clippy -D warnings on the user crates and on the probe crate
-#   3. cargo test (unit, golden, integration; root-only tests skip with a reason when not root)
+#   3. cargo test (unit, golden, integration); root-only tests are #[ignore = "needs root"]:
+#      as root they run too (--include-ignored), otherwise one line at the end says how many were skipped
 #   4. cross-checks of generated data with pyarrow and numpy (scripts/crosscheck.sh)
 # Run as root to include the eBPF integration tests and the scenario suite.
 set -euo pipefail
@@ -10,6 +11,11 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*"; }
+
+# Sum of the "N ignored" of every test binary's "test result:" line in cargo test output $1.
+sum_ignored() {
+  awk '/^test result:/ { for (i = 2; i <= NF; i++) if ($i == "ignored;") n += $(i - 1) } END { print n + 0 }' "$1"
+}
 
 step "setup"
 STORPROF_SETUP_QUIET=${STORPROF_SETUP_QUIET:-1} bash scripts/setup.sh
@@ -29,4 +35,15 @@ bash scripts/crosscheck.sh
 
 step "cargo test"
 # One release build serves the tests and the scenario suite (fast readers, real workloads).
-cargo test --release --workspace --exclude storprof-ebpf --features storprof/mpi -- --test-threads="${STORPROF_TEST_THREADS:-1}"
+test_args=(--release --workspace --exclude storprof-ebpf --features storprof/mpi)
+if [ "$(id -u)" = 0 ]; then include_ignored=(--include-ignored); else include_ignored=(); fi
+test_log=$(mktemp)
+trap 'rm -f "$test_log"' EXIT
+cargo test "${test_args[@]}" -- --test-threads="${STORPROF_TEST_THREADS:-1}" "${include_ignored[@]}" 2>&1 | tee "$test_log"
+if [ "$(id -u)" = 0 ]; then
+  # Every ignored test is a root test (the mpi feature is on): count them from the list.
+  ran=$(cargo test "${test_args[@]}" -- --ignored --list 2>/dev/null | grep -c ': test$' || true)
+  echo "root-only tests: $ran ran (root)"
+else
+  echo "root-only tests: $(sum_ignored "$test_log") ignored (not root)"
+fi
