@@ -1,5 +1,33 @@
-//! Command-line arguments of every subcommand, mapped onto the library
-//! options of each module. Exit codes are documented in [`exit`].
+//! Command-line arguments of every `storprof` subcommand, in one place (as
+//! ripgrep keeps its flags): the clap [`Cli`] and its [`Command`]s, each
+//! subcommand's args struct, and the exit codes ([`exit`]). `main.rs` only
+//! parses and dispatches; the `run` functions take the parsed args.
+//!
+//! How each args struct maps onto the library:
+//!
+//! ```text
+//! RecordArgs      ──to_options──► record::RecordOptions      (commands::record)
+//! DoctorArgs      (no options)  ► doctor::run                (commands::doctor)
+//! ReportArgs      ──────────────► output::ReportOptions      (commands::report)
+//! DiagnoseArgs    ──────────────► RecordOptions + ReportOptions + BundleSessionOptions,
+//!                                 or commands::demo::DemoOptions without a command
+//!                                                            (commands::diagnose)
+//! FlamegraphArgs  ──────────────► output::flamegraph::FlamegraphOptions (commands::flamegraph)
+//! BundleArgs      ──────────────► output::BundleSessionOptions (commands::bundle)
+//! MergeArgs       ──────────────► merge::command::merge_sessions (merge::command::run)
+//! ThresholdArgs   ──load_thresholds──► analysis::Thresholds  (report, diagnose, merge)
+//! ```
+//! The benchmark's subcommands (`datagen`, `bench`, `sweep`) keep their args
+//! in `storprof_bench::cli`, next to the library they map onto, so that crate
+//! stands alone. Value enums that are library options themselves
+//! (`record::UnwindMode`, `commands::demo::DemoScale`) derive clap where
+//! they are defined.
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::commands::demo::DemoScale;
+use crate::record::{RecordOptions, UnwindMode, args::default_output};
 
 /// Exit codes of `storprof`.
 pub mod exit {
@@ -9,4 +37,224 @@ pub mod exit {
     pub const ERROR: i32 = 1;
     /// Usage error, or a command that needs root run without it.
     pub const USAGE: i32 = 2;
+}
+
+/// `storprof`: the whole command line.
+#[derive(Parser, Debug)]
+#[command(name = "storprof", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Generate a DLIO-compatible dataset (flux Parquet, unet3d NPZ).
+    Datagen(storprof_bench::cli::DatagenArgs),
+    /// Emulate DLIO training over a dataset and report DLIO's metrics.
+    Bench(storprof_bench::cli::BenchArgs),
+    /// Run the NP × RT grid of bench runs: table (markdown, CSV), AU projection, SVG plot.
+    Sweep(storprof_bench::cli::SweepArgs),
+    /// Record a session: run a command (or attach to pids) under the eBPF probes.
+    Record(RecordArgs),
+    /// Check that this machine can run the probes (root, BTF, tracefs, tracepoints, perf_event).
+    Doctor(DoctorArgs),
+    /// Analyse a session: verdict.json, report.md, flamegraphs, timeline; prints the verdict.
+    Report(ReportArgs),
+    /// Record, report and bundle in one run; prints the verdict at the end.
+    Diagnose(DiagnoseArgs),
+    /// Write an on-CPU or off-CPU flamegraph, or a differential one (--diff).
+    Flamegraph(FlamegraphArgs),
+    /// Pack the evidence bundle (tar.gz, secrets redacted).
+    Bundle(BundleArgs),
+    /// Merge several hosts' sessions into one diagnosis: per-host verdicts, cluster verdict, stragglers.
+    Merge(MergeArgs),
+}
+
+/// `storprof record [--pid PID]... [--netns NAME|PATH] [--duration SECS] [--freq HZ] [--output DIR] [-- CMD ARGS...]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecordArgs {
+    /// Trace this running process and its descendants (repeatable).
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Trace every process in this network namespace: a name from
+    /// `ip netns list` or a path such as /proc/PID/ns/net. Processes already
+    /// in it are traced at start, newcomers within 100 ms (rescans), their
+    /// children from their fork on. For test hosts sharing one kernel (one
+    /// `record` per host); the session is named after the host
+    /// ($STORPROF_HOST, else the namespace's own host name, else the
+    /// `ip netns` name). Records until --duration or Ctrl-C.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub netns: Option<String>,
+    /// Stop recording after this many seconds (the command gets SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// CPU sampling frequency in Hz.
+    #[arg(long, default_value_t = 99, value_name = "HZ")]
+    pub freq: u64,
+    /// Session directory to write (default: storprof-YYYYmmdd-HHMMSS).
+    #[arg(long, short, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Run the command as root even when started through sudo.
+    #[arg(long)]
+    pub as_root: bool,
+    /// Count syscalls at exit only: cheaper, but no syscall latency.
+    #[arg(long)]
+    pub no_syscall_latency: bool,
+    /// How to unwind user stacks: `auto` (default: per process, decided at
+    /// exec: `dwarf` when its main executable lacks frame pointers, i.e.
+    /// under half of its functions open with `push %rbp; mov %rsp,%rbp`,
+    /// or it has no symbols, or it runs a CPython interpreter; `fp`
+    /// otherwise; the choice and its reason per process go to session.json
+    /// `unwind.decisions`), `fp` (frame pointers for all, cheap) or `dwarf`
+    /// (for all: copies --stack-bytes of stack per sample, unwinds code
+    /// built without frame pointers from its .eh_frame).
+    #[arg(long, value_enum, default_value_t = UnwindMode::Auto)]
+    pub unwind: UnwindMode,
+    /// Bytes of user stack copied per sample of a process in dwarf mode (at most 65536).
+    #[arg(long, default_value_t = storprof_common::DEFAULT_STACK_BYTES, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(64..=65536))]
+    pub stack_bytes: u32,
+    /// Off-CPU stacks in dwarf mode: time blocked in syscalls is sampled
+    /// with one stack copy per this many µs of blocked time on average
+    /// (unbiased: a shorter wait is taken with probability wait/quantum
+    /// and then weighs a quantum). 0 takes every blocked syscall (costly
+    /// for readers that block thousands of times a second). Default: one
+    /// --freq period (10101 µs at 99 Hz).
+    #[arg(long, value_name = "US")]
+    pub offcpu_quantum_us: Option<u32>,
+    /// The command to run and trace, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+impl RecordArgs {
+    /// The library options: a non-positive or non-finite duration is none,
+    /// the frequency at least 1 Hz, the output a timestamped directory by
+    /// default.
+    pub fn to_options(&self) -> RecordOptions {
+        RecordOptions {
+            command: self.command.clone(),
+            pids: self.pids.clone(),
+            netns: self.netns.clone(),
+            duration: self
+                .duration
+                .filter(|d| d.is_finite() && *d > 0.0)
+                .map(std::time::Duration::from_secs_f64),
+            freq_hz: self.freq.max(1),
+            output: self.output.clone().unwrap_or_else(default_output),
+            as_root: self.as_root,
+            syscall_latency: !self.no_syscall_latency,
+            unwind: self.unwind,
+            stack_bytes: self.stack_bytes,
+            offcpu_quantum_us: self.offcpu_quantum_us,
+        }
+    }
+}
+
+/// `storprof doctor` (no options).
+#[derive(clap::Args, Debug, Clone)]
+pub struct DoctorArgs {}
+
+/// `--thresholds FILE`, shared by report, diagnose and merge.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ThresholdArgs {
+    /// JSON file overriding verdict thresholds (see THRESHOLDS.md), e.g. {"compute_bound_au_percentage": 70}.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
+}
+
+/// `storprof report DIR [--thresholds FILE]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Session directory written by `storprof record`.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+}
+
+/// `storprof diagnose [record options] [--thresholds FILE] [--bundle FILE] [-- CMD ARGS...]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct DiagnoseArgs {
+    #[command(flatten)]
+    pub record: RecordArgs,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+    /// Bundle file (default: SESSION_DIR.tar.gz).
+    #[arg(long, value_name = "FILE.tar.gz")]
+    pub bundle: Option<PathBuf>,
+    /// Without a command: dataset directory of the embedded demo
+    /// (default: $XDG_CACHE_HOME/storprof/demo-data or ~/.cache/storprof/demo-data).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Without a command: size of the demo (tests use `small`).
+    #[arg(long, value_enum, default_value_t, hide = true)]
+    pub demo_scale: DemoScale,
+}
+
+/// `--kind` of `storprof flamegraph`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KindArg {
+    #[default]
+    Oncpu,
+    Offcpu,
+}
+
+/// `storprof flamegraph DIR [--kind oncpu|offcpu] [--diff OTHER_DIR] [-o FILE]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct FlamegraphArgs {
+    /// Session directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// On-CPU samples or off-CPU blocked time (µs).
+    #[arg(long, value_enum, default_value_t = KindArg::Oncpu)]
+    pub kind: KindArg,
+    /// Differential against another session: frames sized by DIR, red where
+    /// DIR spends more than OTHER_DIR, blue where less (counts normalized).
+    #[arg(long, value_name = "OTHER_DIR")]
+    pub diff: Option<PathBuf>,
+    /// Output SVG (default: DIR/flamegraph-KIND.svg, or DIR/flamegraph-KIND-diff.svg).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Stable colours and pretty XML (for diffs and tests).
+    #[arg(long)]
+    pub deterministic: bool,
+}
+
+/// `storprof bundle DIR [-o FILE.tar.gz]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct BundleArgs {
+    /// Session directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Output file (default: DIR.tar.gz).
+    #[arg(short, long, value_name = "FILE.tar.gz")]
+    pub output: Option<PathBuf>,
+}
+
+/// `storprof merge SESSION... -o DIR [--thresholds FILE]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Session directories, one per host (`storprof record --output DIR/<host>` on each host).
+    #[arg(value_name = "SESSION", required = true, num_args = 1..)]
+    pub sessions: Vec<PathBuf>,
+    /// Output directory for merged.json, report.md and merged.tar.gz.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// clap's own consistency checks of every subcommand's arguments.
+    #[test]
+    fn command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

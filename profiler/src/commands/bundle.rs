@@ -1,21 +1,9 @@
 //! `storprof bundle DIR [-o FILE.tar.gz]`: the evidence bundle.
-use std::path::PathBuf;
-
 use crate::{
-    cli::exit,
+    cli::{BundleArgs, exit},
     output::{self, BundleSessionOptions, OutputError},
     session::load::LoadError,
 };
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct BundleArgs {
-    /// Session directory.
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
-    /// Output file (default: DIR.tar.gz).
-    #[arg(short, long, value_name = "FILE.tar.gz")]
-    pub output: Option<PathBuf>,
-}
 
 /// Runs `storprof bundle`.
 pub fn run(args: &BundleArgs) -> anyhow::Result<i32> {

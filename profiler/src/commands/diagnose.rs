@@ -2,36 +2,15 @@
 //! then bundle, in one run; prints the verdict at the end and exits with the
 //! command's status. Without a command it runs the embedded demo
 //! ([`super::demo`]): dlio-legacy vs raw reader over a cached flux dataset.
-use std::path::PathBuf;
-
 use super::{
-    ThresholdArgs,
-    demo::{self, DemoOptions, DemoScale},
+    demo::{self, DemoOptions},
     load_thresholds,
 };
 use crate::{
-    cli::exit,
+    cli::{DiagnoseArgs, exit},
     output::{self, BundleSessionOptions, ReportOptions, report::render_terminal},
-    record::{self, RecordError, args::RecordArgs},
+    record::{self, RecordError},
 };
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct DiagnoseArgs {
-    #[command(flatten)]
-    pub record: RecordArgs,
-    #[command(flatten)]
-    pub thresholds: ThresholdArgs,
-    /// Bundle file (default: SESSION_DIR.tar.gz).
-    #[arg(long, value_name = "FILE.tar.gz")]
-    pub bundle: Option<PathBuf>,
-    /// Without a command: dataset directory of the embedded demo
-    /// (default: $XDG_CACHE_HOME/storprof/demo-data or ~/.cache/storprof/demo-data).
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Without a command: size of the demo (tests use `small`).
-    #[arg(long, value_enum, default_value_t, hide = true)]
-    pub demo_scale: DemoScale,
-}
 
 /// Runs `storprof diagnose`.
 pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {

@@ -1,43 +1,16 @@
 //! `storprof flamegraph DIR [--kind oncpu|offcpu] [--diff OTHER_DIR] [-o FILE]`.
-use std::{fs::File, io::BufWriter, path::PathBuf};
+use std::{fs::File, io::BufWriter};
 
 use anyhow::Context;
 
 use crate::{
-    cli::exit,
+    cli::{FlamegraphArgs, KindArg, exit},
     output::{
         flamegraph::{self, FlamegraphOptions, Kind},
         give_to_invoking_user,
     },
     session::{load, model::files},
 };
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum KindArg {
-    #[default]
-    Oncpu,
-    Offcpu,
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct FlamegraphArgs {
-    /// Session directory.
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
-    /// On-CPU samples or off-CPU blocked time (µs).
-    #[arg(long, value_enum, default_value_t = KindArg::Oncpu)]
-    pub kind: KindArg,
-    /// Differential against another session: frames sized by DIR, red where
-    /// DIR spends more than OTHER_DIR, blue where less (counts normalized).
-    #[arg(long, value_name = "OTHER_DIR")]
-    pub diff: Option<PathBuf>,
-    /// Output SVG (default: DIR/flamegraph-KIND.svg, or DIR/flamegraph-KIND-diff.svg).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Stable colours and pretty XML (for diffs and tests).
-    #[arg(long)]
-    pub deterministic: bool,
-}
 
 /// Runs `storprof flamegraph`.
 pub fn run(args: &FlamegraphArgs) -> anyhow::Result<i32> {

@@ -1,13 +1,17 @@
-//! Subcommands of the analysis side (`report`, `flamegraph`, `bundle`,
-//! `diagnose`, and the embedded demo `diagnose` runs without a command): clap `Args` mapped onto the library options, and `run`
-//! functions returning the process exit code (see [`crate::cli::exit`]).
+//! The subcommands' runs (`record`, `doctor`, `report`, `flamegraph`,
+//! `bundle`, `diagnose`, and the embedded demo `diagnose` runs without a
+//! command): each `run` takes its parsed args from [`crate::cli`], maps them
+//! onto the library options and returns the process exit code (see
+//! [`crate::cli::exit`]).
 pub mod bundle;
 pub mod demo;
 pub mod diagnose;
+pub mod doctor;
 pub mod flamegraph;
+pub mod record;
 pub mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 
@@ -24,12 +28,4 @@ pub fn load_thresholds(path: Option<&Path>) -> anyhow::Result<Thresholds> {
                 .with_context(|| format!("{}: not a valid thresholds JSON object", p.display()))
         }
     }
-}
-
-/// `--thresholds FILE`, shared by report and diagnose.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct ThresholdArgs {
-    /// JSON file overriding verdict thresholds (see THRESHOLDS.md), e.g. {"compute_bound_au_percentage": 70}.
-    #[arg(long, value_name = "FILE")]
-    pub thresholds: Option<PathBuf>,
 }

@@ -1,22 +1,11 @@
 //! `storprof report DIR`: analyse a session, write verdict.json, report.md,
 //! flamegraphs and timeline into it, print the verdict.
-use std::path::PathBuf;
-
-use super::{ThresholdArgs, load_thresholds};
+use super::load_thresholds;
 use crate::{
-    cli::exit,
+    cli::{ReportArgs, exit},
     output::{self, ReportOptions, report::render_terminal},
     session::load::LoadError,
 };
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct ReportArgs {
-    /// Session directory written by `storprof record`.
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
-    #[command(flatten)]
-    pub thresholds: ThresholdArgs,
-}
 
 /// Runs `storprof report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {

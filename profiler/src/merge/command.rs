@@ -11,8 +11,8 @@ use flate2::write::GzEncoder;
 
 use super::{HostRow, Merged, host_labels, merge, report::render_markdown};
 use crate::analysis::analyze;
-use crate::cli::exit;
-use crate::commands::{ThresholdArgs, load_thresholds};
+use crate::cli::{MergeArgs, exit};
+use crate::commands::load_thresholds;
 use crate::output::bundle::{append, redacted_bytes};
 use crate::session::load::{LoadError, load};
 
@@ -21,18 +21,6 @@ pub mod files {
     pub const MERGED_JSON: &str = "merged.json";
     pub const REPORT: &str = "report.md";
     pub const BUNDLE: &str = "merged.tar.gz";
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct MergeArgs {
-    /// Session directories, one per host (`storprof record --output DIR/<host>` on each host).
-    #[arg(value_name = "SESSION", required = true, num_args = 1..)]
-    pub sessions: Vec<PathBuf>,
-    /// Output directory for merged.json, report.md and merged.tar.gz.
-    #[arg(short = 'o', long = "output", value_name = "DIR")]
-    pub output: PathBuf,
-    #[command(flatten)]
-    pub thresholds: ThresholdArgs,
 }
 
 /// Load, analyse and merge `sessions` (no files written).

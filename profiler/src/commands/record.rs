@@ -1,0 +1,27 @@
+//! `storprof record`: [`crate::cli::RecordArgs`] → [`RecordOptions`](crate::record::RecordOptions),
+//! then [`crate::record::record`]; exits with the traced command's status.
+use crate::{
+    cli::{RecordArgs, exit},
+    record::{RecordError, record},
+};
+
+/// Runs `storprof record`; returns the process exit code.
+pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
+    match record(&args.to_options()) {
+        Ok(outcome) => {
+            eprintln!("storprof: session written to {}", outcome.dir.display());
+            Ok(outcome.exit_code)
+        }
+        Err(
+            err @ (RecordError::NotRoot
+            | RecordError::NothingToRecord
+            | RecordError::UnknownCommand(_)
+            | RecordError::NoSuchPid(_)
+            | RecordError::Select(_)),
+        ) => {
+            eprintln!("storprof: error: {err}");
+            Ok(exit::USAGE)
+        }
+        Err(err) => Err(err.into()),
+    }
+}
