@@ -175,4 +175,28 @@ mod tests {
         );
         assert_eq!(rank("BenchError"), rank("error"));
     }
+
+    #[test]
+    fn an_upward_import_is_reported() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("engine")).unwrap();
+        std::fs::write(
+            d.path().join("engine/mod.rs"),
+            "use crate::{metrics::RankEpoch, output::ts};\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("output.rs"),
+            "use crate::metrics::RankEpoch;\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("metrics.rs"), "fn f() { crate::run::go() }\n").unwrap();
+        assert_eq!(
+            violations(d.path()),
+            [
+                ("engine/mod.rs".to_string(), "output".to_string()),
+                ("metrics.rs".to_string(), "run".to_string()),
+            ]
+        );
+    }
 }

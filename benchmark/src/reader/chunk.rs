@@ -1,5 +1,8 @@
 //! arrow-rs `ChunkReader` over our [`RandomAccess`], counting bytes and
-//! requests so generic-reader paths report real I/O.
+//! requests so generic-reader paths report real I/O. Its reads are all
+//! [`ReadKind::Data`], footers included (dlio-legacy rereads them for every
+//! sample, as pyarrow does; decode's generic fallback loads arrow's metadata
+//! through it once per file).
 use std::{
     io::{BufReader, Read},
     sync::{
@@ -14,7 +17,7 @@ use parquet::{
     file::reader::{ChunkReader, Length},
 };
 
-use crate::storage::RandomAccess;
+use crate::storage::{RandomAccess, ReadKind};
 
 /// A `ChunkReader` reading through a storage handle (clones share counters).
 #[derive(Clone)]
@@ -60,7 +63,7 @@ impl Read for StorageRead {
             return Ok(0);
         }
         self.ra
-            .read_exact_at(&mut buf[..n], self.pos)
+            .read_into(&mut buf[..n], self.pos, ReadKind::Data)
             .map_err(std::io::Error::other)?;
         self.pos += n as u64;
         self.counters.0.fetch_add(n as u64, Ordering::Relaxed);
@@ -86,7 +89,7 @@ impl ChunkReader for StorageChunkReader {
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         let b = self
             .ra
-            .read_range(start, length)
+            .read_bytes(start, length, ReadKind::Data)
             .map_err(|e| ParquetError::External(Box::new(e)))?;
         self.counters.0.fetch_add(length as u64, Ordering::Relaxed);
         self.counters.1.fetch_add(1, Ordering::Relaxed);

@@ -16,6 +16,9 @@
 //! mpirun itself (it names the rank and node and kills the job); the timeout
 //! covers ranks that hang and hosts that stop answering.
 //!
+//! [`run_bench`] and [`run_datagen`] are what `storprof bench|datagen` run
+//! under mpirun: the world is bench's rank set, datagen's ranks split the files.
+//!
 //! Hosts are named by [`crate::output::host_label`] (`$STORPROF_HOST`, else
 //! the hostname), so network-namespace hosts on one machine stay apart.
 use std::time::Duration;
