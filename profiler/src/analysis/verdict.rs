@@ -656,7 +656,7 @@ fn device_evidence(f: &Features) -> Vec<Figure> {
 
 /// Share from which a hot category is named in the headline: smaller ones
 /// explain too little of the CPU to be the cause.
-const HEADLINE_CATEGORY_MIN_SHARE: f64 = 0.05;
+pub const HEADLINE_CATEGORY_MIN_SHARE: f64 = 0.05;
 
 /// The hottest frames a headline names: categories of at least
 /// [`HEADLINE_CATEGORY_MIN_SHARE`] (not the "other" buckets), else the
