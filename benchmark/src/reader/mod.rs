@@ -174,3 +174,67 @@ pub(crate) fn sample_value_bytes(a: &dyn arrow_array::Array) -> u64 {
         t => a.len() as u64 * t.primitive_width().unwrap_or(0) as u64,
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::{Accelerator, Workload, load};
+    use crate::format::{FluxSchema, write_parquet_file};
+    use crate::storage::{S3Options, S3Storage, S3Url};
+
+    fn flux(params: &[&str]) -> DlioConfig {
+        let params: Vec<String> = params.iter().map(|s| s.to_string()).collect();
+        load(Some(Workload::Flux), Accelerator::B200, None, &params)
+            .unwrap()
+            .to_config()
+            .unwrap()
+    }
+
+    #[test]
+    fn readers_choose_their_storage_options() {
+        let cfg = flux(&[]);
+        assert!(ReaderKind::Raw.storage_options(&cfg).mmap);
+        assert!(ReaderKind::Decode.storage_options(&cfg).mmap);
+        // pyarrow's read_table preads: dlio-legacy never maps.
+        assert!(!ReaderKind::DlioLegacy.storage_options(&cfg).mmap);
+        let no_mmap = flux(&["reader.dont_use_mmap=True"]);
+        assert!(!ReaderKind::Raw.storage_options(&no_mmap).mmap);
+        let odirect = flux(&["reader.odirect=True"]);
+        let o = ReaderKind::Raw.storage_options(&odirect);
+        assert!(o.odirect && !o.mmap);
+    }
+
+    #[test]
+    fn raw_parquet_over_in_memory_s3_counts_footers_as_metadata() {
+        let url = S3Url::parse("s3://mem/ds").unwrap().unwrap();
+        let st = Arc::new(S3Storage::in_memory(url, &S3Options::default()).unwrap());
+        let schema = FluxSchema {
+            columns: vec![("a".into(), 1000), ("b".into(), 7)],
+        };
+        write_parquet_file(&*st, "train/f.parquet", &schema, 6, 2, 5).unwrap();
+        let before = st.request_counts().unwrap();
+        let reader = make_reader(
+            FormatKind::Parquet,
+            ReaderKind::Raw,
+            st.clone(),
+            ReaderOptions::default(),
+        )
+        .unwrap();
+        let stats = reader.read_samples("train/f.parquet", &[0, 1, 4]).unwrap();
+        assert_eq!(stats.samples, 3);
+        // Raw samples are their share of the group's bytes (values, levels, page headers).
+        assert!(stats.sample_bytes >= 3 * schema.row_bytes());
+        let c = st.request_counts().unwrap().since(&before);
+        // The footer (one tail GET), then row groups 0 and 2 as data reads.
+        assert_eq!(c.metadata_get_requests, 1);
+        assert_eq!(c.data_reads, 2);
+        assert_eq!(c.data_get_requests, 2);
+        assert_eq!(c.head_requests, 0, "the size is known from the upload");
+        // A new epoch reads row groups again, but the footer stays cached.
+        reader.start_epoch(2);
+        reader.read_samples("train/f.parquet", &[5]).unwrap();
+        let c = st.request_counts().unwrap().since(&before);
+        assert_eq!((c.metadata_get_requests, c.data_reads), (1, 3));
+    }
+}
