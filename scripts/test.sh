@@ -45,5 +45,6 @@ if [ "$(id -u)" = 0 ]; then
   ran=$(cargo test "${test_args[@]}" -- --ignored --list 2>/dev/null | grep -c ': test$' || true)
   echo "root-only tests: $ran ran (root)"
 else
+  # With the mpi feature on, every ignored test is a root test.
   echo "root-only tests: $(sum_ignored "$test_log") ignored (not root)"
 fi

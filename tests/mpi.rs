@@ -1,8 +1,8 @@
 //! `storprof bench`/`datagen` under `mpirun` on this host: 2 and 4 ranks
 //! with exact per-rank shards and DLIO's metrics, and a hung or dead rank
 //! ending the job with a message instead of a hang. Skipped (with the
-//! reason printed) when mpirun is missing or storprof was built without
-//! `--features storprof/mpi`.
+//! reason printed) when mpirun is missing; ignored when storprof is built
+//! without `--features storprof/mpi`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -234,6 +234,7 @@ fn check_run(n: usize, data: &Path, results: &Path) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "mpi"), ignore = "needs --features storprof/mpi")]
 fn bench_under_mpirun_2_and_4_ranks() {
     skip_unless_mpi!();
     let tmp = tempfile::tempdir().unwrap();
@@ -245,6 +246,7 @@ fn bench_under_mpirun_2_and_4_ranks() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "mpi"), ignore = "needs --features storprof/mpi")]
 fn hung_or_dead_rank_ends_the_job_naming_it() {
     skip_unless_mpi!();
     let tmp = tempfile::tempdir().unwrap();
