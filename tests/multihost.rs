@@ -399,7 +399,7 @@ fn throttled_netns_host_is_the_storage_bound_straggler() {
     // The launch agent: the slow host's daemon (and so its ranks) joins
     // the throttled group, then the repo's netns agent starts it in its host.
     let agent = tmp.path().join("agent.sh");
-    let repo_agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/netns-rsh-agent.sh");
+    let repo_agent = support::repo().join("scripts/netns-rsh-agent.sh");
     fs::write(
         &agent,
         format!(
@@ -556,7 +556,7 @@ fn ctrl_c_of_mpirun_stops_every_rank_with_results_written() {
     let tmp = scratch();
     let data = datagen(tmp.path());
     let hosts = TestHosts::create();
-    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/netns-rsh-agent.sh");
+    let agent = support::repo().join("scripts/netns-rsh-agent.sh");
     let results = tmp.path().join("results");
     let mut mpirun = mpirun_bench(&agent, &data, &results, &["--epochs", "1000"]);
     mpirun

@@ -276,8 +276,8 @@ fn scenario_suite() {
     }
     if let Some(python) = &python {
         let py = python.to_str().expect("utf-8 path").to_string();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/python/pipeline.py")
+        let script = support::repo()
+            .join("tests/python/pipeline.py")
             .to_string_lossy()
             .into_owned();
         let parquet = dir.join("pipeline-parquet");
