@@ -20,9 +20,10 @@ as_root() {
 # python3-venv: pyarrow/numpy cross-checks in a venv.
 # openmpi-bin/libopenmpi-dev/libclang-dev: the `mpi` feature (rsmpi's bindgen) and the mpirun tests.
 # iproute2: `ip netns`/bridge test hosts of tests/multihost.rs.
+# tmux: the live view's terminal test (tests/live.rs).
 APT_PACKAGES=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev bpftrace bpftool
               build-essential libc6-dev pkg-config python3-venv
-              openmpi-bin libopenmpi-dev libclang-dev iproute2)
+              openmpi-bin libopenmpi-dev libclang-dev iproute2 tmux)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

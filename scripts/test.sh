@@ -17,6 +17,17 @@ sum_ignored() {
   awk '/^test result:/ { for (i = 2; i <= NF; i++) if ($i == "ignored;") n += $(i - 1) } END { print n + 0 }' "$1"
 }
 
+# Disk: a full run takes about 5 GiB under target/ (release build with line
+# tables, test binaries, the probe builds, the venv). Say so up front rather
+# than failing on ENOSPC half-way.
+target_fs="${CARGO_TARGET_DIR:-target}"
+mkdir -p "$target_fs"
+free_kib=$(df -Pk "$target_fs" | awk 'NR == 2 { print $4 }')
+echo "disk: $((free_kib / 1024)) MiB free under $target_fs (a full run needs about 6 GiB)"
+if [ "${free_kib:-0}" -lt $((6 * 1024 * 1024)) ]; then
+  echo "warning: less than 6 GiB free; the build may fail with 'No space left on device'" >&2
+fi
+
 step "setup"
 STORPROF_SETUP_QUIET=${STORPROF_SETUP_QUIET:-1} bash scripts/setup.sh
 
@@ -48,3 +59,4 @@ else
   # With the mpi feature on, every ignored test is a root test.
   echo "root-only tests: $(sum_ignored "$test_log") ignored (not root)"
 fi
+echo "disk: target/ holds $(du -sm "$target_fs" 2>/dev/null | cut -f1) MiB after the run"

@@ -16,34 +16,17 @@
 //!
 //! The second test runs the embedded demo (`storprof diagnose` with no
 //! command) at its small scale.
-use std::{
-    fs,
-    os::unix::fs::MetadataExt,
-    path::{Path, PathBuf},
-    process::Command,
-    time::Instant,
-};
+use std::{fs, path::Path, process::Command, time::Instant};
 
 mod support;
 use support::{
-    SESSION_FILES, STORPROF, assert_root, build_c, python_with_pyarrow, save_session_files,
-    saving_fixtures, session_fixture,
+    SESSION_FILES, STORPROF, Throttle, assert_root, build_workload, python_with_pyarrow,
+    save_session_files, saving_fixtures, session_fixture,
 };
 
 /// Scratch space on a real disk, so the blkio throttle has a block device to act on.
 fn scratch() -> tempfile::TempDir {
     support::scratch("scenarios")
-}
-
-fn build_workload(dir: &Path) -> PathBuf {
-    let src = support::repo().join("tests/workloads/workload.c");
-    let bin = dir.join("workload");
-    build_c(
-        &src,
-        &bin,
-        &["-O2", "-static", "-pthread", "-fno-omit-frame-pointer"],
-    );
-    bin
 }
 
 /// Run `storprof diagnose -- cmd...`: the verdict.json it wrote, and the
@@ -92,36 +75,6 @@ fn save_fixture(name: &str, session: &Path) {
     let dest = session_fixture(format!("real-{name}"));
     save_session_files(session, &dest, SESSION_FILES);
     eprintln!("saved fixture {}", dest.display());
-}
-
-/// A blkio (cgroup v1) group throttling reads of the device behind `path`.
-struct Throttle {
-    dir: PathBuf,
-}
-
-impl Throttle {
-    fn new(path: &Path, bytes_per_sec: u64) -> Option<Throttle> {
-        let root = Path::new("/sys/fs/cgroup/blkio");
-        if !root.join("blkio.throttle.read_bps_device").exists() {
-            return None;
-        }
-        let dev = fs::metadata(path).ok()?.dev();
-        let (major, minor) = (libc::major(dev), libc::minor(dev));
-        let dir = root.join(format!("storprof-scenario-{}", std::process::id()));
-        fs::create_dir_all(&dir).ok()?;
-        fs::write(
-            dir.join("blkio.throttle.read_bps_device"),
-            format!("{major}:{minor} {bytes_per_sec}"),
-        )
-        .ok()?;
-        Some(Throttle { dir })
-    }
-}
-
-impl Drop for Throttle {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir(&self.dir);
-    }
 }
 
 struct Outcome {

@@ -26,8 +26,13 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::analysis::Thresholds;
 use crate::commands::demo::DemoScale;
-use crate::record::{RecordOptions, UnwindMode, args::default_output};
+use crate::record::{
+    RecordOptions, UnwindMode,
+    args::default_output,
+    live::{LiveOptions, LiveView, ThenAction},
+};
 
 /// Exit codes of `storprof`.
 pub mod exit {
@@ -123,24 +128,73 @@ pub struct RecordArgs {
     /// --freq period (10101 µs at 99 Hz).
     #[arg(long, value_name = "US")]
     pub offcpu_quantum_us: Option<u32>,
+    /// The live view: `auto` (a status block under the command's output
+    /// when stderr is a terminal, else one line per update), `block`,
+    /// `lines` or `off`.
+    #[arg(long, value_enum, default_value_t = LiveView::Auto)]
+    pub live: LiveView,
+    /// Seconds between two live updates (each analyses the recording so far).
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub live_interval: f64,
+    /// Stop recording once the training window has begun and the verdict
+    /// and its confidence label have held for SECS (default 30) of it; a
+    /// stall stops at once. The session, report and bundle are written as
+    /// usual and say the verdict was reached early.
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "30")]
+    pub until_verdict: Option<f64>,
+    /// After an early verdict: `stop` the workload (SIGTERM, SIGKILL 5 s
+    /// later) or leave it running (`continue`). Default: stop a command
+    /// storprof launched, leave --pid processes running.
+    #[arg(long, value_enum, value_name = "ACTION", requires = "until_verdict")]
+    pub then: Option<ThenAction>,
+    /// Seconds without progress (no read, no hand-off between threads)
+    /// before the job is `stalled` (default 60, from the thresholds).
+    #[arg(long, value_name = "SECS")]
+    pub stall_after: Option<f64>,
     /// The command to run and trace, after `--`.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
+/// A time option in seconds: finite and above zero, else a usage error.
+fn seconds(flag: &str, value: f64) -> Result<std::time::Duration, String> {
+    if value.is_finite() && value > 0.0 {
+        Ok(std::time::Duration::from_secs_f64(value))
+    } else {
+        Err(format!(
+            "{flag} must be a number of seconds above 0, not {value}"
+        ))
+    }
+}
+
 impl RecordArgs {
-    /// The library options: a non-positive or non-finite duration is none,
-    /// the frequency at least 1 Hz, the output a timestamped directory by
-    /// default.
-    pub fn to_options(&self) -> RecordOptions {
-        RecordOptions {
+    /// The library options, with `thresholds` for the live verdicts
+    /// (`--stall-after` overrides their `stall_s`): the frequency at least
+    /// 1 Hz, the output a timestamped directory by default. Times that are
+    /// not above zero are usage errors, in words.
+    pub fn to_options(&self, thresholds: &Thresholds) -> Result<RecordOptions, String> {
+        let mut thresholds = thresholds.clone();
+        if let Some(stall) = self.stall_after {
+            thresholds.stall_s = seconds("--stall-after", stall)?.as_secs_f64();
+        }
+        let live = LiveOptions {
+            view: self.live,
+            interval: seconds("--live-interval", self.live_interval)?,
+            until_verdict: self
+                .until_verdict
+                .map(|s| seconds("--until-verdict", s))
+                .transpose()?,
+            then: self.then,
+            thresholds,
+        };
+        Ok(RecordOptions {
             command: self.command.clone(),
             pids: self.pids.clone(),
             netns: self.netns.clone(),
             duration: self
                 .duration
-                .filter(|d| d.is_finite() && *d > 0.0)
-                .map(std::time::Duration::from_secs_f64),
+                .map(|d| seconds("--duration", d))
+                .transpose()?,
             freq_hz: self.freq.max(1),
             output: self.output.clone().unwrap_or_else(default_output),
             as_root: self.as_root,
@@ -148,6 +202,18 @@ impl RecordArgs {
             unwind: self.unwind,
             stack_bytes: self.stack_bytes,
             offcpu_quantum_us: self.offcpu_quantum_us,
+            live,
+        })
+    }
+
+    /// The `--stall-after` override applied to `thresholds` (for the report).
+    pub fn thresholds(&self, thresholds: Thresholds) -> Thresholds {
+        match self.stall_after {
+            Some(s) if s.is_finite() && s > 0.0 => Thresholds {
+                stall_s: s,
+                ..thresholds
+            },
+            _ => thresholds,
         }
     }
 }
@@ -247,6 +313,7 @@ pub struct MergeArgs {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use clap::CommandFactory;
 
@@ -256,5 +323,50 @@ mod tests {
     #[test]
     fn command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    fn record_args(args: &[&str]) -> Result<super::RecordArgs, clap::Error> {
+        use clap::Parser;
+        let argv = ["storprof", "record"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            super::Command::Record(r) => Ok(r),
+            _ => unreachable!("parsed a record command"),
+        }
+    }
+
+    #[test]
+    fn until_verdict_defaults_to_30_s_and_bad_times_are_usage_errors() {
+        let t = super::Thresholds::default();
+        let r = record_args(&["--until-verdict", "--", "true"]).unwrap();
+        let o = r.to_options(&t).unwrap();
+        assert_eq!(
+            o.live.until_verdict,
+            Some(std::time::Duration::from_secs(30))
+        );
+        assert_eq!(o.live.then, None);
+        let r =
+            record_args(&["--until-verdict", "10", "--then", "continue", "--", "true"]).unwrap();
+        let o = r.to_options(&t).unwrap();
+        assert_eq!(
+            o.live.until_verdict,
+            Some(std::time::Duration::from_secs(10))
+        );
+        assert_eq!(o.live.then, Some(super::ThenAction::Continue));
+        for bad in [
+            &["--until-verdict", "0"][..],
+            &["--until-verdict=-5"],
+            &["--stall-after", "0"],
+            &["--live-interval", "NaN"],
+            &["--duration=-1"],
+        ] {
+            let r = record_args(bad).unwrap();
+            let err = r.to_options(&t).unwrap_err();
+            assert!(err.contains("above 0"), "{bad:?}: {err}");
+        }
+        // --then needs --until-verdict.
+        assert!(record_args(&["--then", "stop", "--", "true"]).is_err());
+        let r = record_args(&["--stall-after", "5", "--", "true"]).unwrap();
+        assert_eq!(r.to_options(&t).unwrap().live.thresholds.stall_s, 5.0);
+        assert_eq!(r.thresholds(t.clone()).stall_s, 5.0);
     }
 }

@@ -107,7 +107,9 @@ where
 /// Runs `cmd` (output captured) with a hard deadline: a hang fails the test,
 /// naming `what`, instead of blocking CI.
 pub fn run_within(mut cmd: Command, limit: Duration, what: &str) -> Output {
-    let child = cmd
+    // Its own process group: a hang kills whatever it started too (a
+    // leftover holding the output pipes would block the test).
+    let child = std::os::unix::process::CommandExt::process_group(&mut cmd, 0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -123,8 +125,9 @@ pub fn run_within(mut cmd: Command, limit: Duration, what: &str) -> Output {
                 return false;
             }
         }
-        // SAFETY: kill(2) of the child we started, after its deadline.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        // SAFETY: kill(2) of the process group of the child we started,
+        // after its deadline.
+        unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
         true
     });
     let out = child.wait_with_output().unwrap();
@@ -283,4 +286,46 @@ pub fn python_version(python: &Path) -> String {
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A blkio (cgroup v1) group throttling reads of the device behind `path`.
+pub struct Throttle {
+    pub dir: PathBuf,
+}
+
+impl Throttle {
+    pub fn new(path: &Path, bytes_per_sec: u64) -> Option<Throttle> {
+        let root = Path::new("/sys/fs/cgroup/blkio");
+        if !root.join("blkio.throttle.read_bps_device").exists() {
+            return None;
+        }
+        let dev = std::os::unix::fs::MetadataExt::dev(&fs::metadata(path).ok()?);
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        let dir = root.join(format!("storprof-scenario-{}", std::process::id()));
+        fs::create_dir_all(&dir).ok()?;
+        fs::write(
+            dir.join("blkio.throttle.read_bps_device"),
+            format!("{major}:{minor} {bytes_per_sec}"),
+        )
+        .ok()?;
+        Some(Throttle { dir })
+    }
+}
+
+impl Drop for Throttle {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// tests/workloads/workload.c, built static into `dir`.
+pub fn build_workload(dir: &Path) -> PathBuf {
+    let src = repo().join("tests/workloads/workload.c");
+    let bin = dir.join("workload");
+    build_c(
+        &src,
+        &bin,
+        &["-O2", "-static", "-pthread", "-fno-omit-frame-pointer"],
+    );
+    bin
 }

@@ -6,6 +6,9 @@
  *   workload spin THREADS SECONDS          busy threads (cpu-starved when THREADS > cores)
  *   workload lock THREADS SECONDS          threads fighting over one mutex (lock-contention)
  *   workload make-file FILE MIB            write a file of MIB MiB and fsync it
+ *   workload fork-deadlock FILE SECONDS    read FILE for SECONDS, then fork while a thread holds
+ *                                          a lock: the child waits for it forever (its owner did
+ *                                          not survive the fork), the parent waits for the child
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,9 +109,37 @@ static int make_file(const char *path, long mib) {
     return 0;
 }
 
+static pthread_mutex_t g_forked_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int g_lock_taken;
+
+static void *hold_lock_thread(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&g_forked_lock);
+    g_lock_taken = 1;
+    for (;;) sleep(3600);
+    return NULL;
+}
+
+static int fork_deadlock(const char *path, double seconds) {
+    if (read_loop(path, seconds, 0)) return 1;
+    pthread_t t;
+    if (pthread_create(&t, NULL, hold_lock_thread, NULL)) die("pthread_create");
+    while (!g_lock_taken) usleep(1000);
+    pid_t child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        /* The lock's owner exists only in the parent: this never returns. */
+        pthread_mutex_lock(&g_forked_lock);
+        _exit(0);
+    }
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: workload odirect-read|cached-read FILE SECONDS | spin|lock THREADS SECONDS | make-file FILE MIB\n");
+        fprintf(stderr, "usage: workload odirect-read|cached-read FILE SECONDS | spin|lock THREADS SECONDS | make-file FILE MIB | fork-deadlock FILE SECONDS\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -116,6 +148,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "spin")) return run_threads(spin_thread, atoi(argv[2]), atof(argv[3]));
     if (!strcmp(mode, "lock")) return run_threads(lock_thread, atoi(argv[2]), atof(argv[3]));
     if (!strcmp(mode, "make-file")) return make_file(argv[2], atol(argv[3]));
+    if (!strcmp(mode, "fork-deadlock")) return fork_deadlock(argv[2], atof(argv[3]));
     fprintf(stderr, "workload: unknown mode %s\n", mode);
     return 2;
 }

@@ -168,6 +168,9 @@ pub struct BenchFeature {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Features {
     pub duration_s: f64,
+    /// No progress at the end of the data ([`super::stall::detect`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<super::stall::Stall>,
     pub num_cpus: u32,
     pub threads_total: usize,
     pub processes_total: usize,
@@ -577,6 +580,8 @@ impl Features {
         let processes: BTreeSet<u32> = threads.iter().map(|t| t.pid).collect();
         Self {
             duration_s,
+            // Set by `analysis::analyze` (stall::detect).
+            stall: None,
             num_cpus: session.info.num_cpus,
             threads_total: threads.len(),
             processes_total: processes.len(),

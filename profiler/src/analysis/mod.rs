@@ -7,6 +7,7 @@
 //!        │                                   path; replaces the reader shares
 //!        │                                   when a consumer is found)
 //!        │ frames::hot_frames               (hottest categories, functions, libraries)
+//!        │ stall::detect                    (no progress at the end: blocked or looping)
 //!        ▼
 //! verdict::decide ──► Decision (data) ──► output::wording ──► Verdict (verdict.json)
 //!                                                    ──► output::report, bundle
@@ -16,6 +17,7 @@
 //! `profiler/THRESHOLDS.md`); change them there, not in the rules.
 pub mod features;
 pub mod frames;
+pub mod stall;
 pub mod thresholds;
 pub mod verdict;
 pub mod waitgraph;
@@ -53,6 +55,7 @@ pub struct Analysis {
 /// Analyses a loaded session.
 pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
     let mut features = Features::extract(session, thresholds);
+    features.stall = stall::detect(session, thresholds);
     let wait = waitgraph::analyze(session, thresholds);
     let path = wait
         .as_ref()
@@ -508,7 +511,8 @@ mod tests {
                 "cpu-starved",
                 "lock-contention",
                 "memory-pressure",
-                "network-bound"
+                "network-bound",
+                "stalled"
             ]
         );
         for v in VerdictId::ALL {

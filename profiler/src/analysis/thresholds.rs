@@ -100,6 +100,16 @@ pub struct Thresholds {
     /// Default 1.0 s (about 100 samples at 99 Hz).
     pub min_reader_thread_s: f64,
 
+    // ---- stalled ----
+    /// Seconds without progress (no read-syscall bytes, no wake-up handed
+    /// between traced threads) before a job is stalled. Default 60 s: the
+    /// longest quiet stretch of a healthy DataLoader run is a few seconds
+    /// (worker start-up, an epoch boundary); 0 disables the rule.
+    pub stall_s: f64,
+    /// A thread on a CPU at least this share of the quiet time is a busy
+    /// loop. Default 0.9.
+    pub stall_busy_share: f64,
+
     // ---- confidence weights (our own judgment, not from a source) ----
     /// Share of the score kept as confidence when the primary finding has
     /// no margin over the runner-up; the rest is earned linearly up to
@@ -146,6 +156,8 @@ impl Default for Thresholds {
             memory_reclaim_share: 0.2,
             network_socket_share: 0.3,
             io_mismatch_factor: 2.0,
+            stall_s: 60.0,
+            stall_busy_share: 0.9,
             confident_margin: 0.3,
             min_reader_thread_s: 1.0,
             confidence_no_margin_factor: 0.6,

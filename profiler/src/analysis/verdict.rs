@@ -24,6 +24,7 @@ use super::{
     Thresholds,
     features::Features,
     frames::{FrameShare, HotFrames},
+    stall::{Stall, StallKind},
     waitgraph::{ConsumerTime, PathShare, Phase, RoleRow, WaitAnalysis, Window},
 };
 
@@ -51,6 +52,9 @@ pub enum VerdictId {
     MemoryPressure,
     /// Workers waiting on socket receives (object storage).
     NetworkBound,
+    /// No progress at all: nothing read, nothing handed on, for
+    /// `stall_s`; threads blocked with nobody to wake them, or looping.
+    Stalled,
 }
 
 /// A verdict rule: the id it decides, its name in verdict.json and the
@@ -64,7 +68,7 @@ pub struct Rule {
 
 /// Every rule, in the ids' order: adding a verdict is one entry here (plus
 /// its [`VerdictId`] variant and its wording in `output::wording`).
-pub const RULES: [Rule; 8] = [
+pub const RULES: [Rule; 9] = [
     Rule {
         id: VerdictId::CpuBoundReader,
         name: "cpu-bound-reader",
@@ -104,6 +108,11 @@ pub const RULES: [Rule; 8] = [
         id: VerdictId::NetworkBound,
         name: "network-bound",
         score: |f, _, t| rule_network_bound(f, t),
+    },
+    Rule {
+        id: VerdictId::Stalled,
+        name: "stalled",
+        score: |f, _, _| rule_stalled(f),
     },
 ];
 
@@ -254,6 +263,19 @@ pub enum Figure {
     ReaderSocketRecv {
         share: f64,
     },
+    /// Seconds without a read or a hand-off, up to the end of the data.
+    NoProgress {
+        seconds: f64,
+        /// No hand-off between traced threads either (a blocked stall).
+        handoffs_too: bool,
+    },
+    /// A thread a stall is stuck on.
+    StalledThread {
+        comm: String,
+        tid: u32,
+        state: String,
+        seconds: f64,
+    },
 }
 
 impl Figure {
@@ -284,6 +306,8 @@ impl Figure {
             Self::ReaderReclaim { .. } => "reader_reclaim_share",
             Self::OomKilled => "oom_killed",
             Self::ReaderSocketRecv { .. } => "reader_socket_recv_share",
+            Self::NoProgress { .. } => "no_progress_s",
+            Self::StalledThread { tid, .. } => return format!("stalled_thread:{tid}"),
         }
         .to_string()
     }
@@ -312,6 +336,7 @@ impl Figure {
             Self::BusyThreads(n) | Self::NumCpus(n) => f64::from(*n),
             Self::CpuDemandThreads(x) | Self::CpusUsed(x) => *x,
             Self::OomKilled => 1.0,
+            Self::NoProgress { seconds, .. } | Self::StalledThread { seconds, .. } => *seconds,
         }
     }
 
@@ -323,6 +348,7 @@ impl Figure {
             Self::BusyThreads(_) | Self::CpuDemandThreads(_) => "threads",
             Self::NumCpus(_) | Self::CpusUsed(_) => "cpus",
             Self::OomKilled => "bool",
+            Self::NoProgress { .. } | Self::StalledThread { .. } => "s",
             _ => "fraction",
         }
     }
@@ -418,6 +444,13 @@ pub enum Detail {
     },
     NetworkBound {
         socket_share: f64,
+    },
+    Stalled {
+        /// None: the rule did not fire.
+        kind: Option<StallKind>,
+        quiet_s: f64,
+        /// (comm, tid) of the threads it is stuck on.
+        threads: Vec<(String, u32)>,
     },
 }
 
@@ -522,6 +555,8 @@ pub struct Decision {
     pub consumers: Vec<ConsumerTime>,
     pub roles: Vec<RoleRow>,
     pub critical_path: Vec<PathShare>,
+    /// The stall, when the verdict is `stalled`.
+    pub stall: Option<Stall>,
 }
 
 /// `verdict.json`.
@@ -565,6 +600,10 @@ pub struct Verdict {
     /// Where the consumer's data wait went, heaviest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub critical_path: Vec<PathShare>,
+    /// The stall, with the stacks of the threads it is stuck on, when the
+    /// verdict is `stalled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<Stall>,
 }
 
 impl Decision {
@@ -935,6 +974,47 @@ fn rule_network_bound(f: &Features, t: &Thresholds) -> Finding {
     }
 }
 
+fn rule_stalled(f: &Features) -> Finding {
+    let Some(stall) = &f.stall else {
+        return Finding {
+            verdict: VerdictId::Stalled,
+            fired: false,
+            score: 0.0,
+            detail: Detail::Stalled {
+                kind: None,
+                quiet_s: 0.0,
+                threads: Vec::new(),
+            },
+            figures: Vec::new(),
+        };
+    };
+    let mut figures = vec![Figure::NoProgress {
+        seconds: stall.quiet_s,
+        handoffs_too: stall.kind == StallKind::Blocked,
+    }];
+    figures.extend(stall.threads.iter().map(|th| Figure::StalledThread {
+        comm: th.comm.clone(),
+        tid: th.tid,
+        state: th.state.clone(),
+        seconds: th.seconds,
+    }));
+    Finding {
+        verdict: VerdictId::Stalled,
+        fired: true,
+        score: 1.0,
+        detail: Detail::Stalled {
+            kind: Some(stall.kind),
+            quiet_s: stall.quiet_s,
+            threads: stall
+                .threads
+                .iter()
+                .map(|th| (th.comm.clone(), th.tid))
+                .collect(),
+        },
+        figures,
+    }
+}
+
 /// Every rule's finding, in [`RULES`] order.
 pub fn findings(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Vec<Finding> {
     RULES.iter().map(|r| (r.score)(f, hot_oncpu, t)).collect()
@@ -1004,6 +1084,9 @@ fn bench_notes(f: &Features, t: &Thresholds) -> Vec<Note> {
 /// frames; [`Decision::attach_wait`] adds the wait-for graph's figures.
 pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
     let mut all = findings(f, hot_oncpu, t);
+    // A stall is reported only when there is one: it is not a share of
+    // anything to rank among the others.
+    all.retain(|x| x.verdict != VerdictId::Stalled || x.fired);
     // Fired first, then by score; ties by id order so output is deterministic.
     all.sort_by(|a, b| {
         b.fired
@@ -1020,8 +1103,21 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
         let cb = all.remove(i);
         all.insert(0, cb);
     }
+    // A job that makes no progress is limited by nothing else.
+    if let Some(i) = all.iter().position(|x| x.verdict == VerdictId::Stalled) {
+        let stalled = all.remove(i);
+        all.insert(0, stalled);
+    }
     let primary = all.remove(0);
-    let runner_score = all.first().map_or(0.0, |r| r.score);
+    let stall = (primary.verdict == VerdictId::Stalled)
+        .then(|| f.stall.clone())
+        .flatten();
+    // The stall's certainty does not depend on how the other shares rank.
+    let runner_score = if stall.is_some() {
+        0.0
+    } else {
+        all.first().map_or(0.0, |r| r.score)
+    };
     let confidence = confidence(&primary, runner_score, f, t);
     let inconclusive = !primary.fired;
 
@@ -1053,6 +1149,7 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
         consumers: Vec::new(),
         roles: Vec::new(),
         critical_path: Vec::new(),
+        stall,
     }
 }
 
@@ -1073,7 +1170,8 @@ mod tests {
             | VerdictId::CpuStarved
             | VerdictId::LockContention
             | VerdictId::MemoryPressure
-            | VerdictId::NetworkBound => id,
+            | VerdictId::NetworkBound
+            | VerdictId::Stalled => id,
         };
         let f = Features::default();
         let t = Thresholds::default();

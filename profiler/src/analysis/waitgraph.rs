@@ -1368,6 +1368,7 @@ mod tests {
             waits: Some(WaitGraph {
                 bucket_ns: S,
                 edges,
+                pending: Vec::new(),
             }),
             ..Session::default()
         }

@@ -311,6 +311,11 @@ pub fn run_demo(options: &DemoOptions) -> anyhow::Result<DemoOutcome> {
             freq_hz: options.freq_hz,
             output: session_dir.clone(),
             as_root: options.as_root,
+            // The demo prints its own stages.
+            live: record::live::LiveOptions {
+                view: record::live::LiveView::Off,
+                ..record::live::LiveOptions::default()
+            },
             ..RecordOptions::default()
         };
         let outcome = record::record(&rec)?;

@@ -14,17 +14,27 @@ use crate::{
 
 /// Runs `storprof diagnose`.
 pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
-    let thresholds = load_thresholds(args.thresholds.thresholds.as_deref())?;
+    let thresholds = args
+        .record
+        .thresholds(load_thresholds(args.thresholds.thresholds.as_deref())?);
+    let options = match args.record.to_options(&thresholds) {
+        Ok(o) => o,
+        Err(message) => {
+            eprintln!("storprof: error: {message}");
+            return Ok(exit::USAGE);
+        }
+    };
     if args.record.command.is_empty() && args.record.pids.is_empty() {
         return run_demo(args, thresholds);
     }
-    let outcome = match record::record(&args.record.to_options()) {
+    let outcome = match record::record(&options) {
         Ok(o) => o,
         Err(
             err @ (RecordError::NotRoot
             | RecordError::NothingToRecord
             | RecordError::UnknownCommand(_)
-            | RecordError::NoSuchPid(_)),
+            | RecordError::NoSuchPid(_)
+            | RecordError::CannotSignal { .. }),
         ) => {
             eprintln!("storprof: error: {err}");
             return Ok(exit::USAGE);

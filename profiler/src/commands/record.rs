@@ -1,13 +1,21 @@
 //! `storprof record`: [`crate::cli::RecordArgs`] → [`RecordOptions`](crate::record::RecordOptions),
 //! then [`crate::record::record`]; exits with the traced command's status.
 use crate::{
+    analysis::Thresholds,
     cli::{RecordArgs, exit},
     record::{RecordError, record},
 };
 
 /// Runs `storprof record`; returns the process exit code.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
-    match record(&args.to_options()) {
+    let options = match args.to_options(&Thresholds::default()) {
+        Ok(o) => o,
+        Err(message) => {
+            eprintln!("storprof: error: {message}");
+            return Ok(exit::USAGE);
+        }
+    };
+    match record(&options) {
         Ok(outcome) => {
             eprintln!("storprof: session written to {}", outcome.dir.display());
             Ok(outcome.exit_code)
@@ -17,6 +25,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
             | RecordError::NothingToRecord
             | RecordError::UnknownCommand(_)
             | RecordError::NoSuchPid(_)
+            | RecordError::CannotSignal { .. }
             | RecordError::Select(_)),
         ) => {
             eprintln!("storprof: error: {err}");

@@ -122,6 +122,22 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
             ""
         }
     );
+    if let Some(early) = &session.info.early_verdict {
+        let held = if early.held_to_s > early.held_from_s {
+            format!(
+                "held from {:.1} s to {:.1} s of the recording",
+                early.held_from_s, early.held_to_s
+            )
+        } else {
+            format!("was found at {:.1} s", early.held_to_s)
+        };
+        let _ = writeln!(
+            out,
+            "> [!NOTE]\n> Verdict reached early (`--until-verdict`): `{}` ({}) {held}, and the \
+             recording stopped at {:.1} s; the figures are over that recording, not the whole job.\n",
+            early.verdict, early.confidence_label, session.info.duration_s
+        );
+    }
     if !session.is_complete() {
         let _ = writeln!(
             out,
@@ -142,6 +158,7 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
     }
     out.push('\n');
 
+    stall_section(&mut out, v.stall.as_ref());
     wait_section(&mut out, analysis);
 
     if !v.notes.is_empty() {
@@ -410,6 +427,33 @@ pub fn shell_join(args: &[String]) -> String {
 
 /// "Who waits for whom": the kernel AU beside the bench's, the phases, the
 /// critical path of the consumer's data wait and the roles.
+/// The threads a stall is stuck on, each with its stack (innermost last).
+fn stall_section(out: &mut String, stall: Option<&crate::analysis::stall::Stall>) {
+    let Some(stall) = stall else { return };
+    let _ = writeln!(
+        out,
+        "## Stalled ({})\n\nNo progress since {:.1} s into the recording (for {:.1} s). \
+         The threads it is stuck on, innermost frame last:\n",
+        stall.kind.as_str(),
+        stall.since_s,
+        stall.quiet_s
+    );
+    for th in &stall.threads {
+        let _ = writeln!(
+            out,
+            "### `{}` (pid {}, tid {}): {}, {:.1} s\n\n```text",
+            th.comm, th.pid, th.tid, th.state, th.seconds
+        );
+        if th.stack.is_empty() {
+            out.push_str("(no stack recorded)\n");
+        }
+        for frame in &th.stack {
+            let _ = writeln!(out, "{frame}");
+        }
+        out.push_str("```\n\n");
+    }
+}
+
 fn wait_section(out: &mut String, analysis: &Analysis) {
     let Some(w) = &analysis.wait else {
         return;
@@ -549,6 +593,19 @@ pub fn render_terminal(analysis: &Analysis) -> String {
     }
     for e in &v.evidence {
         let _ = writeln!(out, "  - {}", e.text);
+    }
+    if let Some(stall) = &v.stall {
+        for th in stall.threads.iter().take(4) {
+            let leaf: Vec<&str> = th.stack.iter().rev().take(4).map(String::as_str).collect();
+            let _ = writeln!(
+                out,
+                "  stuck: {} (tid {}) {}: {}",
+                th.comm,
+                th.tid,
+                th.state,
+                leaf.join(" < ")
+            );
+        }
     }
     for n in &v.notes {
         let _ = writeln!(out, "  * {n}");

@@ -8,6 +8,7 @@
 //! ```
 //! Every figure is written from its unrounded value; verdict.json's `value`
 //! fields are rounded to 4 decimals.
+use crate::analysis::stall::StallKind;
 use crate::analysis::verdict::{
     AuSource, Decision, Detail, DeviceFigures, Evidence, Figure, Finding, Note, RunnerUp,
     ShareBasis, StorageLimit, VERDICT_FORMAT_VERSION, Verdict, round4,
@@ -153,6 +154,30 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
             "Network-bound: workers wait on socket receives {} {basis_text} (object storage)",
             pct(*socket_share)
         ),
+        Detail::Stalled {
+            kind,
+            quiet_s,
+            threads,
+        } => {
+            let names: Vec<String> = threads
+                .iter()
+                .take(4)
+                .map(|(comm, tid)| format!("{comm} (tid {tid})"))
+                .collect();
+            let names = names.join(", ");
+            match kind {
+                Some(StallKind::Blocked) => format!(
+                    "Stalled: no data read and no hand-off between threads for {quiet_s:.0} s; \
+                     {names} blocked with nobody to wake them (a deadlock, or a wait that never ends)"
+                ),
+                Some(StallKind::BusyLoop) => {
+                    format!(
+                        "Stalled: no data read for {quiet_s:.0} s while {names} kept a CPU busy (a loop that reads nothing)"
+                    )
+                }
+                None => "Not stalled: data or hand-offs kept flowing".to_string(),
+            }
+        }
     }
 }
 
@@ -248,6 +273,29 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
         Figure::OomKilled => "the OOM killer ended a traced process".to_string(),
         Figure::ReaderSocketRecv { share } => {
             format!("workers in socket receives {} {basis}", pct(*share))
+        }
+        Figure::NoProgress {
+            seconds,
+            handoffs_too,
+        } => format!(
+            "no read-syscall byte{} for the last {seconds:.1} s",
+            if *handoffs_too {
+                " and no wake-up between traced threads"
+            } else {
+                ""
+            }
+        ),
+        Figure::StalledThread {
+            comm,
+            tid,
+            state,
+            seconds,
+        } => {
+            if state == "on-cpu" {
+                format!("{comm} (tid {tid}) on a CPU {seconds:.1} s of that time")
+            } else {
+                format!("{comm} (tid {tid}) off CPU ({state}) for {seconds:.1} s, not woken")
+            }
         }
     }
 }
@@ -355,5 +403,6 @@ pub fn verdict(d: &Decision) -> Verdict {
         consumers: d.consumers.clone(),
         roles: d.roles.clone(),
         critical_path: d.critical_path.clone(),
+        stall: d.stall.clone(),
     }
 }

@@ -260,6 +260,58 @@ pub fn send_signal(pid: i32, signo: i32) {
     unsafe { libc::kill(pid, signo) };
 }
 
+/// Blocking wait for our own child: (exit code, signal).
+pub fn wait_blocking(pid: i32) -> (Option<i32>, Option<i32>) {
+    let mut status = 0;
+    // SAFETY: waiting on our own child with a valid status pointer.
+    let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if rc != pid {
+        return (None, None);
+    }
+    if libc::WIFEXITED(status) {
+        (Some(libc::WEXITSTATUS(status)), None)
+    } else if libc::WIFSIGNALED(status) {
+        (None, Some(libc::WTERMSIG(status)))
+    } else {
+        (None, None)
+    }
+}
+
+/// Why storprof may not stop `pid` with a signal, if it may not: it does
+/// not exist or refuses signals from us, it is init (which ignores
+/// SIGTERM), a kernel thread, or storprof itself or one of its ancestors.
+pub fn may_signal(pid: u32) -> Result<(), String> {
+    if pid == 1 {
+        return Err("it is init (pid 1), which ignores SIGTERM".to_string());
+    }
+    let Ok(raw) = i32::try_from(pid) else {
+        return Err("not a valid pid".to_string());
+    };
+    // SAFETY: signal 0 only checks for existence and permission.
+    if unsafe { libc::kill(raw, 0) } != 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    // A kernel thread has no command line and the PF_KTHREAD flag.
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        && let Some((_, rest)) = stat.rsplit_once(')')
+        && let Some(flags) = rest.split_whitespace().nth(7)
+        && flags.parse::<u64>().is_ok_and(|f| f & 0x0020_0000 != 0)
+    {
+        return Err("it is a kernel thread".to_string());
+    }
+    let mut ancestor = std::process::id();
+    for _ in 0..64 {
+        if ancestor == pid {
+            return Err("it is storprof itself or one of its ancestors".to_string());
+        }
+        match super::procfs::parent_of(ancestor) {
+            Some(parent) if parent != 0 => ancestor = parent,
+            _ => break,
+        }
+    }
+    Ok(())
+}
+
 /// True while `pid` exists.
 pub fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()

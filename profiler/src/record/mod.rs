@@ -18,6 +18,7 @@ pub mod dwarf_samples;
 pub mod fold;
 pub mod kernel;
 pub mod launch;
+pub mod live;
 mod procfs;
 pub mod python;
 mod recorder;
@@ -73,6 +74,9 @@ pub struct RecordOptions {
     /// every blocked syscall. Default `None`: one sampling period at
     /// `freq_hz` (10101 µs at 99 Hz), as dense as the CPU samples.
     pub offcpu_quantum_us: Option<u32>,
+    /// The live view and the early verdict. Default: a live view
+    /// (`LiveView::Auto`), no early verdict.
+    pub live: live::LiveOptions,
 }
 
 impl RecordOptions {
@@ -124,6 +128,7 @@ impl Default for RecordOptions {
             unwind: UnwindMode::Auto,
             stack_bytes: storprof_common::DEFAULT_STACK_BYTES,
             offcpu_quantum_us: None,
+            live: live::LiveOptions::default(),
         }
     }
 }
@@ -134,7 +139,8 @@ pub struct RecordOutcome {
     /// The session directory written.
     pub dir: PathBuf,
     /// The exit code `storprof record` should exit with (the command's status,
-    /// 128+signal when it was killed, 0 when attached to pids).
+    /// 128+signal when it was killed, 0 when attached to pids or after an
+    /// early verdict).
     pub exit_code: i32,
 }
 
@@ -157,6 +163,8 @@ pub enum RecordError {
     },
     #[error("no such process: {0}")]
     NoSuchPid(u32),
+    #[error("--then stop cannot stop pid {pid}: {reason}; use --then continue")]
+    CannotSignal { pid: u32, reason: String },
     #[error(transparent)]
     Select(#[from] select::SelectError),
     #[error(transparent)]
@@ -191,6 +199,14 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     for &pid in &options.pids {
         if !launch::alive(pid) {
             return Err(RecordError::NoSuchPid(pid));
+        }
+    }
+    let stops_pids = options.live.until_verdict.is_some()
+        && options.command.is_empty()
+        && options.live.then == Some(live::ThenAction::Stop);
+    if stops_pids {
+        for &pid in &options.pids {
+            launch::may_signal(pid).map_err(|reason| RecordError::CannotSignal { pid, reason })?;
         }
     }
     let selector = options
@@ -288,26 +304,46 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     }
     recorder.series.push(aggregate::ThreadCumulative::new());
 
-    let ending = run_loop::run_loop(&mut recorder, options, child_pid)?;
-    // Let the exiting tasks' last context switches land in the maps.
-    std::thread::sleep(Duration::from_millis(30));
-    recorder.drain();
-    recorder.tick_series()?;
-    let end_unix = procfs::unix_ns();
-    let end_mono = procfs::monotonic_ns();
-
-    session_writer::write_session(
-        &mut recorder,
-        options,
-        &dir,
-        &ending,
-        (start_unix, end_unix, end_mono),
-        tracefs_line,
-    )?;
+    let live = run_loop::LiveContext {
+        dir: &dir,
+        tracefs_line: &tracefs_line,
+        start_unix,
+    };
+    let (ending, early_parts) =
+        run_loop::run_loop_live(&mut recorder, options, child_pid, Some(live))?;
+    if let Some(r) = &ending.early {
+        eprintln!(
+            "storprof: verdict {} ({}) held from {:.1} s to {:.1} s: recording stopped",
+            r.verdict, r.confidence_label, r.from_s, r.to_s
+        );
+    }
+    match early_parts {
+        // An early verdict: the session as it stood then (before the stop).
+        Some(parts) => session_writer::write_parts(&dir, &parts)?,
+        None => {
+            // Let the exiting tasks' last context switches land in the maps.
+            std::thread::sleep(Duration::from_millis(30));
+            recorder.drain();
+            recorder.tick_series()?;
+            let end_unix = procfs::unix_ns();
+            let end_mono = procfs::monotonic_ns();
+            session_writer::write_session(
+                &mut recorder,
+                options,
+                &dir,
+                &ending,
+                (start_unix, end_unix, end_mono),
+                &tracefs_line,
+            )?;
+        }
+    }
     // Dropping `recorder` detaches every probe.
     drop(recorder);
 
     let exit_code = match (ending.exit_code, ending.exit_signal) {
+        // An early verdict: storprof stopped the command (or left it
+        // running); the recording did what was asked.
+        _ if ending.reason == EndReason::Verdict => 0,
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,
         (None, None) if ending.reason == EndReason::Interrupted => 130,

@@ -84,3 +84,15 @@ pub(super) fn device_name(dev: u32) -> String {
         })
         .unwrap_or_else(|| format!("{major}:{minor}"))
 }
+
+/// CPU seconds (user + system) this process used so far, all its threads.
+pub(super) fn own_cpu_s() -> Option<f64> {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer to one rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(secs(usage.ru_utime) + secs(usage.ru_stime))
+}

@@ -5,10 +5,24 @@
 //! process is fresh), drains them into the [`Recorder`], rescans a
 //! selected namespace, ticks the time series once a second, and checks the
 //! command, the pending signal (forwarded to the command, which then has
-//! 5 s to exit) and the duration (SIGTERM, then the same 5 s).
-use std::time::{Duration, Instant};
+//! 5 s to exit) and the duration (SIGTERM, then the same 5 s). With a live
+//! view or `--until-verdict` ([`LiveContext`]), the recording so far is
+//! analysed every `LiveOptions::interval`, shown, and once the verdict has
+//! held, the loop ends ([`EndReason::Verdict`]), after stopping the
+//! workload when asked to.
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
 
-use super::{RecordError, RecordOptions, launch, recorder::Recorder, select};
+use super::{
+    RecordError, RecordOptions, launch,
+    live::{self, LiveStatus, Reached, ThenAction},
+    procfs,
+    recorder::Recorder,
+    select,
+    session_writer::{self, EndState, SessionParts},
+};
 
 /// Why the recording loop ended (`session.json` `end_reason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +33,8 @@ pub enum EndReason {
     Interrupted,
     /// `--duration` ran out.
     Duration,
+    /// `--until-verdict`: the verdict held long enough.
+    Verdict,
 }
 
 impl EndReason {
@@ -28,24 +44,168 @@ impl EndReason {
             Self::Exited => "exited",
             Self::Interrupted => "interrupted",
             Self::Duration => "duration",
+            Self::Verdict => "verdict",
         }
     }
 }
 
 /// How the recording loop ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Ending {
     pub reason: EndReason,
     /// The command's exit status, when it exited.
     pub exit_code: Option<i32>,
     /// The signal that killed the command, when one did.
     pub exit_signal: Option<i32>,
+    /// The early verdict, when `--until-verdict` reached one.
+    pub early: Option<Reached>,
 }
 
+impl Ending {
+    fn new(reason: EndReason, exit_code: Option<i32>, exit_signal: Option<i32>) -> Self {
+        Self {
+            reason,
+            exit_code,
+            exit_signal,
+            early: None,
+        }
+    }
+}
+
+/// What a live update needs besides the recorder.
+pub(super) struct LiveContext<'a> {
+    pub dir: &'a Path,
+    pub tracefs_line: &'a str,
+    pub start_unix: u64,
+}
+
+/// The live view's state across updates.
+struct Live<'a> {
+    ctx: LiveContext<'a>,
+    screen: live::Screen,
+    hold: live::VerdictHold,
+    next: Instant,
+}
+
+/// The session as it stands at an early verdict, built before the
+/// workload is stopped (its threads' waits and stacks are the evidence).
+fn verdict_parts(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ctx: &LiveContext,
+    reached: &Reached,
+) -> Result<SessionParts, RecordError> {
+    let state = EndState {
+        reason: EndReason::Verdict.name(),
+        exit_code: None,
+        exit_signal: None,
+        early: Some(reached),
+    };
+    session_writer::build_session(
+        recorder,
+        options,
+        state,
+        (ctx.start_unix, procfs::unix_ns(), procfs::monotonic_ns()),
+        ctx.tracefs_line,
+    )
+}
+
+/// Builds and analyses the recording so far.
+fn live_status(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ctx: &LiveContext,
+) -> Result<LiveStatus, RecordError> {
+    let built = Instant::now();
+    let now_mono = procfs::monotonic_ns();
+    let now_unix = procfs::unix_ns();
+    let state = EndState {
+        reason: "live",
+        exit_code: None,
+        exit_signal: None,
+        early: None,
+    };
+    let parts = session_writer::build_session(
+        recorder,
+        options,
+        state,
+        (ctx.start_unix, now_unix, now_mono),
+        ctx.tracefs_line,
+    )?;
+    let session = parts.to_session(ctx.dir);
+    let build_s = built.elapsed().as_secs_f64();
+    let analysis = crate::analysis::analyze(&session, &options.live.thresholds);
+    let elapsed_s = now_mono.saturating_sub(recorder.start_mono) as f64 / 1e9;
+    log::debug!(
+        "live update at {elapsed_s:.1} s: build {build_s:.3} s, analysis {:.3} s",
+        built.elapsed().as_secs_f64() - build_s
+    );
+    Ok(live::status_of(
+        &session,
+        &analysis,
+        elapsed_s,
+        options.live.interval.as_secs_f64().max(5.0),
+    ))
+}
+
+/// Records until the command exits, the duration ends or a signal arrives.
+#[cfg(test)]
 pub(super) fn run_loop(
     recorder: &mut Recorder,
     options: &RecordOptions,
     child_pid: Option<i32>,
+) -> Result<Ending, RecordError> {
+    run_loop_live(recorder, options, child_pid, None).map(|(ending, _)| ending)
+}
+
+/// [`run_loop`], with the live view and the early verdict of
+/// `options.live` when `ctx` is given and they are on. After an early
+/// verdict, also the session as it stood then.
+pub(super) fn run_loop_live(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    child_pid: Option<i32>,
+    ctx: Option<LiveContext>,
+) -> Result<(Ending, Option<SessionParts>), RecordError> {
+    let mut live = ctx.filter(|_| options.live.active()).map(|ctx| Live {
+        ctx,
+        screen: live::Screen::new(options.live.view),
+        hold: live::VerdictHold::default(),
+        next: Instant::now() + options.live.interval,
+    });
+    let mut early: Option<Reached> = None;
+    let mut parts: Option<SessionParts> = None;
+    let mut verdict_at: Option<Instant> = None;
+    let ending = run_turns(
+        recorder,
+        options,
+        child_pid,
+        &mut live,
+        (&mut early, &mut parts),
+        &mut verdict_at,
+    );
+    if let Some(l) = live.as_mut() {
+        l.screen.finish();
+    }
+    let mut ending = ending?;
+    if let Some(reached) = early {
+        ending.reason = EndReason::Verdict;
+        ending.early = Some(reached);
+    }
+    if let Some(p) = parts.as_mut() {
+        p.info.exit_code = ending.exit_code;
+        p.info.exit_signal = ending.exit_signal;
+    }
+    Ok((ending, parts))
+}
+
+fn run_turns(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    child_pid: Option<i32>,
+    live: &mut Option<Live>,
+    (early, parts): (&mut Option<Reached>, &mut Option<SessionParts>),
+    verdict_at: &mut Option<Instant>,
 ) -> Result<Ending, RecordError> {
     let started = Instant::now();
     let mut next_tick = Instant::now() + Duration::from_secs(1);
@@ -75,31 +235,84 @@ pub(super) fn run_loop(
             recorder.tick_series()?;
             next_tick += Duration::from_secs(1);
         }
+        if let Some(l) = live.as_mut()
+            && Instant::now() >= l.next
+            && early.is_none()
+            && interrupted_at.is_none()
+            && terminated_at.is_none()
+        {
+            match live_status(recorder, options, &l.ctx) {
+                Ok(status) => {
+                    l.screen.show(&status);
+                    if let Some(hold) = options.live.until_verdict
+                        && let Some(reached) = l.hold.update(&status, hold)
+                    {
+                        let then = options.live.then.unwrap_or(if child_pid.is_some() {
+                            ThenAction::Stop
+                        } else {
+                            ThenAction::Continue
+                        });
+                        *parts = Some(verdict_parts(recorder, options, &l.ctx, &reached)?);
+                        *early = Some(reached);
+                        if then == ThenAction::Continue {
+                            return Ok(Ending::new(EndReason::Verdict, None, None));
+                        }
+                        match child_pid {
+                            Some(pid) => launch::send_signal(pid, libc::SIGTERM),
+                            None => {
+                                for &pid in &options.pids {
+                                    launch::send_signal(pid as i32, libc::SIGTERM);
+                                }
+                            }
+                        }
+                        *verdict_at = Some(Instant::now());
+                    }
+                }
+                Err(err) => log::warn!("live update failed: {err}"),
+            }
+            l.next = Instant::now() + options.live.interval;
+        }
+        // The workload had 5 s to stop after the early verdict.
+        if let Some(t) = *verdict_at
+            && t.elapsed() > Duration::from_secs(5)
+        {
+            if let Some(pid) = child_pid {
+                launch::send_signal(pid, libc::SIGKILL);
+                let status = launch::wait_blocking(pid);
+                kill_leftovers(recorder, pid);
+                return Ok(Ending::new(EndReason::Verdict, status.0, status.1));
+            }
+            return Ok(Ending::new(EndReason::Verdict, None, None));
+        }
         if let Some(pid) = child_pid
             && let Some((code, signal)) = launch::try_wait(pid)
         {
-            let reason = if interrupted_at.is_some() {
+            if verdict_at.is_some() {
+                // Workers the stopped command left behind (a deadlocked
+                // child outlives its parent) are part of the workload.
+                kill_leftovers(recorder, pid);
+            }
+            let reason = if verdict_at.is_some() {
+                EndReason::Verdict
+            } else if interrupted_at.is_some() {
                 EndReason::Interrupted
             } else if terminated_at.is_some() {
                 EndReason::Duration
             } else {
                 EndReason::Exited
             };
-            return Ok(Ending {
-                reason,
-                exit_code: code,
-                exit_signal: signal,
-            });
+            return Ok(Ending::new(reason, code, signal));
         }
         if child_pid.is_none()
             && recorder.selector.is_none()
             && options.pids.iter().all(|p| !launch::alive(*p))
         {
-            return Ok(Ending {
-                reason: EndReason::Exited,
-                exit_code: None,
-                exit_signal: None,
-            });
+            let reason = if verdict_at.is_some() {
+                EndReason::Verdict
+            } else {
+                EndReason::Exited
+            };
+            return Ok(Ending::new(reason, None, None));
         }
         let (signo, forward) = launch::pending_signal();
         if signo != 0 {
@@ -110,13 +323,7 @@ pub(super) fn run_loop(
                     }
                     interrupted_at.get_or_insert_with(Instant::now);
                 }
-                None => {
-                    return Ok(Ending {
-                        reason: EndReason::Interrupted,
-                        exit_code: None,
-                        exit_signal: None,
-                    });
-                }
+                None => return Ok(Ending::new(EndReason::Interrupted, None, None)),
             }
         }
         // After a signal or the duration, give the command 5 s to exit.
@@ -128,11 +335,7 @@ pub(super) fn run_loop(
             } else {
                 EndReason::Duration
             };
-            return Ok(Ending {
-                reason,
-                exit_code: None,
-                exit_signal: None,
-            });
+            return Ok(Ending::new(reason, None, None));
         }
         if let Some(limit) = options.duration
             && started.elapsed() >= limit
@@ -144,14 +347,20 @@ pub(super) fn run_loop(
                     launch::send_signal(pid, libc::SIGTERM);
                     terminated_at = Some(Instant::now());
                 }
-                None => {
-                    return Ok(Ending {
-                        reason: EndReason::Duration,
-                        exit_code: None,
-                        exit_signal: None,
-                    });
-                }
+                None => return Ok(Ending::new(EndReason::Duration, None, None)),
             }
+        }
+    }
+}
+
+/// SIGKILL for every traced process still alive but the launched command
+/// `pid` (already reaped) and storprof itself.
+fn kill_leftovers(recorder: &Recorder, pid: i32) {
+    let own = std::process::id();
+    for &p in &recorder.tracked {
+        if p != own && p as i32 != pid && launch::alive(p) {
+            log::info!("stopping leftover traced process {p}");
+            launch::send_signal(p as i32, libc::SIGKILL);
         }
     }
 }

@@ -8,6 +8,10 @@
 //! wake-up edges the wait graph; then session.json, threads.json, io.json,
 //! timeseries.json, the folded files and waits.json are written, and the
 //! directory is given to the sudo user.
+//!
+//! [`build_session`] does all of that but the writing, so a live view can
+//! analyse the recording so far ([`SessionParts::to_session`]) without a
+//! file; [`write_parts`] writes what it built.
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::Path,
@@ -19,10 +23,90 @@ use super::{
 };
 use crate::{
     probes,
-    session::model::{
-        self, IoStats, PageCacheStats, SESSION_FORMAT_VERSION, SessionInfo, TimeSeries,
+    session::{
+        load::{FoldedStacks, Session},
+        model::{
+            self, IoStats, PageCacheStats, PendingWait, SESSION_FORMAT_VERSION, SessionInfo,
+            ThreadStats, TimeSeries, WaitGraph,
+        },
     },
 };
+
+/// Traced threads off CPU at least this long at the end are listed as
+/// pending waits (`waits.json` `pending`): what a stall is stuck on.
+const PENDING_MIN_NS: u64 = 1_000_000_000;
+
+/// Pending waits kept, longest first.
+const PENDING_MAX: usize = 32;
+
+/// A session built in memory: what [`write_parts`] writes.
+#[derive(Clone, Debug)]
+pub struct SessionParts {
+    pub info: SessionInfo,
+    pub threads: Vec<ThreadStats>,
+    pub io: IoStats,
+    pub timeseries: TimeSeries,
+    pub folded: fold::Folded,
+    /// None when the wake-up probe did not attach.
+    pub waits: Option<WaitGraph>,
+}
+
+impl SessionParts {
+    /// The session as `session::load::load` would read it back from `dir`
+    /// (without a bench summary, which the benchmark writes at its end).
+    pub fn to_session(&self, dir: &Path) -> Session {
+        let parse = |text: &str, name: &str, warnings: &mut Vec<String>| {
+            let (stacks, w) = FoldedStacks::parse(text, name);
+            warnings.extend(w);
+            stacks
+        };
+        let mut warnings = Vec::new();
+        use model::files;
+        Session {
+            dir: dir.to_path_buf(),
+            info: self.info.clone(),
+            threads: self.threads.clone(),
+            io: self.io.clone(),
+            timeseries: Some(self.timeseries.clone()),
+            oncpu: parse(&self.folded.oncpu, files::ONCPU_FOLDED, &mut warnings),
+            offcpu: parse(&self.folded.offcpu, files::OFFCPU_FOLDED, &mut warnings),
+            oncpu_threads: parse(
+                &self.folded.oncpu_threads,
+                files::ONCPU_THREADS_FOLDED,
+                &mut warnings,
+            ),
+            offcpu_threads: parse(
+                &self.folded.offcpu_threads,
+                files::OFFCPU_THREADS_FOLDED,
+                &mut warnings,
+            ),
+            bench: None,
+            waits: self.waits.clone(),
+            missing: Vec::new(),
+            warnings,
+        }
+    }
+}
+
+/// How a recording ended, or "live" for a snapshot of one still running.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct EndState<'a> {
+    pub reason: &'a str,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    pub early: Option<&'a super::live::Reached>,
+}
+
+impl<'a> From<&'a Ending> for EndState<'a> {
+    fn from(ending: &'a Ending) -> Self {
+        Self {
+            reason: ending.reason.name(),
+            exit_code: ending.exit_code,
+            exit_signal: ending.exit_signal,
+            early: ending.early.as_ref(),
+        }
+    }
+}
 
 pub(super) fn write_json<T: serde::Serialize>(
     dir: &Path,
@@ -42,14 +126,55 @@ fn write_text(dir: &Path, name: &str, text: &str) -> Result<(), RecordError> {
     std::fs::write(&path, text).map_err(|source| RecordError::Write { path, source })
 }
 
+/// Builds the session and writes it to `dir`.
 pub(super) fn write_session(
     recorder: &mut Recorder,
     options: &RecordOptions,
     dir: &Path,
     ending: &Ending,
-    (start_unix, end_unix, end_mono): (u64, u64, u64),
-    tracefs_line: String,
+    times: (u64, u64, u64),
+    tracefs_line: &str,
 ) -> Result<(), RecordError> {
+    let parts = build_session(recorder, options, ending.into(), times, tracefs_line)?;
+    write_parts(dir, &parts)
+}
+
+/// Writes a built session to `dir` and gives it to the sudo user.
+pub(super) fn write_parts(dir: &Path, parts: &SessionParts) -> Result<(), RecordError> {
+    use model::files;
+    write_json(dir, files::SESSION, &parts.info)?;
+    write_json(dir, files::THREADS, &parts.threads)?;
+    write_json(dir, files::IO, &parts.io)?;
+    write_json(dir, files::TIMESERIES, &parts.timeseries)?;
+    write_text(dir, files::ONCPU_FOLDED, &parts.folded.oncpu)?;
+    write_text(dir, files::OFFCPU_FOLDED, &parts.folded.offcpu)?;
+    write_text(
+        dir,
+        files::ONCPU_THREADS_FOLDED,
+        &parts.folded.oncpu_threads,
+    )?;
+    write_text(
+        dir,
+        files::OFFCPU_THREADS_FOLDED,
+        &parts.folded.offcpu_threads,
+    )?;
+    if let Some(waits) = &parts.waits {
+        write_json(dir, files::WAITS, waits)?;
+    }
+    chown_session(dir);
+    Ok(())
+}
+
+/// The recorder's state as a session: one full snapshot of the maps,
+/// aggregated, folded and symbolized. Repeatable: a live view calls it
+/// while the recording goes on.
+pub(super) fn build_session(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ending: EndState,
+    (start_unix, end_unix, end_mono): (u64, u64, u64),
+    tracefs_line: &str,
+) -> Result<SessionParts, RecordError> {
     let snapshot = recorder.full_snapshot()?;
     let running = Recorder::running_ns(&snapshot, end_mono);
     let duration_ns = end_mono.saturating_sub(recorder.start_mono);
@@ -176,7 +301,7 @@ pub(super) fn write_session(
         fold::fold_stacks(&input, &mut symbols, &comm_of)
     };
     let tracked = &recorder_tracked;
-    let waits = aggregate::wait_graph(
+    let mut waits = aggregate::wait_graph(
         &wake_edges,
         wake_series,
         start_mono,
@@ -197,6 +322,29 @@ pub(super) fn write_session(
             frames
         },
     );
+    waits.pending = pending_waits(
+        &snapshot,
+        end_mono,
+        &|tgid| tracked.contains(&tgid),
+        &comm_of,
+    )
+    .into_iter()
+    .map(|(mut wait, user, kernel)| {
+        let mut frames: Vec<String> = symbolizer
+            .user_frames(wait.pid, &probes.stack(user))
+            .into_iter()
+            .rev()
+            .collect();
+        frames.extend(
+            symbolizer
+                .kernel_frames(&probes.stack(kernel))
+                .into_iter()
+                .rev(),
+        );
+        wait.stack = frames;
+        wait
+    })
+    .collect();
     let unwind = model::UnwindStats {
         mode: options.unwind.name().to_string(),
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
@@ -206,7 +354,7 @@ pub(super) fn write_session(
     };
 
     let mut features = BTreeMap::new();
-    features.insert("tracefs".to_string(), tracefs_line);
+    features.insert("tracefs".to_string(), tracefs_line.to_string());
     features.insert(
         "btf".to_string(),
         if Path::new("/sys/kernel/btf/vmlinux").exists() {
@@ -260,7 +408,14 @@ pub(super) fn write_session(
         freq_hz: options.freq_hz,
         exit_code: ending.exit_code,
         exit_signal: ending.exit_signal,
-        end_reason: ending.reason.name().to_string(),
+        end_reason: ending.reason.to_string(),
+        recorder_cpu_s: procfs::own_cpu_s(),
+        early_verdict: ending.early.map(|r| model::EarlyVerdict {
+            verdict: r.verdict.as_str().to_string(),
+            confidence_label: r.confidence_label.clone(),
+            held_from_s: r.from_s,
+            held_to_s: r.to_s,
+        }),
         probes: probes.status().to_vec(),
         features,
         lost_events: probes.lost_events(),
@@ -287,20 +442,58 @@ pub(super) fn write_session(
             })
             .collect(),
     };
-    use model::files;
-    write_json(dir, files::SESSION, &info)?;
-    write_json(dir, files::THREADS, &threads)?;
-    write_json(dir, files::IO, &io)?;
-    write_json(dir, files::TIMESERIES, &timeseries)?;
-    write_text(dir, files::ONCPU_FOLDED, &folded.oncpu)?;
-    write_text(dir, files::OFFCPU_FOLDED, &folded.offcpu)?;
-    write_text(dir, files::ONCPU_THREADS_FOLDED, &folded.oncpu_threads)?;
-    write_text(dir, files::OFFCPU_THREADS_FOLDED, &folded.offcpu_threads)?;
-    if probes.attached(probes::family::WAKEUPS) {
-        write_json(dir, files::WAITS, &waits)?;
-    }
-    chown_session(dir);
-    Ok(())
+    Ok(SessionParts {
+        info,
+        threads,
+        io,
+        timeseries,
+        folded,
+        waits: probes.attached(probes::family::WAKEUPS).then_some(waits),
+    })
+}
+
+/// Traced threads off CPU for at least [`PENDING_MIN_NS`] at `now`, longest
+/// first, with the stack ids their switch-out recorded (frames empty:
+/// symbolized by the caller). Threads that no longer exist are left out
+/// (their last switch-out was their exit).
+fn pending_waits(
+    snapshot: &probes::MapSnapshot,
+    now: u64,
+    traced: &dyn Fn(u32) -> bool,
+    comm_of: &dyn Fn(u32, u32) -> String,
+) -> Vec<(PendingWait, i32, i32)> {
+    let mut out: Vec<(PendingWait, i32, i32)> = snapshot
+        .oncpu_start
+        .iter()
+        .filter_map(|(&tid, (_, off))| {
+            let blocked = now.checked_sub(off.ts)?;
+            // A woken thread waits for a CPU, not for someone else.
+            let woken = off.state & storprof_common::offcpu_state::WOKEN != 0;
+            if off.ts == 0 || woken || blocked < PENDING_MIN_NS || !traced(off.tgid) {
+                return None;
+            }
+            if !Path::new(&format!("/proc/{}/task/{tid}", off.tgid)).exists() {
+                return None;
+            }
+            let index = off.state & storprof_common::offcpu_state::INDEX_MASK;
+            let state = aggregate::offcpu_state_name(index as u8);
+            Some((
+                PendingWait {
+                    pid: off.tgid,
+                    tid,
+                    comm: comm_of(off.tgid, tid),
+                    state: state.to_string(),
+                    blocked_s: blocked as f64 / 1e9,
+                    stack: Vec::new(),
+                },
+                off.user_stack,
+                off.kernel_stack,
+            ))
+        })
+        .collect();
+    out.sort_by(|a, b| b.0.blocked_s.total_cmp(&a.0.blocked_s));
+    out.truncate(PENDING_MAX);
+    out
 }
 
 /// How off-CPU user stacks were unwound (`session.json` `unwind.offcpu`).

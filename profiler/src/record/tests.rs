@@ -182,6 +182,7 @@ fn the_loop_drains_every_step_and_ends_when_the_command_exits() {
             reason: EndReason::Exited,
             exit_code: Some(0),
             exit_signal: None,
+            early: None,
         }
     );
     // The fork made the loader a traced process with its parent known; all
@@ -236,6 +237,7 @@ fn the_session_writer_turns_a_replay_into_a_session_directory() {
         reason: EndReason::Interrupted,
         exit_code: None,
         exit_signal: Some(libc::SIGINT),
+        early: None,
     };
     write_session(
         &mut recorder,
@@ -243,7 +245,7 @@ fn the_session_writer_turns_a_replay_into_a_session_directory() {
         dir.path(),
         &ending,
         (1_000_000_000, 3_000_000_000, 2_000_000_000),
-        "tracefs at /sys/kernel/tracing".to_string(),
+        "tracefs at /sys/kernel/tracing",
     )
     .unwrap();
 

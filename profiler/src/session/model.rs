@@ -45,6 +45,16 @@ pub mod files {
 /// `storprof bench` copies its summary.json there as `bench-summary.json`.
 pub const SESSION_DIR_ENV: &str = "STORPROF_SESSION_DIR";
 
+/// An early verdict (`--until-verdict`): it held from `held_from_s` to
+/// `held_to_s` (seconds since the start), when recording stopped.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EarlyVerdict {
+    pub verdict: String,
+    pub confidence_label: String,
+    pub held_from_s: f64,
+    pub held_to_s: f64,
+}
+
 /// `session.json`: what was recorded, how, and how well.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SessionInfo {
@@ -76,9 +86,17 @@ pub struct SessionInfo {
     pub exit_code: Option<i32>,
     #[serde(default)]
     pub exit_signal: Option<i32>,
-    /// Why recording ended: "exited", "duration", "interrupted" (Ctrl-C/SIGTERM).
+    /// Why recording ended: "exited", "duration", "interrupted"
+    /// (Ctrl-C/SIGTERM) or "verdict" (`--until-verdict`).
     #[serde(default)]
     pub end_reason: String,
+    /// `--until-verdict`: the verdict that held, and over which window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_verdict: Option<EarlyVerdict>,
+    /// CPU seconds storprof itself used (user + system, not the traced
+    /// command's) up to when the session was built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder_cpu_s: Option<f64>,
     /// One entry per probe: did it run, and if not why.
     #[serde(default)]
     pub probes: Vec<ProbeStatus>,
@@ -116,6 +134,27 @@ pub struct WaitGraph {
     /// Width of the series' buckets (the time series' buckets), ns.
     pub bucket_ns: u64,
     pub edges: Vec<WakeEdge>,
+    /// Traced threads still off CPU (not woken) for a second or more when
+    /// the graph was built, longest first: what a stalled job waits on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingWait>,
+}
+
+/// A traced thread off CPU, not woken yet, when the recording ended (or
+/// when a live view looked).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PendingWait {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    /// "sleeping", "uninterruptible" or "other".
+    pub state: String,
+    /// How long it had been off CPU, seconds.
+    pub blocked_s: f64,
+    /// Its stack when it left the CPU, outermost frame first: user frames,
+    /// then kernel frames.
+    #[serde(default)]
+    pub stack: Vec<String>,
 }
 
 /// Wake-ups of one waker that ended blocked intervals of one traced thread

@@ -91,6 +91,7 @@ pub fn wait_graph(
     WaitGraph {
         bucket_ns,
         edges: out,
+        pending: Vec::new(),
     }
 }
 

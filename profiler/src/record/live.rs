@@ -1,0 +1,600 @@
+//! The live view and the early verdict: while a recording runs, its data so
+//! far is analysed every few seconds, shown, and (with `--until-verdict`)
+//! watched until the verdict has held long enough to stop.
+//!
+//! ```text
+//! run_loop, every LiveOptions::interval:
+//!   session_writer::build_session (the recorder's own drains, no file)
+//!     ─► SessionParts::to_session ─► analysis::analyze
+//!     ─► status_of (pure) ─► LiveStatus ─► Screen (block | lines)
+//!                                       └► VerdictHold::update ─► stop?
+//! ```
+//!
+//! Everything from `status_of` on is pure and unit-tested over recorded
+//! sessions; the screen writes ANSI to stderr: a status block pinned under
+//! a scroll region, so the workload's own output scrolls above it.
+use std::{
+    fmt::Write as _,
+    io::{IsTerminal, Write},
+    time::Duration,
+};
+
+use crate::{
+    analysis::{Analysis, Thresholds, VerdictId},
+    session::load::Session,
+};
+
+/// How the live view is shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LiveView {
+    /// A status block when stderr is a terminal, else one line per update.
+    #[default]
+    Auto,
+    /// A status block under the workload's output (stderr must be a terminal).
+    Block,
+    /// One status line per update.
+    Lines,
+    /// Nothing (the early verdict still works).
+    Off,
+}
+
+/// What happens to the workload once an early verdict stops the recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ThenAction {
+    /// SIGTERM, and SIGKILL after 5 s.
+    Stop,
+    /// Leave it running.
+    Continue,
+}
+
+/// Options of the live view and the early verdict. Defaults per field.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    /// Default `Auto`.
+    pub view: LiveView,
+    /// Time between two analyses. Default 5 s.
+    pub interval: Duration,
+    /// Stop once the verdict and its confidence label have held this long
+    /// over the training window. Default None: record to the end.
+    pub until_verdict: Option<Duration>,
+    /// Default None: `Stop` for a launched command, `Continue` for `--pid`.
+    pub then: Option<ThenAction>,
+    /// The thresholds the live verdicts use (those of the final report).
+    pub thresholds: Thresholds,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        Self {
+            view: LiveView::Auto,
+            interval: Duration::from_secs(5),
+            until_verdict: None,
+            then: None,
+            thresholds: Thresholds::default(),
+        }
+    }
+}
+
+impl LiveOptions {
+    /// True when the recording loop has to analyse as it goes.
+    pub fn active(&self) -> bool {
+        self.view != LiveView::Off || self.until_verdict.is_some()
+    }
+}
+
+/// One busy thread as the live view shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveThread {
+    pub comm: String,
+    pub tid: u32,
+    /// Share of the last `recent_s` on a CPU.
+    pub on_cpu: f64,
+    /// "on-cpu", "runnable", "sleeping" or "blocked-io": where it spent most
+    /// of that time; "off-cpu" when it was off CPU all of it (not accounted
+    /// before it comes back).
+    pub state: &'static str,
+}
+
+/// What one live update shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveStatus {
+    pub elapsed_s: f64,
+    /// "start-up", "training" or "tear-down" (from the wait-for graph), or
+    /// without a consumer "reading" while data flows, "quiet" when it
+    /// stopped.
+    pub phase: &'static str,
+    /// When the training window (or, without a consumer, the reading)
+    /// began, seconds since the start.
+    pub training_start_s: Option<f64>,
+    /// The consumer's AU as the kernel sees it so far (%).
+    pub au: Option<f64>,
+    pub verdict: VerdictId,
+    pub confidence: f64,
+    pub confidence_label: String,
+    pub inconclusive: bool,
+    pub headline: String,
+    /// Over the last `recent_s`: block-device reads and read-syscall bytes.
+    pub device_mib_per_s: f64,
+    pub read_mib_per_s: f64,
+    pub recent_s: f64,
+    pub busiest: Vec<LiveThread>,
+}
+
+/// Busiest threads shown.
+const BUSIEST: usize = 3;
+
+/// Seconds after the consumer's last exchange with the data side from
+/// which a running job is in its tear-down (a step of a starved pipeline
+/// can take several seconds).
+const TEAR_DOWN_AFTER_S: f64 = 15.0;
+
+/// The live status of `session` (built at `elapsed_s`) and its analysis;
+/// rates and thread states over the last `recent_s` seconds.
+pub fn status_of(
+    session: &Session,
+    analysis: &Analysis,
+    elapsed_s: f64,
+    recent_s: f64,
+) -> LiveStatus {
+    let v = &analysis.verdict;
+    let ts = session.timeseries.as_ref();
+    let bucket_s = ts.map_or(1.0, |t| t.bucket_ns.max(1) as f64 / 1e9);
+    let buckets = ts.map_or(0, |t| {
+        t.threads
+            .iter()
+            .map(|s| s.on_cpu_ns.len())
+            .chain(t.devices.iter().map(|d| d.read_bytes.len()))
+            .max()
+            .unwrap_or(0)
+    });
+    let recent = ((recent_s / bucket_s).round() as usize).clamp(1, buckets.max(1));
+    let first = buckets.saturating_sub(recent);
+    let window_s = (buckets - first) as f64 * bucket_s;
+    let sum_from = |v: &[u64]| v.iter().skip(first).sum::<u64>();
+    let mib_s = |bytes: u64| {
+        if window_s > 0.0 {
+            bytes as f64 / (1 << 20) as f64 / window_s
+        } else {
+            0.0
+        }
+    };
+    let (device_bytes, read_bytes) = ts.map_or((0, 0), |t| {
+        (
+            t.devices.iter().map(|d| sum_from(&d.read_bytes)).sum(),
+            t.threads.iter().map(|s| sum_from(&s.read_bytes)).sum(),
+        )
+    });
+    let mut busiest: Vec<LiveThread> = ts
+        .map(|t| {
+            t.threads
+                .iter()
+                .map(|s| {
+                    let ns = |v: &[u64]| sum_from(v) as f64;
+                    let states = [
+                        ("on-cpu", ns(&s.on_cpu_ns)),
+                        ("runnable", ns(&s.runnable_ns)),
+                        ("sleeping", ns(&s.sleeping_ns)),
+                        ("blocked-io", ns(&s.blocked_io_ns)),
+                    ];
+                    // Off-CPU time is accounted when a thread comes back:
+                    // nothing at all means off CPU the whole time.
+                    let state = states
+                        .iter()
+                        .filter(|s| s.1 > 0.0)
+                        .max_by(|a, b| a.1.total_cmp(&b.1))
+                        .map_or("off-cpu", |s| s.0);
+                    LiveThread {
+                        comm: s.comm.clone(),
+                        tid: s.tid,
+                        on_cpu: if window_s > 0.0 {
+                            (states[0].1 / 1e9 / window_s).min(1.0)
+                        } else {
+                            0.0
+                        },
+                        state,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    busiest.sort_by(|a, b| b.on_cpu.total_cmp(&a.on_cpu).then(a.tid.cmp(&b.tid)));
+    busiest.truncate(BUSIEST);
+
+    let window = analysis.wait.as_ref().and_then(|w| w.window.as_ref());
+    let first_read_s = ts.and_then(|t| {
+        t.threads
+            .iter()
+            .filter_map(|s| s.read_bytes.iter().position(|&b| b > 0))
+            .min()
+            .map(|b| b as f64 * bucket_s)
+    });
+    let (phase, training_start_s) = match window {
+        // The window ends at the consumer's last exchange with the data
+        // side; while the job runs, that is a wait still in progress.
+        Some(w) => {
+            let phase = if elapsed_s < w.start_s {
+                "start-up"
+            } else if elapsed_s - w.end_s <= TEAR_DOWN_AFTER_S {
+                "training"
+            } else {
+                "tear-down"
+            };
+            (phase, Some(w.start_s))
+        }
+        // Without a consumer: reading while data flows.
+        None => match first_read_s {
+            Some(s)
+                if read_bytes > 0
+                    && analysis
+                        .wait
+                        .as_ref()
+                        .is_none_or(|w| w.consumers.is_empty()) =>
+            {
+                ("reading", Some(s))
+            }
+            Some(s) => ("quiet", Some(s)),
+            None => ("start-up", None),
+        },
+    };
+    LiveStatus {
+        elapsed_s,
+        phase,
+        training_start_s,
+        au: analysis.wait.as_ref().and_then(|w| w.kernel_au_percentage),
+        verdict: v.verdict,
+        confidence: v.confidence,
+        confidence_label: v.confidence_label.clone(),
+        inconclusive: v.inconclusive,
+        headline: v.headline.clone(),
+        device_mib_per_s: mib_s(device_bytes),
+        read_mib_per_s: mib_s(read_bytes),
+        recent_s: window_s,
+        busiest,
+    }
+}
+
+/// Lines of the status block (no colours; the screen truncates them).
+pub fn render_block(s: &LiveStatus) -> Vec<String> {
+    let mut lines = Vec::new();
+    let au = s.au.map_or_else(
+        || "AU —".to_string(),
+        |a| format!("AU {a:.1}% (data wait {:.1}%)", 100.0 - a),
+    );
+    lines.push(format!(
+        "storprof live  {}  phase {}  {au}",
+        clock(s.elapsed_s),
+        s.phase
+    ));
+    lines.push(format!(
+        "verdict {}{}  confidence {} {:.2}",
+        s.verdict,
+        if s.inconclusive {
+            " (inconclusive)"
+        } else {
+            ""
+        },
+        s.confidence_label,
+        s.confidence
+    ));
+    lines.push(format!("  {}", s.headline));
+    lines.push(format!(
+        "I/O (last {:.0} s)  device {:.1} MiB/s  read syscalls {:.1} MiB/s",
+        s.recent_s, s.device_mib_per_s, s.read_mib_per_s
+    ));
+    let mut threads = String::from("busiest");
+    if s.busiest.is_empty() {
+        threads.push_str("  (no thread seen yet)");
+    }
+    for t in &s.busiest {
+        let _ = write!(
+            threads,
+            "  {}/{} {:.0}% {}",
+            t.comm,
+            t.tid,
+            t.on_cpu * 100.0,
+            t.state
+        );
+    }
+    lines.push(threads);
+    lines
+}
+
+/// One status line (when stderr is not a terminal).
+pub fn render_line(s: &LiveStatus) -> String {
+    let au = s.au.map_or_else(String::new, |a| format!(" AU {a:.1}%"));
+    let busiest: Vec<String> = s
+        .busiest
+        .iter()
+        .map(|t| format!("{}/{} {:.0}% {}", t.comm, t.tid, t.on_cpu * 100.0, t.state))
+        .collect();
+    format!(
+        "storprof: live {} {}{au} verdict {}{} ({} {:.2}) device {:.1} MiB/s read {:.1} MiB/s busiest {}",
+        clock(s.elapsed_s),
+        s.phase,
+        s.verdict,
+        if s.inconclusive { "?" } else { "" },
+        s.confidence_label,
+        s.confidence,
+        s.device_mib_per_s,
+        s.read_mib_per_s,
+        if busiest.is_empty() {
+            "-".to_string()
+        } else {
+            busiest.join(", ")
+        }
+    )
+}
+
+fn clock(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Tracks how long the verdict has held over the training window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VerdictHold {
+    /// The verdict and label being held, and since when (s from the start).
+    held: Option<(VerdictId, String, f64)>,
+}
+
+/// An early verdict: what held, and over which window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reached {
+    pub verdict: VerdictId,
+    pub confidence_label: String,
+    pub from_s: f64,
+    pub to_s: f64,
+}
+
+impl VerdictHold {
+    /// Feeds one update; Some once the verdict (not inconclusive) and its
+    /// confidence label have held for `hold` of training. A stall needs no
+    /// hold and no training window: it already stands for `stall_s` of
+    /// nothing happening.
+    pub fn update(&mut self, s: &LiveStatus, hold: Duration) -> Option<Reached> {
+        if s.verdict == VerdictId::Stalled {
+            return Some(Reached {
+                verdict: s.verdict,
+                confidence_label: s.confidence_label.clone(),
+                from_s: s.elapsed_s,
+                to_s: s.elapsed_s,
+            });
+        }
+        let training = matches!(s.phase, "training" | "reading") && s.training_start_s.is_some();
+        if !training || s.inconclusive {
+            self.held = None;
+            return None;
+        }
+        let since = match &self.held {
+            Some((v, label, since)) if *v == s.verdict && *label == s.confidence_label => *since,
+            _ => {
+                // Held from when this verdict was first seen, but not before training began.
+                let since = s.elapsed_s.max(s.training_start_s.unwrap_or(0.0));
+                self.held = Some((s.verdict, s.confidence_label.clone(), since));
+                since
+            }
+        };
+        (s.elapsed_s - since >= hold.as_secs_f64()).then(|| Reached {
+            verdict: s.verdict,
+            confidence_label: s.confidence_label.clone(),
+            from_s: since,
+            to_s: s.elapsed_s,
+        })
+    }
+}
+
+/// Where live updates go.
+pub struct Screen {
+    mode: ScreenMode,
+    /// Terminal rows when the scroll region was set (0: not set).
+    rows: u16,
+    drawn: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScreenMode {
+    Block,
+    Lines,
+    Off,
+}
+
+/// Rows the status block takes (`render_block`'s lines).
+const BLOCK_ROWS: u16 = 5;
+
+impl Screen {
+    /// `Auto` picks the block when stderr is a terminal that can move the
+    /// cursor (not TERM=dumb) and has room for it.
+    pub fn new(view: LiveView) -> Self {
+        let tty = std::io::stderr().is_terminal()
+            && std::env::var("TERM").is_ok_and(|t| !t.is_empty() && t != "dumb");
+        let mode = match view {
+            LiveView::Off => ScreenMode::Off,
+            LiveView::Lines => ScreenMode::Lines,
+            LiveView::Block if tty => ScreenMode::Block,
+            LiveView::Auto if tty && terminal_size().is_some_and(|(r, _)| r > BLOCK_ROWS + 3) => {
+                ScreenMode::Block
+            }
+            _ => ScreenMode::Lines,
+        };
+        Self {
+            mode,
+            rows: 0,
+            drawn: false,
+        }
+    }
+
+    pub fn show(&mut self, s: &LiveStatus) {
+        match self.mode {
+            ScreenMode::Off => {}
+            ScreenMode::Lines => eprintln!("{}", render_line(s)),
+            ScreenMode::Block => self.draw_block(&render_block(s)),
+        }
+    }
+
+    /// The block sits in the last BLOCK_ROWS rows, under a scroll region
+    /// that holds everything else: output of the workload scrolls above it.
+    fn draw_block(&mut self, lines: &[String]) {
+        let Some((rows, cols)) = terminal_size() else {
+            return;
+        };
+        let mut out = String::new();
+        if rows != self.rows {
+            if self.rows == 0 {
+                // Room for the block: scroll what is on screen up.
+                out.push_str(&"\n".repeat(BLOCK_ROWS as usize));
+                let _ = write!(out, "\x1b[{}A", BLOCK_ROWS);
+            }
+            // Save the cursor, set the region (which homes it), restore.
+            let _ = write!(out, "\x1b7\x1b[1;{}r\x1b8", rows - BLOCK_ROWS);
+            self.rows = rows;
+        }
+        out.push_str("\x1b7");
+        for (i, line) in lines.iter().take(BLOCK_ROWS as usize).enumerate() {
+            let text: String = line.chars().take(cols as usize).collect();
+            let _ = write!(
+                out,
+                "\x1b[{};1H\x1b[2K{text}",
+                rows - BLOCK_ROWS + 1 + i as u16
+            );
+        }
+        out.push_str("\x1b8");
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(out.as_bytes());
+        let _ = err.flush();
+        self.drawn = true;
+    }
+
+    /// Gives the terminal back: the region reset, the last block left
+    /// on screen under the workload's output.
+    pub fn finish(&mut self) {
+        if self.mode != ScreenMode::Block || !self.drawn {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "\x1b7\x1b[r\x1b8\x1b[{BLOCK_ROWS}B");
+        let _ = err.flush();
+        self.rows = 0;
+        self.drawn = false;
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// (rows, columns) of the terminal on stderr.
+fn terminal_size() -> Option<(u16, u16)> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into the valid pointer given.
+    let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::analysis;
+
+    fn fixture(name: &str) -> Session {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/sessions")
+            .join(name);
+        crate::session::load::load(&dir).unwrap()
+    }
+
+    fn status(name: &str) -> LiveStatus {
+        let session = fixture(name);
+        let a = analysis::analyze(&session, &Thresholds::default());
+        let elapsed = session.info.duration_s;
+        status_of(&session, &a, elapsed, 5.0)
+    }
+
+    #[test]
+    fn the_status_of_a_real_cpu_bound_pool_names_its_verdict_phase_and_busy_workers() {
+        let s = status("real-pool-cpu-bound-reader");
+        assert_eq!(s.verdict, VerdictId::CpuBoundReader);
+        assert!(s.au.is_some());
+        assert!(s.training_start_s.is_some());
+        assert!(!s.busiest.is_empty());
+        // Two forked workers decode on the 2 CPUs (the last 5 s include the tear-down).
+        assert!(s.busiest[0].on_cpu > 0.3, "{:?}", s.busiest);
+        assert_eq!(s.busiest[0].state, "on-cpu");
+        let block = render_block(&s);
+        assert_eq!(block.len(), BLOCK_ROWS as usize);
+        assert!(block[0].contains("phase") && block[0].contains("AU "));
+        assert!(block[1].contains("cpu-bound-reader"));
+        assert!(block[3].contains("device") && block[3].contains("read syscalls"));
+        assert!(block[4].contains(&s.busiest[0].comm));
+        let line = render_line(&s);
+        assert!(line.contains("verdict cpu-bound-reader"), "{line}");
+    }
+
+    fn at(elapsed_s: f64, verdict: VerdictId, label: &str, phase: &'static str) -> LiveStatus {
+        LiveStatus {
+            elapsed_s,
+            phase,
+            training_start_s: (phase != "start-up").then_some(10.0),
+            au: Some(40.0),
+            verdict,
+            confidence: 0.8,
+            confidence_label: label.to_string(),
+            inconclusive: false,
+            headline: String::new(),
+            device_mib_per_s: 0.0,
+            read_mib_per_s: 0.0,
+            recent_s: 5.0,
+            busiest: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_verdict_is_reached_once_it_held_over_training_and_restarts_on_a_change() {
+        let hold = Duration::from_secs(10);
+        let mut h = VerdictHold::default();
+        let cpu = VerdictId::CpuBoundReader;
+        assert_eq!(h.update(&at(5.0, cpu, "high", "start-up"), hold), None);
+        assert_eq!(h.update(&at(12.0, cpu, "high", "training"), hold), None);
+        assert_eq!(h.update(&at(17.0, cpu, "high", "training"), hold), None);
+        // The label changed: the hold starts again.
+        assert_eq!(h.update(&at(20.0, cpu, "medium", "training"), hold), None);
+        assert_eq!(h.update(&at(25.0, cpu, "medium", "training"), hold), None);
+        let r = h
+            .update(&at(30.0, cpu, "medium", "training"), hold)
+            .unwrap();
+        assert_eq!((r.from_s, r.to_s), (20.0, 30.0));
+        // Inconclusive verdicts never stop a recording.
+        let mut h = VerdictHold::default();
+        let mut s = at(12.0, cpu, "low", "training");
+        s.inconclusive = true;
+        assert_eq!(h.update(&s, hold), None);
+        s.elapsed_s = 100.0;
+        assert_eq!(h.update(&s, hold), None);
+        // A stall stops at once.
+        let mut h = VerdictHold::default();
+        assert!(
+            h.update(&at(70.0, VerdictId::Stalled, "high", "start-up"), hold)
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_hold_begins_no_earlier_than_the_training_window() {
+        let hold = Duration::from_secs(10);
+        let mut h = VerdictHold::default();
+        let mut s = at(15.0, VerdictId::StorageBound, "high", "training");
+        s.training_start_s = Some(14.0);
+        assert_eq!(h.update(&s, hold), None);
+        s.elapsed_s = 24.0;
+        assert_eq!(h.update(&s, hold), None);
+        s.elapsed_s = 25.0;
+        assert_eq!(h.update(&s, hold).unwrap().from_s, 15.0);
+    }
+}
