@@ -24,6 +24,7 @@ pub mod python;
 mod recorder;
 pub mod replay;
 pub mod run_loop;
+mod screen;
 pub mod select;
 mod session_writer;
 mod unwind_choice;

@@ -26,18 +26,11 @@ use crate::{
     session::{
         load::{FoldedStacks, Session},
         model::{
-            self, IoStats, PageCacheStats, PendingWait, SESSION_FORMAT_VERSION, SessionInfo,
-            ThreadStats, TimeSeries, WaitGraph,
+            self, IoStats, PageCacheStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats,
+            TimeSeries, WaitGraph,
         },
     },
 };
-
-/// Traced threads off CPU at least this long at the end are listed as
-/// pending waits (`waits.json` `pending`): what a stall is stuck on.
-const PENDING_MIN_NS: u64 = 1_000_000_000;
-
-/// Pending waits kept, longest first.
-const PENDING_MAX: usize = 32;
 
 /// A session built in memory: what [`write_parts`] writes.
 #[derive(Clone, Debug)]
@@ -322,29 +315,30 @@ pub(super) fn build_session(
             frames
         },
     );
-    waits.pending = pending_waits(
-        &snapshot,
-        end_mono,
-        &|tgid| tracked.contains(&tgid),
-        &comm_of,
-    )
-    .into_iter()
-    .map(|(mut wait, user, kernel)| {
-        let mut frames: Vec<String> = symbolizer
-            .user_frames(wait.pid, &probes.stack(user))
-            .into_iter()
-            .rev()
-            .collect();
-        frames.extend(
-            symbolizer
-                .kernel_frames(&probes.stack(kernel))
+    let pending_of = aggregate::PendingFilter {
+        traced: &|tgid| tracked.contains(&tgid),
+        // A thread gone since: its last switch-out was its exit.
+        alive: &|tgid, tid| Path::new(&format!("/proc/{tgid}/task/{tid}")).exists(),
+        comm_of: &comm_of,
+    };
+    waits.pending = aggregate::pending_waits(&snapshot.oncpu_start, end_mono, &pending_of)
+        .into_iter()
+        .map(|(mut wait, user, kernel)| {
+            let mut frames: Vec<String> = symbolizer
+                .user_frames(wait.pid, &probes.stack(user))
                 .into_iter()
-                .rev(),
-        );
-        wait.stack = frames;
-        wait
-    })
-    .collect();
+                .rev()
+                .collect();
+            frames.extend(
+                symbolizer
+                    .kernel_frames(&probes.stack(kernel))
+                    .into_iter()
+                    .rev(),
+            );
+            wait.stack = frames;
+            wait
+        })
+        .collect();
     let unwind = model::UnwindStats {
         mode: options.unwind.name().to_string(),
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
@@ -450,50 +444,6 @@ pub(super) fn build_session(
         folded,
         waits: probes.attached(probes::family::WAKEUPS).then_some(waits),
     })
-}
-
-/// Traced threads off CPU for at least [`PENDING_MIN_NS`] at `now`, longest
-/// first, with the stack ids their switch-out recorded (frames empty:
-/// symbolized by the caller). Threads that no longer exist are left out
-/// (their last switch-out was their exit).
-fn pending_waits(
-    snapshot: &probes::MapSnapshot,
-    now: u64,
-    traced: &dyn Fn(u32) -> bool,
-    comm_of: &dyn Fn(u32, u32) -> String,
-) -> Vec<(PendingWait, i32, i32)> {
-    let mut out: Vec<(PendingWait, i32, i32)> = snapshot
-        .oncpu_start
-        .iter()
-        .filter_map(|(&tid, (_, off))| {
-            let blocked = now.checked_sub(off.ts)?;
-            // A woken thread waits for a CPU, not for someone else.
-            let woken = off.state & storprof_common::offcpu_state::WOKEN != 0;
-            if off.ts == 0 || woken || blocked < PENDING_MIN_NS || !traced(off.tgid) {
-                return None;
-            }
-            if !Path::new(&format!("/proc/{}/task/{tid}", off.tgid)).exists() {
-                return None;
-            }
-            let index = off.state & storprof_common::offcpu_state::INDEX_MASK;
-            let state = aggregate::offcpu_state_name(index as u8);
-            Some((
-                PendingWait {
-                    pid: off.tgid,
-                    tid,
-                    comm: comm_of(off.tgid, tid),
-                    state: state.to_string(),
-                    blocked_s: blocked as f64 / 1e9,
-                    stack: Vec::new(),
-                },
-                off.user_stack,
-                off.kernel_stack,
-            ))
-        })
-        .collect();
-    out.sort_by(|a, b| b.0.blocked_s.total_cmp(&a.0.blocked_s));
-    out.truncate(PENDING_MAX);
-    out
 }
 
 /// How off-CPU user stacks were unwound (`session.json` `unwind.offcpu`).

@@ -2,10 +2,70 @@
 //! grew, and the edges named (kinds, states, syscalls, waker stacks).
 use std::collections::BTreeMap;
 
-use storprof_common::{WAKE_NO_SYSCALL, WakeAcc, WakeKey, waker_kind};
+use storprof_common::{OffCpuStart, WAKE_NO_SYSCALL, WakeAcc, WakeKey, offcpu_state, waker_kind};
 
 use super::{comm_string, offcpu_state_name, syscall_name, waker_kind_name};
-use crate::session::model::{WaitGraph, WakeEdge};
+use crate::session::model::{PendingWait, WaitGraph, WakeEdge};
+
+/// Traced threads off CPU at least this long are pending waits
+/// (`waits.json` `pending`): what a stall is stuck on.
+pub const PENDING_MIN_NS: u64 = 1_000_000_000;
+
+/// Pending waits kept, longest first.
+pub const PENDING_MAX: usize = 32;
+
+/// Which threads [`pending_waits`] lists, and their names.
+pub struct PendingFilter<'a> {
+    /// Is this tgid traced?
+    pub traced: &'a dyn Fn(u32) -> bool,
+    /// Does (tgid, tid) still exist?
+    pub alive: &'a dyn Fn(u32, u32) -> bool,
+    pub comm_of: &'a dyn Fn(u32, u32) -> String,
+}
+
+/// Traced, living threads off CPU (not woken) for at least
+/// [`PENDING_MIN_NS`] at `now`, longest first, at most [`PENDING_MAX`],
+/// from the per-tid switch-out slots (`tid → (switch-in, slot)`), each
+/// with the (user, kernel) stack ids its switch-out recorded; frames are
+/// left to the caller to symbolize.
+pub fn pending_waits(
+    slots: &BTreeMap<u32, (u64, OffCpuStart)>,
+    now: u64,
+    filter: &PendingFilter,
+) -> Vec<(PendingWait, i32, i32)> {
+    let mut out: Vec<(PendingWait, i32, i32)> = slots
+        .iter()
+        .filter_map(|(&tid, (_, off))| {
+            let blocked = now.checked_sub(off.ts)?;
+            // A woken thread waits for a CPU, not for someone else.
+            let woken = off.state & offcpu_state::WOKEN != 0;
+            if off.ts == 0
+                || woken
+                || blocked < PENDING_MIN_NS
+                || !(filter.traced)(off.tgid)
+                || !(filter.alive)(off.tgid, tid)
+            {
+                return None;
+            }
+            let index = off.state & offcpu_state::INDEX_MASK;
+            Some((
+                PendingWait {
+                    pid: off.tgid,
+                    tid,
+                    comm: (filter.comm_of)(off.tgid, tid),
+                    state: offcpu_state_name(index as u8).to_string(),
+                    blocked_s: blocked as f64 / 1e9,
+                    stack: Vec::new(),
+                },
+                off.user_stack,
+                off.kernel_stack,
+            ))
+        })
+        .collect();
+    out.sort_by(|a, b| b.0.blocked_s.total_cmp(&a.0.blocked_s));
+    out.truncate(PENDING_MAX);
+    out
+}
 
 /// Cumulative (blocked ns, wake-ups) per wake-up edge at one instant.
 pub type WakeCumulative = BTreeMap<WakeKey, (u64, u64)>;
@@ -98,7 +158,53 @@ pub fn wait_graph(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use storprof_common::offcpu_state;
+
+    #[test]
+    fn pending_waits_are_traced_living_unwoken_threads_off_cpu_a_second_or_more() {
+        const S: u64 = 1_000_000_000;
+        let slot = |tgid: u32, ts: u64, state: u32| {
+            (
+                0,
+                OffCpuStart {
+                    ts,
+                    tgid,
+                    state,
+                    user_stack: 7,
+                    kernel_stack: 8,
+                },
+            )
+        };
+        let sleeping = offcpu_state::SLEEPING as u32;
+        let slots: BTreeMap<u32, (u64, OffCpuStart)> = [
+            (11, slot(10, 10 * S, sleeping)),                             // 90 s
+            (12, slot(10, 95 * S, offcpu_state::UNINTERRUPTIBLE as u32)), // 5 s
+            (13, slot(10, 99 * S + S / 2, sleeping)),                     // 0.5 s: too short
+            (14, slot(10, 0, sleeping)),                                  // on a CPU
+            (15, slot(10, 10 * S, sleeping | offcpu_state::WOKEN)),       // runnable
+            (16, slot(20, 10 * S, sleeping)),                             // not traced
+            (17, slot(10, 10 * S, sleeping)),                             // exited
+        ]
+        .into_iter()
+        .collect();
+        let filter = PendingFilter {
+            traced: &|tgid| tgid == 10,
+            alive: &|_, tid| tid != 17,
+            comm_of: &|_, tid| format!("t{tid}"),
+        };
+        let got = pending_waits(&slots, 100 * S, &filter);
+        let rows: Vec<(u32, &str, f64, i32, i32)> = got
+            .iter()
+            .map(|(w, u, k)| (w.tid, w.state.as_str(), w.blocked_s, *u, *k))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (11, "sleeping", 90.0, 7, 8),
+                (12, "uninterruptible", 5.0, 7, 8)
+            ]
+        );
+        assert_eq!(got[0].0.comm, "t11");
+    }
 
     fn wake_key(waker_tid: u32, wakee_tid: u32) -> WakeKey {
         WakeKey {
