@@ -6,8 +6,10 @@
 #      made to run far longer than needed, under
 #      `storprof diagnose --until-verdict HOLD`. Per scenario: the verdict,
 #      whether it is the suite's expected one, and the seconds from the
-#      training window's start (from the first read for workloads without a
-#      consumer) to the early verdict; a stall is timed from the start.
+#      training window's start (from the recording's start for workloads
+#      without a consumer) to the early verdict; a stall is timed from the
+#      start. Plus the two stalls of tests/live.rs (a fork deadlock, a job
+#      that read, then loops), at the default --stall-after (60 s).
 #   2. The live view's own cost: storprof's CPU seconds (session.json
 #      `recorder_cpu_s`: user + system of storprof alone, the traced command
 #      excluded) recording the CPU-bound pipeline for SECS s with
@@ -103,7 +105,7 @@ rmdir "$CG" 2>/dev/null || true
 run files-spawn compute-bound "$(pipeline "$WORK/files" --format files --start spawn --computation-time 0.05 --duration 600)"
 run threads-lock-contention lock-contention "$(pipeline "$WORK/parquet" --loader threads --workers 4 --computation-time 0.005 --duration 600)"
 run fork-deadlock stalled "$WL fork-deadlock $WORK/data.bin 2"
-run busy-loop stalled "$WL spin 1 600"
+run busy-loop stalled "$WL read-then-spin $WORK/data.bin 2"
 
 # The live view's cost: storprof's own CPU, live lines vs off, interleaved.
 echo

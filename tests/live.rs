@@ -246,7 +246,12 @@ fn a_fork_deadlock_and_a_busy_loop_are_stalled_with_their_stacks() {
 
     // A child forked while a thread held a lock waits for it forever; its
     // parent waits for the child. Default stall threshold (60 s).
-    let cmd = vec![wl.clone(), "fork-deadlock".into(), data_s, "2".into()];
+    let cmd = vec![
+        wl.clone(),
+        "fork-deadlock".into(),
+        data_s.clone(),
+        "2".into(),
+    ];
     let d = diagnose(
         &tmp.path().join("deadlock"),
         &["--until-verdict"],
@@ -299,8 +304,8 @@ fn a_fork_deadlock_and_a_busy_loop_are_stalled_with_their_stacks() {
     let report = fs::read_to_string(tmp.path().join("deadlock/report.md")).unwrap();
     assert!(report.contains("## Stalled (blocked)"), "{report}");
 
-    // A thread that loops on a CPU and reads nothing.
-    let cmd = vec![wl, "spin".into(), "1".into(), "600".into()];
+    // A job that read, then loops on a CPU and reads nothing.
+    let cmd = vec![wl, "read-then-spin".into(), data_s.clone(), "2".into()];
     let d = diagnose(&tmp.path().join("busy"), &["--until-verdict"], &cmd, limit);
     assert_eq!(d.verdict["verdict"], "stalled", "{}", d.verdict);
     let stall = &d.verdict["stall"];
@@ -310,7 +315,7 @@ fn a_fork_deadlock_and_a_busy_loop_are_stalled_with_their_stacks() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|f| f == "spin_thread"),
+            .any(|f| f == "burn_cpu"),
         "{stall}"
     );
 }

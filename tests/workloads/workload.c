@@ -9,6 +9,7 @@
  *   workload fork-deadlock FILE SECONDS    read FILE for SECONDS, then fork while a thread holds
  *                                          a lock: the child waits for it forever (its owner did
  *                                          not survive the fork), the parent waits for the child
+ *   workload read-then-spin FILE SECONDS   read FILE for SECONDS, then loop on a CPU forever
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -137,9 +138,16 @@ static int fork_deadlock(const char *path, double seconds) {
     return 0;
 }
 
+static int read_then_spin(const char *path, double seconds) {
+    if (read_loop(path, seconds, 0)) return 1;
+    g_end = now_s() + 1e9;
+    spin_thread(NULL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: workload odirect-read|cached-read FILE SECONDS | spin|lock THREADS SECONDS | make-file FILE MIB | fork-deadlock FILE SECONDS\n");
+        fprintf(stderr, "usage: workload odirect-read|cached-read FILE SECONDS | spin|lock THREADS SECONDS | make-file FILE MIB | fork-deadlock|read-then-spin FILE SECONDS\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -149,6 +157,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "lock")) return run_threads(lock_thread, atoi(argv[2]), atof(argv[3]));
     if (!strcmp(mode, "make-file")) return make_file(argv[2], atol(argv[3]));
     if (!strcmp(mode, "fork-deadlock")) return fork_deadlock(argv[2], atof(argv[3]));
+    if (!strcmp(mode, "read-then-spin")) return read_then_spin(argv[2], atof(argv[3]));
     fprintf(stderr, "workload: unknown mode %s\n", mode);
     return 2;
 }

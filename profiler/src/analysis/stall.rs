@@ -5,9 +5,10 @@
 //! timeseries (read-syscall bytes per thread and bucket)  ─┐  last progress
 //! waits.json edges (task wake-ups among traced threads)  ─┘      │
 //!                                       quiet = end − last progress ≥ stall_s?
-//!        ├─ a traced thread on CPU ≥ stall_busy_share of the quiet time → busy loop
-//!        └─ a traced thread blocked (not in a timed sleep) ≥ stall_s,
-//!           from waits.json `pending` with its stack                → blocked
+//!        ├─ it had read, and a traced thread is on CPU ≥ stall_busy_share
+//!        │  of the quiet time                                        → busy loop
+//!        └─ no thread busy, and one blocked (not in a timed sleep)
+//!           ≥ stall_s, from waits.json `pending` with its stack       → blocked
 //! ```
 //!
 //! A job that exited by itself is not stalled; neither is one that reads
@@ -107,9 +108,18 @@ pub fn detect(session: &Session, t: &Thresholds) -> Option<Stall> {
         .map(|e| e.last_s)
         .fold(0.0, f64::max);
 
-    // Busy loop: no read for stall_s, a thread on a CPU nearly all of it.
+    // Busy loop: a job that read, then nothing for stall_s while a thread
+    // stays on a CPU. One that never read is not a stalled data pipeline
+    // (its verdict is about its threads), though blocked it may well be.
     let quiet_read_s = end_s - last_read_s;
-    if quiet_read_s >= t.stall_s {
+    let read_bytes: u64 = series
+        .threads
+        .iter()
+        .flat_map(|s| s.read_bytes.iter())
+        .sum();
+    // Start-up reads (a loader reading an ELF header) are not data.
+    let read_data = read_bytes >= t.reader_min_read_bytes;
+    if read_data && quiet_read_s >= t.stall_s {
         let first = (last_read_s / bucket_s).ceil() as usize;
         let window_ns = (buckets.saturating_sub(first)) as f64 * series.bucket_ns as f64;
         let mut busy: Vec<StalledThread> = series
@@ -146,6 +156,19 @@ pub fn detect(session: &Session, t: &Thresholds) -> Option<Stall> {
     let last_s = last_read_s.max(last_handoff_s);
     let quiet_s = end_s - last_s;
     if quiet_s < t.stall_s {
+        return None;
+    }
+    // A job busy on its CPUs meanwhile is working, not stuck (a main
+    // thread joining busy workers waits with nobody to wake it too): its
+    // threads together on CPU half a CPU's time or more.
+    let first = (last_s / bucket_s).ceil() as usize;
+    let window_ns = buckets.saturating_sub(first) as f64 * series.bucket_ns as f64;
+    let on_cpu_ns: u64 = series
+        .threads
+        .iter()
+        .map(|s| s.on_cpu_ns.iter().skip(first).sum::<u64>())
+        .sum();
+    if window_ns > 0.0 && on_cpu_ns as f64 >= t.busy_thread_share * window_ns {
         return None;
     }
     let waiting = |p: &&crate::session::model::PendingWait| !timed_sleep(&p.stack);
@@ -308,6 +331,11 @@ mod tests {
         // Quiet and blocked, but the wait began inside the window.
         let mut s = session(100, 20, None);
         s.waits.as_mut().unwrap().pending = vec![pending(11, 30.0, "futex_wait")];
+        assert_eq!(detect(&s, &t), None);
+        // Busy, but it never read anything: not a stalled pipeline, and
+        // its main thread waiting for the busy one is not blocked either.
+        let mut s = session(100, 0, Some(11));
+        s.waits.as_mut().unwrap().pending = vec![pending(10, 99.0, "futex_wait")];
         assert_eq!(detect(&s, &t), None);
         // A stall threshold of 0 disables detection.
         let mut s = session(100, 20, Some(11));

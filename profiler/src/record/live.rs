@@ -99,7 +99,7 @@ pub struct LiveStatus {
     pub elapsed_s: f64,
     /// "start-up", "training" or "tear-down" (from the wait-for graph), or
     /// without a consumer "reading" while data flows, "quiet" when it
-    /// stopped.
+    /// stopped, "running" for a busy job that never read.
     pub phase: &'static str,
     /// When the training window (or, without a consumer, the reading)
     /// began, seconds since the start.
@@ -120,6 +120,13 @@ pub struct LiveStatus {
 
 /// Busiest threads shown.
 const BUSIEST: usize = 3;
+
+/// Read-syscall bytes from which a job without a consumer reads data.
+const DATA_MIN_BYTES: u64 = 1 << 20;
+
+/// Without reads or a consumer, a job whose threads together kept this
+/// many CPUs busy of late is running (not starting up).
+const RUNNING_CPUS: f64 = 0.5;
 
 /// Seconds after the consumer's last exchange with the data side from
 /// which a running job is in its tear-down (a step of a starved pipeline
@@ -195,11 +202,16 @@ pub fn status_of(
                 .collect()
         })
         .unwrap_or_default();
+    let cpus_used: f64 = busiest.iter().map(|t| t.on_cpu).sum();
     busiest.sort_by(|a, b| b.on_cpu.total_cmp(&a.on_cpu).then(a.tid.cmp(&b.tid)));
     busiest.truncate(BUSIEST);
 
     let window = analysis.wait.as_ref().and_then(|w| w.window.as_ref());
-    let first_read_s = ts.and_then(|t| {
+    // Start-up reads (a loader reading an ELF header) are not data.
+    let total_read: u64 = ts.map_or(0, |t| {
+        t.threads.iter().flat_map(|s| s.read_bytes.iter()).sum()
+    });
+    let first_read_s = ts.filter(|_| total_read >= DATA_MIN_BYTES).and_then(|t| {
         t.threads
             .iter()
             .filter_map(|s| s.read_bytes.iter().position(|&b| b > 0))
@@ -231,6 +243,9 @@ pub fn status_of(
                 ("reading", Some(s))
             }
             Some(s) => ("quiet", Some(s)),
+            // Nothing read at all: a job busy on its CPUs is running; its
+            // verdict is about its threads.
+            None if cpus_used >= RUNNING_CPUS => ("running", Some(0.0)),
             None => ("start-up", None),
         },
     };
@@ -361,7 +376,8 @@ impl VerdictHold {
                 to_s: s.elapsed_s,
             });
         }
-        let training = matches!(s.phase, "training" | "reading") && s.training_start_s.is_some();
+        let training =
+            matches!(s.phase, "training" | "reading" | "running") && s.training_start_s.is_some();
         if !training || s.inconclusive {
             self.held = None;
             return None;

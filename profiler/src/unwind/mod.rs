@@ -446,19 +446,35 @@ mod tests {
             .and_then(|end| u64::from_str_radix(end, 16).ok())
             .unwrap_or(u64::MAX);
         // Test threads run on their own (mmap'ed) stacks: read at most up to
-        // the end of the mapping holding sp.
-        let mapping_end = maps
+        // the end of the mapping holding sp, and of the writable mappings
+        // that continue it (the kernel may split one stack in several).
+        let ranges: Vec<(u64, u64, bool)> = maps
             .lines()
             .filter_map(|l| {
-                let range = l.split(' ').next()?;
+                let mut fields = l.split(' ');
+                let range = fields.next()?;
+                let writable = fields.next()?.starts_with("rw");
                 let (s, e) = range.split_once('-')?;
                 Some((
                     u64::from_str_radix(s, 16).ok()?,
                     u64::from_str_radix(e, 16).ok()?,
+                    writable,
                 ))
             })
-            .find(|(s, e)| sp >= *s && sp < *e)
-            .map_or(stack_top, |(_, e)| e);
+            .collect();
+        let mapping_end = match ranges.iter().position(|(s, e, _)| sp >= *s && sp < *e) {
+            Some(i) => {
+                let mut end = ranges[i].1;
+                for &(s, e, writable) in &ranges[i + 1..] {
+                    if s != end || !writable {
+                        break;
+                    }
+                    end = e;
+                }
+                end
+            }
+            None => stack_top,
+        };
         let len = len.min((mapping_end - sp) as usize);
         // SAFETY: [sp, sp + len) lies inside this thread's mapped stack.
         let stack = unsafe { std::slice::from_raw_parts(sp as *const u8, len) }.to_vec();
