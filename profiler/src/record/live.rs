@@ -93,6 +93,19 @@ pub struct LiveThread {
     pub state: &'static str,
 }
 
+impl LiveThread {
+    /// `comm/tid NN% state`, as both views show it.
+    pub fn label(&self) -> String {
+        format!(
+            "{}/{} {:.0}% {}",
+            self.comm,
+            self.tid,
+            self.on_cpu * 100.0,
+            self.state
+        )
+    }
+}
+
 /// What one live update shows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LiveStatus {
@@ -299,14 +312,7 @@ pub fn render_block(s: &LiveStatus) -> Vec<String> {
         threads.push_str("  (no thread seen yet)");
     }
     for t in &s.busiest {
-        let _ = write!(
-            threads,
-            "  {}/{} {:.0}% {}",
-            t.comm,
-            t.tid,
-            t.on_cpu * 100.0,
-            t.state
-        );
+        let _ = write!(threads, "  {}", t.label());
     }
     lines.push(threads);
     lines
@@ -318,11 +324,7 @@ pub const BLOCK_ROWS: u16 = 5;
 /// One status line (when stderr is not a terminal).
 pub fn render_line(s: &LiveStatus) -> String {
     let au = s.au.map_or_else(String::new, |a| format!(" AU {a:.1}%"));
-    let busiest: Vec<String> = s
-        .busiest
-        .iter()
-        .map(|t| format!("{}/{} {:.0}% {}", t.comm, t.tid, t.on_cpu * 100.0, t.state))
-        .collect();
+    let busiest: Vec<String> = s.busiest.iter().map(LiveThread::label).collect();
     format!(
         "storprof: live {} {}{au} verdict {}{} ({} {:.2}) device {:.1} MiB/s read {:.1} MiB/s busiest {}",
         clock(s.elapsed_s),

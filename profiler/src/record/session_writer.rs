@@ -294,26 +294,29 @@ pub(super) fn build_session(
         fold::fold_stacks(&input, &mut symbols, &comm_of)
     };
     let tracked = &recorder_tracked;
+    // A waker's or a blocked thread's stack: user frames, then kernel
+    // frames, outermost first.
+    let mut stack_frames = |tgid: u32, user: i32, kernel: i32| -> Vec<String> {
+        let mut frames: Vec<String> = symbolizer
+            .user_frames(tgid, &probes.stack(user))
+            .into_iter()
+            .rev()
+            .collect();
+        frames.extend(
+            symbolizer
+                .kernel_frames(&probes.stack(kernel))
+                .into_iter()
+                .rev(),
+        );
+        frames
+    };
     let mut waits = aggregate::wait_graph(
         &wake_edges,
         wake_series,
         start_mono,
         bucket_ns,
         &|pid| tracked.contains(&pid),
-        &mut |tgid, user, kernel| {
-            let mut frames: Vec<String> = symbolizer
-                .user_frames(tgid, &probes.stack(user))
-                .into_iter()
-                .rev()
-                .collect();
-            frames.extend(
-                symbolizer
-                    .kernel_frames(&probes.stack(kernel))
-                    .into_iter()
-                    .rev(),
-            );
-            frames
-        },
+        &mut stack_frames,
     );
     let pending_of = aggregate::PendingFilter {
         traced: &|tgid| tracked.contains(&tgid),
@@ -324,18 +327,7 @@ pub(super) fn build_session(
     waits.pending = aggregate::pending_waits(&snapshot.oncpu_start, end_mono, &pending_of)
         .into_iter()
         .map(|(mut wait, user, kernel)| {
-            let mut frames: Vec<String> = symbolizer
-                .user_frames(wait.pid, &probes.stack(user))
-                .into_iter()
-                .rev()
-                .collect();
-            frames.extend(
-                symbolizer
-                    .kernel_frames(&probes.stack(kernel))
-                    .into_iter()
-                    .rev(),
-            );
-            wait.stack = frames;
+            wait.stack = stack_frames(wait.pid, user, kernel);
             wait
         })
         .collect();
