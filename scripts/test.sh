@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this script):
-#   1. scripts/setup.sh (installs what a fresh machine lacks)
+#   1. scripts/setup.sh (installs what a fresh machine lacks) and scripts/setup-dlio.sh
+#      (the real DLIO benchmark with PyTorch in target/dlio-venv, for tests/dlio.rs)
 #   2. cargo fmt --check, clippy -D warnings on the user crates and on the probe crate
 #   3. cargo test (unit, golden, integration); root-only tests are #[ignore = "needs root"]:
 #      as root they run too (--include-ignored), otherwise one line at the end says how many were skipped
@@ -17,19 +18,22 @@ sum_ignored() {
   awk '/^test result:/ { for (i = 2; i <= NF; i++) if ($i == "ignored;") n += $(i - 1) } END { print n + 0 }' "$1"
 }
 
-# Disk: a full run takes about 5 GiB under target/ (release build with line
-# tables, test binaries, the probe builds, the venv). Say so up front rather
-# than failing on ENOSPC half-way.
+# Disk: a full run takes about 12 GiB under target/ (release build with line
+# tables, test binaries, the probe builds, the pyarrow venv, and 7 GiB for
+# the DLIO venv with PyTorch's CUDA runtime packages). Say so up front
+# rather than failing on ENOSPC half-way.
 target_fs="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$target_fs"
 free_kib=$(df -Pk "$target_fs" | awk 'NR == 2 { print $4 }')
-echo "disk: $((free_kib / 1024)) MiB free under $target_fs (a full run needs about 6 GiB)"
-if [ "${free_kib:-0}" -lt $((6 * 1024 * 1024)) ]; then
-  echo "warning: less than 6 GiB free; the build may fail with 'No space left on device'" >&2
+echo "disk: $((free_kib / 1024)) MiB free under $target_fs (a full run needs about 13 GiB)"
+if [ "${free_kib:-0}" -lt $((13 * 1024 * 1024)) ]; then
+  echo "warning: less than 13 GiB free; the build may fail with 'No space left on device'" >&2
 fi
 
 step "setup"
 STORPROF_SETUP_QUIET=${STORPROF_SETUP_QUIET:-1} bash scripts/setup.sh
+# The real DLIO benchmark with PyTorch for tests/dlio.rs (a venv under target/).
+STORPROF_SETUP_QUIET=${STORPROF_SETUP_QUIET:-1} bash scripts/setup-dlio.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

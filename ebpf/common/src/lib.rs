@@ -448,7 +448,8 @@ pub mod offcpu_state {
     /// at the syscall's exit (`FLAG_OFFCPU_DWARF`).
     pub const AT_SYSCALL_EXIT: u32 = 0x100;
     /// Bit of `OffCpuStart::state`: the blocked interval was already ended
-    /// by a wake-up and counted on its edge (`sched_waking`).
+    /// by a wake-up (at `OffCpuStart::woken_ts`) and counted on its edge
+    /// (`sched_waking`).
     pub const WOKEN: u32 = 0x200;
 
     /// Maps `sched_switch`'s `prev_state` (TASK_REPORT bits; 0x100 means
@@ -541,8 +542,29 @@ pub struct OffCpuStart {
     pub state: u32,
     pub user_stack: i32,
     pub kernel_stack: i32,
+    /// When `sched_waking` ended the blocked interval (with
+    /// `offcpu_state::WOKEN`); the time from then to the switch-in is a
+    /// wait for a CPU, accounted as runnable.
+    pub woken_ts: u64,
 }
-const _: () = assert!(core::mem::size_of::<OffCpuStart>() == 24);
+const _: () = assert!(core::mem::size_of::<OffCpuStart>() == 32);
+
+impl OffCpuStart {
+    /// The blocked interval that ends at switch-in `now`, split at its
+    /// wake-up: (blocked until woken, then waiting for a CPU). Not woken
+    /// (preempted, or woken by nothing traced), or a wake time outside the
+    /// interval: all of it is blocked time.
+    #[inline(always)]
+    pub fn split_at_wake(&self, now: u64) -> (u64, u64) {
+        let total = now.saturating_sub(self.ts);
+        if self.state & offcpu_state::WOKEN != 0 && self.woken_ts > self.ts && self.woken_ts <= now
+        {
+            (self.woken_ts - self.ts, now - self.woken_ts)
+        } else {
+            (total, 0)
+        }
+    }
+}
 
 /// Off-CPU time of a thread inside a syscall, waiting for the syscall's
 /// exit to have its user stack copied (`FLAG_OFFCPU_DWARF`).
@@ -808,5 +830,28 @@ mod tests {
             offcpu_state::UNINTERRUPTIBLE
         );
         assert_eq!(offcpu_state::from_prev_state(0x80), offcpu_state::OTHER);
+    }
+
+    #[test]
+    fn a_woken_interval_splits_into_blocked_and_waiting_for_a_cpu() {
+        let slot = |state: u32, woken_ts: u64| OffCpuStart {
+            ts: 1_000,
+            tgid: 1,
+            state,
+            user_stack: -1,
+            kernel_stack: -1,
+            woken_ts,
+        };
+        let sleeping = offcpu_state::SLEEPING as u32;
+        let woken = sleeping | offcpu_state::WOKEN;
+        // Blocked 1000 ns, then 500 ns on a run queue.
+        assert_eq!(slot(woken, 2_000).split_at_wake(2_500), (1_000, 500));
+        // Switched in at its wake-up: no queueing.
+        assert_eq!(slot(woken, 2_500).split_at_wake(2_500), (1_500, 0));
+        // Not woken (preempted, or an untraced wake path): all blocked.
+        assert_eq!(slot(sleeping, 0).split_at_wake(2_500), (1_500, 0));
+        // A wake time outside the interval (a stale slot) is not trusted.
+        assert_eq!(slot(woken, 500).split_at_wake(2_500), (1_500, 0));
+        assert_eq!(slot(woken, 3_000).split_at_wake(2_500), (1_500, 0));
     }
 }

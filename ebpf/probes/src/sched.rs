@@ -61,6 +61,7 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
                     state,
                     user_stack,
                     kernel_stack,
+                    woken_ts: 0,
                 }
             };
         }
@@ -80,8 +81,14 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
                 let blocked = now - off_copy.ts;
                 if let Some(acc) = THREADS.get_ptr_mut(next_tid) {
                     let state = (off_copy.state & offcpu_state::INDEX_MASK) as usize;
+                    // Woken earlier, the thread then waited for a CPU: that
+                    // part is runnable time, not the state it blocked in.
+                    let (asleep, queued) = off_copy.split_at_wake(now);
                     // SAFETY: map value of `next_tid`, which is being switched in here.
-                    unsafe { (*acc).off_cpu_ns[state] += blocked };
+                    unsafe {
+                        (*acc).off_cpu_ns[state] += asleep;
+                        (*acc).off_cpu_ns[offcpu_state::RUNNABLE] += queued;
+                    }
                 }
                 let key = StackKey {
                     tgid: off_copy.tgid,

@@ -65,7 +65,10 @@ pub(crate) fn waking(ctx: &RawTracePointContext) -> u32 {
         return 0;
     }
     // SAFETY: as above.
-    unsafe { (*off).state = start.state | offcpu_state::WOKEN };
+    unsafe {
+        (*off).state = start.state | offcpu_state::WOKEN;
+        (*off).woken_ts = now;
+    }
     let blocked = now - start.ts;
     let pid_tgid = bpf_get_current_pid_tgid();
     let kind = current_waker_kind((pid_tgid >> 32) as u32);

@@ -171,6 +171,7 @@ mod tests {
                     state,
                     user_stack: 7,
                     kernel_stack: 8,
+                    woken_ts: 0,
                 },
             )
         };
