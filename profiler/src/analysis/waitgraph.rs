@@ -677,6 +677,35 @@ fn data_waits<'a>(
         .collect()
 }
 
+/// A wait of the consumer to receive something: a read, a receive, a poll
+/// or a futex (a queue's condition variable). Not one to hand work over (a
+/// full pipe to a worker), nor to start or reap one (vfork, wait4).
+fn is_receive_wait(e: &WakeEdge) -> bool {
+    matches!(
+        e.syscall.as_deref(),
+        Some(
+            "read"
+                | "readv"
+                | "pread64"
+                | "preadv"
+                | "preadv2"
+                | "recvfrom"
+                | "recvmsg"
+                | "recvmmsg"
+                | "poll"
+                | "ppoll"
+                | "select"
+                | "pselect6"
+                | "epoll_wait"
+                | "epoll_pwait"
+                | "epoll_pwait2"
+                | "futex"
+                | "io_getevents"
+                | "io_uring_enter"
+        )
+    )
+}
+
 /// Accumulates the critical path.
 #[derive(Default)]
 struct PathAcc {
@@ -872,7 +901,18 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
 
     // The window: first to last exchange of the consumers with the data
     // side: data wake-ups, and the work they send (to the side, or to a
-    // thread of theirs that wakes the side: a queue feeder).
+    // thread of theirs that wakes the side: a queue feeder). When data was
+    // delivered (the consumer woken from a receive), the window starts at
+    // the first delivery: the wait for the first batch is start-up (DLIO
+    // leaves the first step out too), and so are starting workers and
+    // handing them work while they start (a spawned worker's pipe stays
+    // full while its interpreter imports).
+    let first_delivery = consumer_ids
+        .iter()
+        .flat_map(|&c| data_waits(&whole, c, &side, &relays))
+        .filter(|(e, _)| is_receive_wait(e))
+        .map(|(e, _)| e.first_s)
+        .min_by(f64::total_cmp);
     let mut first = f64::MAX;
     let mut last = 0.0f64;
     let senders: BTreeSet<ThreadId> = whole
@@ -895,7 +935,14 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
             }
         }
     }
-    let (start_s, end_s, source) = if last > first {
+    let (start_s, end_s, source) = if let Some(delivery) = first_delivery.filter(|&d| last > d) {
+        (
+            delivery,
+            last,
+            "the consumer's first data delivery to its last exchange with the data side"
+                .to_string(),
+        )
+    } else if last > first {
         (
             first,
             last,
