@@ -101,6 +101,52 @@ const SPECIFIC: &[Category] = &[
         kernel_only: false,
     },
     Category {
+        name: "image decode (libjpeg/libpng, PIL)",
+        patterns: &[
+            "libjpeg",
+            "jpeg_read_scanlines",
+            "jpeg_start_decompress",
+            "decode_mcu",
+            "jpeg_idct",
+            "libturbojpeg",
+            "libpng",
+            "png_read_",
+            "libwebp",
+            "ImagingDecode",
+        ],
+        kernel_only: false,
+    },
+    Category {
+        name: "PyTorch collate (tensor copies)",
+        patterns: &["at::native::", "at::_ops::cat", "at::_ops::stack"],
+        kernel_only: false,
+    },
+    Category {
+        // A DataLoader worker puts each batch into fresh shared memory:
+        // the first touch of every page faults and zeroes it.
+        name: "shared-memory tensors (shmem page faults)",
+        patterns: &[
+            "shmem_fault",
+            "shmem_get_folio",
+            "shmem_add_to_page_cache",
+            "shmem_alloc",
+            "MapAllocator",
+        ],
+        kernel_only: false,
+    },
+    Category {
+        name: "Python garbage collector",
+        patterns: &[
+            "gc_collect_main",
+            "gc_collect_with_callback",
+            "visit_reachable",
+            "move_unreachable",
+            "subtract_refs",
+            "visit_decref",
+        ],
+        kernel_only: false,
+    },
+    Category {
         name: "NPZ/zip decompression (zlib)",
         patterns: &["inflate", "crc32", "zlib"],
         kernel_only: false,
@@ -386,6 +432,49 @@ mod tests {
 
     fn folded(text: &str) -> FoldedStacks {
         FoldedStacks::parse(text, "t").0
+    }
+
+    #[test]
+    fn dataloader_worker_frames_have_their_own_categories() {
+        // Stacks of a real PyTorch DataLoader worker (DLIO's JPEG reader).
+        let jpeg = [
+            "ImageFile.load (PIL/ImageFile.py:425)",
+            "[_imaging.cpython-311-x86_64-linux-gnu.so]",
+            "[libjpeg-6dc8d115.so.62.4.0]",
+        ];
+        assert_eq!(categorize(&jpeg), "image decode (libjpeg/libpng, PIL)");
+        let shm = [
+            "collate_tensor_fn (torch/utils/data/_utils/collate.py:275)",
+            "asm_exc_page_fault_[k]",
+            "handle_mm_fault_[k]",
+            "shmem_fault_[k]",
+            "shmem_get_folio_gfp_[k]",
+            "clear_page_erms_[k]",
+        ];
+        assert_eq!(
+            categorize(&shm),
+            "shared-memory tensors (shmem page faults)"
+        );
+        let cat = [
+            "collate_tensor_fn (torch/utils/data/_utils/collate.py:275)",
+            "at::native::structured_cat_out_cpu::impl(c10::IListRef<at::Tensor> const&, long)",
+            "[libc.so.6]",
+        ];
+        assert_eq!(categorize(&cat), "PyTorch collate (tensor copies)");
+        let gc = [
+            "_PyEval_EvalFrameDefault",
+            "gc_collect_main",
+            "visit_reachable",
+        ];
+        assert_eq!(categorize(&gc), "Python garbage collector");
+        // A fault outside shared memory stays a page fault.
+        let anon = [
+            "malloc",
+            "asm_exc_page_fault_[k]",
+            "handle_mm_fault_[k]",
+            "clear_page_erms_[k]",
+        ];
+        assert_eq!(categorize(&anon), "memory reclaim / page faults (kernel)");
     }
 
     #[test]
