@@ -490,7 +490,7 @@ fn wait_section(out: &mut String, analysis: &Analysis) {
         ) {
             let _ = writeln!(
                 out,
-                "\nAU seen by the kernel {k:.1}%, reported by the bench {b:.1}% ({:+.1} points).",
+                "\nAU seen by the kernel {k:.1}%, reported by the workload's summary.json {b:.1}% ({:+.1} points).",
                 k - b
             );
         }

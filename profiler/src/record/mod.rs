@@ -10,8 +10,9 @@
 //! process is alive: CPU samples, and blocked syscalls' stacks copied at
 //! the syscall's exit, which become DWARF off-CPU stacks. When the command exits (or the duration ends, or SIGINT/SIGTERM), the
 //! maps are read one last time, turned into the model by the pure functions
-//! of [`aggregate`], symbolized, and written; dropping the probe set detaches
-//! everything.
+//! of [`aggregate`], symbolized, and written, with the workload's own DLIO
+//! summary.json when it wrote one ([`workload_summary`]); dropping the probe
+//! set detaches everything.
 pub mod aggregate;
 pub mod args;
 pub mod dwarf_samples;
@@ -28,6 +29,7 @@ mod screen;
 pub mod select;
 mod session_writer;
 mod unwind_choice;
+pub mod workload_summary;
 
 use std::{
     path::PathBuf,
@@ -328,6 +330,18 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             recorder.tick_series()?;
             let end_unix = procfs::unix_ns();
             let end_mono = procfs::monotonic_ns();
+            // The workload's own AU (DLIO, mlpstorage), beside the kernel's.
+            let since = std::time::UNIX_EPOCH + Duration::from_nanos(start_unix);
+            if let Ok(cwd) = std::env::current_dir()
+                && let Some(found) =
+                    workload_summary::copy_into_session(&dir, &options.command, &cwd, since)
+            {
+                eprintln!(
+                    "storprof: the workload's {} is in the session as {}",
+                    found.display(),
+                    crate::session::model::files::BENCH_SUMMARY
+                );
+            }
             session_writer::write_session(
                 &mut recorder,
                 options,

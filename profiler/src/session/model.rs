@@ -9,8 +9,9 @@
 //! DIR/timeseries.json   TimeSeries (1-second buckets)
 //! DIR/oncpu.folded      `comm;outer;...;leaf COUNT` (samples)
 //! DIR/offcpu.folded     `comm;outer;...;leaf MICROSECONDS` (blocked time)
-//! DIR/bench-summary.json  copy of storprof bench's summary.json, when the
-//!                         recorded command was `storprof bench` (optional)
+//! DIR/bench-summary.json  copy of the workload's DLIO-format summary.json:
+//!                         storprof bench's, or DLIO's / mlpstorage's own
+//!                         found by the recorder (optional)
 //! DIR/waits.json        WaitGraph: wake-up edges (who ended whose blocked
 //!                       time), with 1-second series (format 2 on)
 //! DIR/oncpu-threads.folded, offcpu-threads.folded
