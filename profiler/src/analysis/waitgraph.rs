@@ -1642,6 +1642,43 @@ mod tests {
     }
 
     #[test]
+    fn the_window_starts_at_the_first_delivery_not_at_a_spawned_workers_start() {
+        // A spawned worker imports for 3 s while the trainer sits in a
+        // write to its full pipe (and a vfork before): data arrives from
+        // 3.5 s on.
+        let mut s = dataloader(600, 700);
+        let edges = &mut s.waits.as_mut().unwrap().edges;
+        for e in edges.iter_mut() {
+            if (e.wakee_pid, e.wakee_tid) == TRAINER && e.syscall.as_deref() == Some("poll") {
+                e.first_s = 3.5;
+            }
+        }
+        let mut spawn = edge(WORKER, TRAINER, "write", 0, 0);
+        spawn.blocked_ns = 3 * S;
+        spawn.count = 3;
+        spawn.first_s = 0.2;
+        spawn.last_s = 3.2;
+        spawn.series = vec![(0, S, 1), (1, S, 1), (2, S, 1)];
+        let mut vfork = edge(WORKER, TRAINER, "vfork", 0, 0);
+        vfork.first_s = 0.1;
+        vfork.last_s = 0.1;
+        vfork.series = vec![(0, MS, 1)];
+        edges.extend([spawn, vfork]);
+        let w = analyze(&s, &Thresholds::default()).unwrap();
+        let window = w.window.as_ref().unwrap();
+        assert_eq!(window.start_s, 3.5);
+        assert!(
+            window.source.contains("first data delivery"),
+            "{}",
+            window.source
+        );
+        assert_eq!(window.buckets, Some((4, 9)));
+        // Only the steady state counts: 600 ms of every 1000 waited.
+        let au = w.kernel_au_percentage.unwrap();
+        assert!((au - 38.0).abs() < 0.5, "{au}");
+    }
+
+    #[test]
     fn the_first_batch_wait_is_start_up() {
         // No per-bucket states: the whole-run figures, less the first wait.
         let mut s = dataloader(600, 700);
