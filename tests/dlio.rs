@@ -21,6 +21,10 @@
 //!   seconds while the trainer waits), recorded from the interpreter's
 //!   start: cpu-bound-reader over a window that leaves the start-up out.
 //!
+//! A fifth run stops early (`--until-verdict 10`) on the cpu-bound-reader
+//! settings: the verdict must be about the DataLoader's training, not
+//! about DLIO's start-up.
+//!
 //! storprof finds DLIO's summary.json through `++hydra.run.dir` and puts it
 //! in the session, so the verdict carries DLIO's AU beside the kernel's.
 //!
@@ -143,12 +147,14 @@ fn run_dir(work: &Path, name: &str) -> PathBuf {
     work.join(format!("dlio-{name}"))
 }
 
-/// `storprof diagnose -- cmd`: its verdict.json, and DLIO's AU from the
-/// summary.json in [`run_dir`].
-fn diagnose(work: &Path, name: &'static str, expected: &'static str, cmd: &[String]) -> Run {
+/// `storprof diagnose OPTIONS --output WORK/NAME -- cmd`, which must
+/// succeed: the session directory.
+fn run_diagnose(work: &Path, name: &str, options: &[&str], cmd: &[String]) -> PathBuf {
     let session = work.join(name);
     let mut c = Command::new(STORPROF);
-    c.args(["diagnose", "--live", "off", "--output"])
+    c.arg("diagnose")
+        .args(options)
+        .arg("--output")
         .arg(&session)
         .arg("--")
         .args(cmd)
@@ -160,6 +166,13 @@ fn diagnose(work: &Path, name: &'static str, expected: &'static str, cmd: &[Stri
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+    session
+}
+
+/// `storprof diagnose -- cmd`: its verdict.json, and DLIO's AU from the
+/// summary.json in [`run_dir`].
+fn diagnose(work: &Path, name: &'static str, expected: &'static str, cmd: &[String]) -> Run {
+    let session = run_diagnose(work, name, &["--live", "off"], cmd);
     let summary: serde_json::Value = read_json(&run_dir(work, name).join("summary.json"));
     let dlio_au = summary["metric"]["train_au_mean_percentage"]
         .as_f64()
@@ -292,7 +305,59 @@ fn real_dlio_benchmark_verdicts() {
     ));
     drop(throttle);
 
+    // The answer while it runs: the #330 settings without a step limit,
+    // stopped once the verdict held 10 s of training. DLIO's start-up
+    // (imports reading .py files, a thread they wake) must not pass for
+    // training.
+    let early = run_diagnose(
+        work,
+        "early-verdict",
+        &["--live", "lines", "--until-verdict", "10"],
+        &cmd(
+            &small,
+            "early-verdict",
+            training(
+                8192,
+                SMALL,
+                &[
+                    "reader.batch_size=4",
+                    "train.epochs=1",
+                    "train.computation_time=0.002",
+                ],
+            ),
+        ),
+    );
+    let early_verdict: serde_json::Value = read_json(&early.join("verdict.json"));
+    let early_session: serde_json::Value = read_json(&early.join("session.json"));
+
     let mut wrong = Vec::new();
+    let early_window = early_verdict["window"]["start_s"].as_f64().unwrap_or(0.0);
+    println!(
+        "early-verdict: {} over {early_window:.1}-{:.1} s, AU kernel {:?}, end reason {}",
+        early_verdict["verdict"],
+        early_verdict["window"]["end_s"].as_f64().unwrap_or(0.0),
+        early_verdict["kernel_au_percentage"].as_f64(),
+        early_session["end_reason"]
+    );
+    if early_verdict["verdict"] != "cpu-bound-reader" || early_session["end_reason"] != "verdict" {
+        wrong.push(format!(
+            "early-verdict: {} (end reason {}), expected cpu-bound-reader reached early",
+            early_verdict["verdict"], early_session["end_reason"]
+        ));
+    }
+    // The DataLoader's workers feed the consumer: their window, not start-up's.
+    let early_roles = early_verdict["roles"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !early_roles
+        .iter()
+        .any(|x| x["role"] == "loader" && x["comm"] == "pt_data_worker")
+    {
+        wrong.push(format!(
+            "early-verdict: no pt_data_worker loader (window from {early_window:.1} s)"
+        ));
+    }
     println!(
         "\nreal DLIO          expected            got                 AU kernel  AU DLIO  headline"
     );

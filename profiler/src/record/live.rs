@@ -117,6 +117,9 @@ pub struct LiveStatus {
     /// When the training window (or, without a consumer, the reading)
     /// began, seconds since the start.
     pub training_start_s: Option<f64>,
+    /// The consumer's last exchange with the data side so far (the
+    /// window's end); None without a consumer.
+    pub training_end_s: Option<f64>,
     /// The consumer's AU as the kernel sees it so far (%).
     pub au: Option<f64>,
     pub verdict: VerdictId,
@@ -231,6 +234,7 @@ pub fn status_of(
             .min()
             .map(|b| b as f64 * bucket_s)
     });
+    let training_end_s = window.map(|w| w.end_s);
     let (phase, training_start_s) = match window {
         // The window ends at the consumer's last exchange with the data
         // side; while the job runs, that is a wait still in progress.
@@ -266,6 +270,7 @@ pub fn status_of(
         elapsed_s,
         phase,
         training_start_s,
+        training_end_s,
         au: analysis.wait.as_ref().and_then(|w| w.kernel_au_percentage),
         verdict: v.verdict,
         confidence: v.confidence,
@@ -366,9 +371,12 @@ pub struct Reached {
 
 impl VerdictHold {
     /// Feeds one update; Some once the verdict (not inconclusive) and its
-    /// confidence label have held for `hold` of training. A stall needs no
-    /// hold and no training window: it already stands for `stall_s` of
-    /// nothing happening.
+    /// confidence label have held for `hold` of training: from when it was
+    /// first seen (not before the window began) to the consumer's last
+    /// exchange with the data side, so a window that stopped growing (an
+    /// exchange during start-up, before the real consumer appears) holds
+    /// nothing. A stall needs no hold and no training window: it already
+    /// stands for `stall_s` of nothing happening.
     pub fn update(&mut self, s: &LiveStatus, hold: Duration) -> Option<Reached> {
         if s.verdict == VerdictId::Stalled {
             return Some(Reached {
@@ -384,16 +392,21 @@ impl VerdictHold {
             self.held = None;
             return None;
         }
+        let start = s.training_start_s.unwrap_or(0.0);
         let since = match &self.held {
             Some((v, label, since)) if *v == s.verdict && *label == s.confidence_label => *since,
             _ => {
-                // Held from when this verdict was first seen, but not before training began.
-                let since = s.elapsed_s.max(s.training_start_s.unwrap_or(0.0));
-                self.held = Some((s.verdict, s.confidence_label.clone(), since));
-                since
+                // Held from when this verdict was first seen.
+                self.held = Some((s.verdict, s.confidence_label.clone(), s.elapsed_s));
+                s.elapsed_s
             }
-        };
-        (s.elapsed_s - since >= hold.as_secs_f64()).then(|| Reached {
+        }
+        // Not before the (current) training window began.
+        .max(start);
+        let until = s
+            .training_end_s
+            .map_or(s.elapsed_s, |end| end.min(s.elapsed_s));
+        (until - since >= hold.as_secs_f64()).then(|| Reached {
             verdict: s.verdict,
             confidence_label: s.confidence_label.clone(),
             from_s: since,
@@ -447,6 +460,7 @@ mod tests {
             elapsed_s,
             phase,
             training_start_s: (phase != "start-up").then_some(10.0),
+            training_end_s: (phase != "start-up").then_some(elapsed_s),
             au: Some(40.0),
             verdict,
             confidence: 0.8,
@@ -481,6 +495,7 @@ mod tests {
         s.inconclusive = true;
         assert_eq!(h.update(&s, hold), None);
         s.elapsed_s = 100.0;
+        s.training_end_s = Some(100.0);
         assert_eq!(h.update(&s, hold), None);
         // A stall stops at once.
         let mut h = VerdictHold::default();
@@ -497,9 +512,40 @@ mod tests {
         let mut s = at(15.0, VerdictId::StorageBound, "high", "training");
         s.training_start_s = Some(14.0);
         assert_eq!(h.update(&s, hold), None);
+        // Data keeps flowing: the window's end follows the clock.
         s.elapsed_s = 24.0;
+        s.training_end_s = Some(24.0);
         assert_eq!(h.update(&s, hold), None);
         s.elapsed_s = 25.0;
+        s.training_end_s = Some(25.0);
         assert_eq!(h.update(&s, hold).unwrap().from_s, 15.0);
+    }
+
+    #[test]
+    fn a_window_that_stopped_growing_holds_nothing() {
+        // An exchange during start-up (an importing main thread waking a
+        // helper) makes a window of 1.1-1.4 s that never grows.
+        let hold = Duration::from_secs(10);
+        let cpu = VerdictId::CpuBoundReader;
+        let mut h = VerdictHold::default();
+        let mut s = at(5.0, cpu, "medium", "training");
+        s.training_start_s = Some(1.1);
+        s.training_end_s = Some(1.4);
+        for t in [5.0, 10.0, 16.0] {
+            s.elapsed_s = t;
+            assert_eq!(h.update(&s, hold), None, "at {t} s");
+        }
+        // The real consumer's window begins at 20 s: the hold counts from
+        // there, not from 5 s when the verdict was first seen.
+        s.training_start_s = Some(20.0);
+        for t in [21.0, 26.0] {
+            s.elapsed_s = t;
+            s.training_end_s = Some(t - 0.5);
+            assert_eq!(h.update(&s, hold), None, "at {t} s");
+        }
+        s.elapsed_s = 31.0;
+        s.training_end_s = Some(30.5);
+        let r = h.update(&s, hold).unwrap();
+        assert_eq!((r.from_s, r.to_s), (20.0, 31.0));
     }
 }
