@@ -907,12 +907,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
     // leaves the first step out too), and so are starting workers and
     // handing them work while they start (a spawned worker's pipe stays
     // full while its interpreter imports).
-    let first_delivery = consumer_ids
-        .iter()
-        .flat_map(|&c| data_waits(&whole, c, &side, &relays))
-        .filter(|(e, _)| is_receive_wait(e))
-        .map(|(e, _)| e.first_s)
-        .min_by(f64::total_cmp);
+    let mut first_delivery: Option<f64> = None;
     let mut first = f64::MAX;
     let mut last = 0.0f64;
     let senders: BTreeSet<ThreadId> = whole
@@ -926,6 +921,9 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         for (e, _) in data_waits(&whole, c, &side, &relays) {
             first = first.min(e.first_s);
             last = last.max(e.last_s);
+            if is_receive_wait(e) {
+                first_delivery = Some(first_delivery.map_or(e.first_s, |d| d.min(e.first_s)));
+            }
         }
         for e in waits.edges.iter().filter(|e| waker_id(e) == Some(c)) {
             let wakee = (e.wakee_pid, e.wakee_tid);

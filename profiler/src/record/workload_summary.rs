@@ -14,7 +14,7 @@ use std::{
     time::SystemTime,
 };
 
-use crate::session::model::files;
+use crate::session::{load::BenchSummary, model::files};
 
 /// How deep and how wide the search under a candidate directory goes:
 /// mlpstorage nests `training/<model>/run/<timestamp>/` under its results
@@ -67,7 +67,9 @@ pub fn find(dirs: &[PathBuf], since: SystemTime) -> Option<PathBuf> {
     let mut visited = 0usize;
     for dir in dirs {
         let mut stack = vec![(dir.clone(), 0usize)];
-        while let Some((d, depth)) = stack.pop() {
+        while visited <= MAX_ENTRIES
+            && let Some((d, depth)) = stack.pop()
+        {
             let Ok(entries) = fs::read_dir(&d) else {
                 continue;
             };
@@ -104,7 +106,7 @@ fn has_dlio_au(path: &Path) -> bool {
     fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|v| v.pointer("/metric/train_au_mean_percentage").is_some())
+        .is_some_and(|v| BenchSummary::from_value(v).au_mean_percentage.is_some())
 }
 
 /// Copies the workload's summary.json into session `dir` unless it already
