@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-"""Cross-check our writers against pyarrow / numpy (run by scripts/bench-readers.sh
-or alone): `crosscheck.py DIR` reads every *.parquet and *.npz in DIR.
+"""Cross-check our writers against the readers users have (run by
+scripts/crosscheck.sh): `crosscheck.py DIR` reads every *.parquet, *.npz,
+*.jpeg and *.tfrecord in DIR and its subfolders; `crosscheck.py --layout
+MODEL_DIR` checks DLIO's split directories.
 
 Parquet: the schema must be the flux/DLIO one (fixed_size_list<float32> per
 column, as pyarrow reads back its own `pa.list_(pa.float32(), n)` files), every
 row group must decode, values must be in [1, 2) (our generator's range) and the
 file must equal what pyarrow itself writes for the same table (schema + values).
+Every column-chunk field DLIO's readers use is set wherever pyarrow sets it
+in its own file, and the byte range the mlcommons fork's raw Parquet reader
+(`ParquetReaderFileIterable._rg_byte_range`) computes lies in the file.
+JPEG: Pillow decodes it (a real decoder, as DLIO's ImageReader uses).
+TFRecord: TensorFlow iterates every record (its CRC checks on) and parses
+each as DLIO's tf_reader does ('image' bytes, 'size' int64).
 NPZ: `np.load` must give x uint8 (d1, d2, samples) and y int64 zeros, with
 zipfile's CRC check passing.
 Exit status 1 on any mismatch.
@@ -43,11 +51,55 @@ def check_parquet(path):
     t = pq.read_table(path)
     with tempfile.TemporaryDirectory() as d:
         ref = os.path.join(d, "ref.parquet")
-        pq.write_table(t, ref, compression=None)
+        pq.write_table(t, ref, compression=None, row_group_size=pf.metadata.row_group(0).num_rows)
         r = pq.read_table(ref)
         assert r.schema == t.schema, f"{path}: schema {t.schema} vs pyarrow {r.schema}"
         assert r.equals(t), f"{path}: values differ after pyarrow round trip"
+        check_parquet_metadata(path, pf.metadata, pq.ParquetFile(ref).metadata)
     print(f"ok parquet {path}: {pf.metadata.num_rows} rows, {pf.num_row_groups} row groups, schema {t.schema.types}")
+
+
+# ColumnChunkMetaData fields DLIO's Parquet readers (pyarrow-based and raw)
+# read, compared with pyarrow's own file of the same table.
+CHUNK_FIELDS = ["file_offset", "data_page_offset", "dictionary_page_offset", "has_dictionary_page",
+                "total_compressed_size", "total_uncompressed_size", "num_values", "is_stats_set",
+                "physical_type", "compression", "path_in_schema"]
+
+
+def dlio_fork_rg_range(path, meta, rg):
+    """The mlcommons DLIO fork's raw reader: each chunk starts at its
+    dictionary page when the offset is above 0, else at its first data page."""
+    g = meta.row_group(rg)
+    start = end = None
+    for c in range(g.num_columns):
+        cm = g.column(c)
+        s = cm.dictionary_page_offset if cm.dictionary_page_offset > 0 else cm.data_page_offset
+        e = s + cm.total_compressed_size
+        start = s if start is None or s < start else start
+        end = e if end is None or e > end else end
+    return start, end
+
+
+def check_parquet_metadata(path, ours, ref):
+    assert ours.num_row_groups == ref.num_row_groups and ours.num_columns == ref.num_columns
+    assert (ours.metadata or {}).keys() >= {b"ARROW:schema"}, f"{path}: no ARROW:schema key"
+    size = os.path.getsize(path)
+    for rg in range(ours.num_row_groups):
+        g, rg_ref = ours.row_group(rg), ref.row_group(rg)
+        assert g.num_rows == rg_ref.num_rows and g.total_byte_size > 0
+        for c in range(g.num_columns):
+            cm, cref = g.column(c), rg_ref.column(c)
+            for f in CHUNK_FIELDS:
+                if getattr(cref, f) is not None:
+                    assert getattr(cm, f) is not None, f"{path}: rg {rg} col {c}: {f} unset (pyarrow sets it)"
+            assert cm.dictionary_page_offset < cm.data_page_offset, f"{path}: dictionary page after data"
+            if cref.statistics is not None:
+                assert cm.statistics is not None and cm.statistics.null_count == 0, f"{path}: statistics"
+        start, end = dlio_fork_rg_range(path, ours, rg)
+        assert 4 <= start < end <= size - 8, f"{path}: DLIO's raw range {start}..{end} of {size}"
+        with open(path, "rb") as f:
+            f.seek(start)
+            assert len(f.read(end - start)) == end - start
 
 
 def check_npz(path):
@@ -63,17 +115,56 @@ def check_npz(path):
     print(f"ok npz {path}: x {x.shape} {x.dtype}, y {y.shape} {y.dtype}")
 
 
+def check_jpeg(path, want_bytes):
+    from PIL import Image
+    size = os.path.getsize(path)
+    if want_bytes:
+        assert size == want_bytes, f"{path}: {size} bytes, the record length is {want_bytes}"
+    with Image.open(path) as im:
+        assert im.format == "JPEG", f"{path}: Pillow sees {im.format}"
+        im.load()
+        px = np.asarray(im)
+    assert px.size > 0 and px.std() > 0, f"{path}: decoded to a blank image"
+    print(f"ok jpeg {path}: {size} bytes, {im.size[0]}x{im.size[1]} {im.mode}")
+
+
+def check_tfrecord(path):
+    import tensorflow as tf
+    spec = {"image": tf.io.FixedLenFeature([], tf.string), "size": tf.io.FixedLenFeature([], tf.int64)}
+    n, lens = 0, set()
+    for rec in tf.data.TFRecordDataset(path):
+        ex = tf.io.parse_single_example(rec, spec)
+        # DLIO's 'size' is the image side (floor(sqrt(record_length))), not a byte count.
+        assert int(ex["size"]) > 0 and len(ex["image"].numpy()) > 0, f"{path}: record {n}"
+        lens.add(len(ex["image"].numpy()))
+        n += 1
+    assert n > 0, f"{path}: no records"
+    assert len(lens) == 1, f"{path}: DLIO draws one image size per file, got {sorted(lens)}"
+    print(f"ok tfrecord {path}: {n} records of {lens.pop()} B")
+
+
+def check_layout(model_dir):
+    for split in ("train", "valid", "test"):
+        d = os.path.join(model_dir, split)
+        assert os.path.isdir(d), f"{d}: missing (DLIO and mlpstorage expect it)"
+    print(f"ok layout {model_dir}: train/ valid/ test/")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--layout":
+        check_layout(sys.argv[2])
+        return
     d = sys.argv[1] if len(sys.argv) > 1 else "."
+    want_jpeg_bytes = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     n = 0
-    for p in sorted(glob.glob(os.path.join(d, "*.parquet"))):
-        check_parquet(p)
-        n += 1
-    for p in sorted(glob.glob(os.path.join(d, "*.npz"))):
-        check_npz(p)
-        n += 1
+    checks = [("parquet", check_parquet), ("npz", check_npz),
+              ("jpeg", lambda p: check_jpeg(p, want_jpeg_bytes)), ("tfrecord", check_tfrecord)]
+    for ext, check in checks:
+        for p in sorted(glob.glob(os.path.join(d, f"*.{ext}")) + glob.glob(os.path.join(d, f"*/*.{ext}"))):
+            check(p)
+            n += 1
     if n == 0:
-        sys.exit(f"no .parquet/.npz files in {d}")
+        sys.exit(f"no .parquet/.npz/.jpeg/.tfrecord files in {d}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Instant};
 
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use storprof_bench::{
-    format::{FormatKind, npz, parquet as pq},
+    format::{FormatKind, npz, parquet as pq, tfrecord},
     reader::{ReaderKind, ReaderOptions, make_reader},
     storage::{LocalStorage, Storage},
 };
@@ -71,6 +71,8 @@ fn main() -> anyhow::Result<()> {
                     .last()
                     .copied()
                     .unwrap_or(1) as u64,
+                FormatKind::Jpeg => 1,
+                FormatKind::Tfrecord => tfrecord::read_index(&*ra, f)?.len() as u64,
             };
             // BENCH_MAX_ROWS limits rows per file (dlio-legacy is slow by design).
             let max: u64 = std::env::var("BENCH_MAX_ROWS")

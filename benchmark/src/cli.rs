@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use crate::config::rules::Division;
 use crate::config::{Accelerator, Workload};
 use crate::reader::ReaderKind;
 pub use crate::run::run_bench_ranks;
@@ -63,7 +64,8 @@ impl S3Args {
 /// The dataset flags `datagen`, `bench` and `sweep` share.
 #[derive(Args, Debug, Clone)]
 pub struct DatasetArgs {
-    /// Workload (DLIO model): flux (Parquet) or unet3d (NPZ).
+    /// Workload (DLIO model): unet3d (NPZ), retinanet (JPEG), flux
+    /// (Parquet), resnet50 or cosmoflow (TFRecord).
     #[arg(long, value_enum, required_unless_present = "config")]
     pub workload: Option<Workload>,
     /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml.
@@ -82,6 +84,12 @@ pub struct DatasetArgs {
     /// A DLIO workload YAML used instead of the embedded one.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Hold the run to an MLPerf Storage v3.0 division's rules: only
+    /// unet3d and retinanet on b200 or mi355, and only the parameters the
+    /// division allows may be overridden (others are refused, listing the
+    /// allowed ones).
+    #[arg(long, value_enum)]
+    pub division: Option<Division>,
 }
 
 impl DatasetArgs {
@@ -152,6 +160,12 @@ pub struct BenchArgs {
     /// Where to write summary.json etc. (default results/training/<model>/run/<YYYYMMDD_HHMMSS>).
     #[arg(long)]
     pub results_dir: Option<PathBuf>,
+    /// Client host memory in GiB for mlpstorage's dataset-size rule (default: this host's).
+    #[arg(long)]
+    pub client_memory_gb: Option<f64>,
+    /// Number of client hosts for the dataset-size rule.
+    #[arg(long, default_value_t = 1)]
+    pub num_client_hosts: u64,
 }
 
 /// Run the NP × RT grid of bench runs (seed 002's study) and write the
@@ -194,6 +208,7 @@ impl SweepArgs {
                 reader: self.training.reader,
                 handle_signals: true,
                 fit_memory: self.training.fit_memory,
+                division: self.dataset.division,
                 ..BenchOptions::default()
             },
             s3: self.dataset.s3.options(),
@@ -250,6 +265,7 @@ impl DatagenArgs {
             num_client_hosts: self.num_client_hosts,
             accelerators: self.accelerators,
             print: true,
+            division: self.dataset.division,
         }
     }
 }
@@ -275,6 +291,9 @@ impl BenchArgs {
             handle_signals: true,
             fit_memory: self.training.fit_memory,
             memory_available: None,
+            division: self.dataset.division,
+            client_memory_gb: self.client_memory_gb,
+            num_client_hosts: self.num_client_hosts,
         }
     }
 }

@@ -92,7 +92,7 @@ keys! {
     "workflow.checkpoint" => Bool, Used;
     "workflow.profiling" => Bool, Ignored;
     "dataset.data_folder" => Str, Used;
-    "dataset.format" => Enum(&["parquet", "npz"]), Used;
+    "dataset.format" => Enum(&["parquet", "npz", "jpeg", "tfrecord"]), Used;
     "dataset.compression" => Enum(&["none", "gzip", "zip", "lz4", "bz2", "zlib", "snappy", "xz"]), Used;
     "dataset.compression_level" => Int, Ignored;
     "dataset.num_files_train" => UInt, Used;

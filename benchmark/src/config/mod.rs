@@ -14,6 +14,7 @@
 //! Values in `--param` are parsed as YAML, so `64`, `0.05`, `True` and
 //! `{mean: 1.0, stdev: 0.1}` all work.
 pub mod keys;
+pub mod rules;
 
 use std::fmt;
 use std::path::Path;
@@ -32,6 +33,12 @@ pub enum Workload {
     Flux,
     /// 3D U-Net (NPZ, ~146.6 MB per sample).
     Unet3d,
+    /// RetinaNet (one 322,957 B JPEG per sample, 1.17 M files).
+    Retinanet,
+    /// ResNet-50 (TFRecord, 1251 records of ~114.7 KB per file).
+    Resnet50,
+    /// CosmoFlow (TFRecord, one ~2.8 MB record per file).
+    Cosmoflow,
 }
 
 impl Workload {
@@ -40,6 +47,9 @@ impl Workload {
         match self {
             Workload::Flux => "flux",
             Workload::Unet3d => "unet3d",
+            Workload::Retinanet => "retinanet",
+            Workload::Resnet50 => "resnet50",
+            Workload::Cosmoflow => "cosmoflow",
         }
     }
 }
@@ -83,6 +93,12 @@ const FLUX_MI355: &str = include_str!("workloads/flux_mi355.yaml");
 const UNET3D_A100: &str = include_str!("workloads/unet3d_a100.yaml");
 const UNET3D_H100: &str = include_str!("workloads/unet3d_h100.yaml");
 const UNET3D_B200: &str = include_str!("workloads/unet3d_b200.yaml");
+const RETINANET_B200: &str = include_str!("workloads/retinanet_b200.yaml");
+const RETINANET_MI355: &str = include_str!("workloads/retinanet_mi355.yaml");
+const RESNET50_H100: &str = include_str!("workloads/resnet50_h100.yaml");
+const RESNET50_A100: &str = include_str!("workloads/resnet50_a100.yaml");
+const COSMOFLOW_H100: &str = include_str!("workloads/cosmoflow_h100.yaml");
+const COSMOFLOW_A100: &str = include_str!("workloads/cosmoflow_a100.yaml");
 
 /// The embedded DLIO workload YAML for a workload and accelerator.
 pub fn embedded_workload_yaml(
@@ -95,9 +111,16 @@ pub fn embedded_workload_yaml(
         (Workload::Unet3d, Accelerator::A100) => Ok(UNET3D_A100),
         (Workload::Unet3d, Accelerator::H100) => Ok(UNET3D_H100),
         (Workload::Unet3d, Accelerator::B200) => Ok(UNET3D_B200),
+        (Workload::Retinanet, Accelerator::B200) => Ok(RETINANET_B200),
+        (Workload::Retinanet, Accelerator::Mi355) => Ok(RETINANET_MI355),
+        (Workload::Resnet50, Accelerator::H100) => Ok(RESNET50_H100),
+        (Workload::Resnet50, Accelerator::A100) => Ok(RESNET50_A100),
+        (Workload::Cosmoflow, Accelerator::H100) => Ok(COSMOFLOW_H100),
+        (Workload::Cosmoflow, Accelerator::A100) => Ok(COSMOFLOW_A100),
         (w, a) => Err(BenchError::Config(format!(
             "no DLIO workload {w}_{a}: flux has b200 and mi355 (flux_a100/h100 are a different JPEG workload), \
-             unet3d has a100, h100 and b200"
+             unet3d has a100, h100 and b200 (mlcommons/storage publishes no unet3d_mi355 template), \
+             retinanet has b200 and mi355, resnet50 and cosmoflow have a100 and h100"
         ))),
     }
 }
@@ -519,6 +542,7 @@ pub struct DlioConfig {
     pub num_files_eval: u64,
     pub num_samples_per_file: u64,
     pub num_subfolders_train: u64,
+    pub num_subfolders_eval: u64,
     /// DLIO's `record_length` (from `record_length_bytes`, default 65536): what DLIO's I/O metric uses.
     pub record_length: f64,
     pub record_length_stdev: f64,
@@ -614,6 +638,7 @@ impl DlioConfig {
             num_files_eval: u("dataset.num_files_eval", 0),
             num_samples_per_file: u("dataset.num_samples_per_file", 1),
             num_subfolders_train: u("dataset.num_subfolders_train", 0),
+            num_subfolders_eval: u("dataset.num_subfolders_eval", 0),
             record_length: f("dataset.record_length_bytes", DLIO_DEFAULT_RECORD_LENGTH),
             record_length_stdev: f("dataset.record_length_bytes_stdev", 0.0),
             record_length_resize: f("dataset.record_length_bytes_resize", 0.0),
@@ -662,11 +687,24 @@ impl DlioConfig {
         if self.epochs == 0 {
             return Err(bad("train.epochs", "must be at least 1"));
         }
-        if self.num_subfolders_train > 0 {
-            return Err(bad(
+        for (key, folders, files) in [
+            (
                 "dataset.num_subfolders_train",
-                "subfolders are not supported by storprof yet",
-            ));
+                self.num_subfolders_train,
+                self.num_files_train,
+            ),
+            (
+                "dataset.num_subfolders_eval",
+                self.num_subfolders_eval,
+                self.num_files_eval,
+            ),
+        ] {
+            if folders > 1 && folders > files {
+                return Err(bad(
+                    key,
+                    format!("{folders} subfolders for {files} files would leave some empty"),
+                ));
+            }
         }
         if self.parquet_row_group_size == 0 {
             return Err(bad("dataset.parquet.row_group_size", "must be at least 1"));
@@ -677,10 +715,13 @@ impl DlioConfig {
                 "only uncompressed Parquet ('none') is supported",
             ));
         }
-        if self.format == FormatKind::Npz && !matches!(self.compression.as_str(), "none") {
+        if self.format != FormatKind::Parquet && self.compression != "none" {
             return Err(bad(
                 "dataset.compression",
-                "only uncompressed NPZ ('none') is supported",
+                format!(
+                    "only uncompressed {} files ('none') are supported",
+                    self.format.extension()
+                ),
             ));
         }
         if self.record_length <= 0.0 {
@@ -783,6 +824,28 @@ pub struct DatasetSizeRule {
     pub min_files_samples: u64,
     /// max of the two.
     pub num_files_train: u64,
+}
+
+impl DatasetSizeRule {
+    /// Which term decided, in mlpstorage's words: "memory" (the dataset-size
+    /// to memory-size ratio) or "steps" (the 500-step requirement).
+    pub fn deciding_term(&self) -> &'static str {
+        if self.min_files_bytes >= self.min_files_samples {
+            "memory"
+        } else {
+            "steps"
+        }
+    }
+
+    /// mlpstorage's `RESULT:` line for the deciding term.
+    pub fn result_line(&self) -> &'static str {
+        match self.deciding_term() {
+            "memory" => "RESULT: Minimum file count dictated by dataset size to memory size ratio.",
+            _ => {
+                "RESULT: Minimum file count dictated by 500 step requirement of given accelerator count and batch size."
+            }
+        }
+    }
 }
 
 /// Apply the rule. `record_bytes` is the real record length (Parquet: from the columns).

@@ -1,4 +1,5 @@
-//! File formats: flux Parquet and unet3d NPZ, writing (datagen) and parsing.
+//! File formats: flux Parquet, unet3d NPZ, retinanet JPEG and resnet50 /
+//! cosmoflow TFRecord, writing (datagen) and parsing.
 //! Sits on [`crate::storage`] only: reads are `RandomAccess` calls, writes
 //! `Storage::create` streams.
 //!
@@ -11,8 +12,10 @@
 //! Random data comes from [`gen`] (wyrand, one u64 per two f32), so datagen is
 //! bound by memory bandwidth, not by the generator.
 pub mod r#gen;
+pub mod jpeg;
 pub mod npz;
 pub mod parquet;
+pub mod tfrecord;
 pub mod thrift;
 
 pub use npz::{npz_dims, write_npz_file};
@@ -26,6 +29,10 @@ pub enum FormatKind {
     Parquet,
     /// NumPy `.npz` (unet3d).
     Npz,
+    /// One JPEG image per file (retinanet).
+    Jpeg,
+    /// TensorFlow TFRecord of `tf.train.Example` records (resnet50, cosmoflow).
+    Tfrecord,
 }
 
 impl FormatKind {
@@ -34,6 +41,8 @@ impl FormatKind {
         match name {
             "parquet" => Some(FormatKind::Parquet),
             "npz" => Some(FormatKind::Npz),
+            "jpeg" => Some(FormatKind::Jpeg),
+            "tfrecord" => Some(FormatKind::Tfrecord),
             _ => None,
         }
     }
@@ -43,6 +52,8 @@ impl FormatKind {
         match self {
             FormatKind::Parquet => "parquet",
             FormatKind::Npz => "npz",
+            FormatKind::Jpeg => "jpeg",
+            FormatKind::Tfrecord => "tfrecord",
         }
     }
 }
@@ -89,9 +100,14 @@ mod tests {
         assert_eq!(FluxSchema::flux_b200().row_bytes(), 2_164_832);
         assert_eq!(FormatKind::Parquet.extension(), "parquet");
         assert_eq!(FormatKind::Npz.extension(), "npz");
-        for k in [FormatKind::Parquet, FormatKind::Npz] {
+        for k in [
+            FormatKind::Parquet,
+            FormatKind::Npz,
+            FormatKind::Jpeg,
+            FormatKind::Tfrecord,
+        ] {
             assert_eq!(FormatKind::from_dlio_name(k.extension()), Some(k));
         }
-        assert_eq!(FormatKind::from_dlio_name("tfrecord"), None);
+        assert_eq!(FormatKind::from_dlio_name("hdf5"), None);
     }
 }

@@ -36,6 +36,7 @@ const ENC_PLAIN: i32 = 0;
 const ENC_RLE: i32 = 3;
 const CONVERTED_LIST: i32 = 3;
 const PAGE_DATA: i32 = 0;
+const PAGE_DICTIONARY: i32 = 2;
 const CODEC_UNCOMPRESSED: i32 = 0;
 
 fn corrupt(path: &str, reason: impl Into<String>) -> BenchError {
@@ -104,9 +105,33 @@ fn write_levels(out: &mut Vec<u8>, rows: usize, n: usize, list: bool) {
 }
 
 struct ChunkMeta {
+    /// The chunk's first byte: its dictionary page.
     offset: u64,
+    /// Its first data page.
+    data_offset: u64,
     size: u64,
     num_values: u64,
+}
+
+/// The one-entry PLAIN dictionary page that opens every column chunk. The
+/// data pages stay PLAIN (what pyarrow writes after its dictionary falls
+/// back), but readers that locate a chunk by `dictionary_page_offset`, as
+/// DLIO's raw Parquet readers do, need the field set.
+fn dictionary_page() -> Vec<u8> {
+    let value = 1.0f32.to_le_bytes();
+    let mut h = Writer::new();
+    h.begin();
+    h.i32(1, PAGE_DICTIONARY);
+    h.i32(2, value.len() as i32);
+    h.i32(3, value.len() as i32);
+    h.begin_struct(7);
+    h.i32(1, 1);
+    h.i32(2, ENC_PLAIN);
+    h.end();
+    h.end();
+    let mut page = h.buf;
+    page.extend_from_slice(&value);
+    page
 }
 
 /// Write a flux-schema Parquet file of `rows` rows in row groups of
@@ -140,6 +165,7 @@ pub fn write_parquet_file(
     out.reserve(4)?.copy_from_slice(MAGIC);
     pos += 4;
     let mut levels: Vec<u8> = Vec::new();
+    let dict_page = dictionary_page();
     let mut groups: Vec<(u64, Vec<ChunkMeta>)> = Vec::new();
     let mut first = 0u64;
     while first < rows {
@@ -150,6 +176,9 @@ pub fn write_parquet_file(
             let list = n > 1;
             let per_page = (PAGE_TARGET / (n * 4)).max(1) as u64;
             let start = pos;
+            out.reserve(dict_page.len())?.copy_from_slice(&dict_page);
+            pos += dict_page.len() as u64;
+            let data_offset = pos;
             let mut r = 0;
             while r < n_rows {
                 let pr = per_page.min(n_rows - r);
@@ -186,6 +215,7 @@ pub fn write_parquet_file(
             }
             chunks.push(ChunkMeta {
                 offset: start,
+                data_offset,
                 size: pos - start,
                 num_values: n_rows * n as u64,
             });
@@ -321,7 +351,12 @@ fn encode_footer(schema: &FluxSchema, rows: u64, groups: &[(u64, Vec<ChunkMeta>)
             t.i64(5, c.num_values as i64);
             t.i64(6, c.size as i64);
             t.i64(7, c.size as i64);
-            t.i64(9, c.offset as i64);
+            t.i64(9, c.data_offset as i64);
+            t.i64(11, c.offset as i64);
+            // Statistics: no nulls (min/max are not tracked by the generator).
+            t.begin_struct(12);
+            t.i64(3, 0);
+            t.end();
             t.end();
             t.end();
         }
@@ -770,11 +805,8 @@ pub fn decode_fixed_list_chunk(
     if leaf.physical_type != TYPE_FLOAT {
         return Err(un(format!("{} is not FLOAT", leaf.path)));
     }
-    if meta.codec != CODEC_UNCOMPRESSED || meta.has_dictionary {
-        return Err(un(format!(
-            "{} is compressed or dictionary-encoded",
-            leaf.path
-        )));
+    if meta.codec != CODEC_UNCOMPRESSED {
+        return Err(un(format!("{} is compressed", leaf.path)));
     }
     if leaf.max_rep != 1 || n < 1 {
         return Err(un(format!("{} is not a single-level list", leaf.path)));
@@ -795,6 +827,15 @@ pub fn decode_fixed_list_chunk(
         let mut r = Reader::new(&chunk[p..]);
         let h = parse_page_header(&mut r).map_err(|e| FastPathError::Corrupt(e.0))?;
         p += r.pos;
+        if h.page_type == PAGE_DICTIONARY && pos == 0 && meta.has_dictionary {
+            // PLAIN data pages never refer to it: skip the dictionary.
+            let size = usize::try_from(h.compressed).map_err(|_| c("bad page size"))?;
+            p = p
+                .checked_add(size)
+                .filter(|e| *e <= chunk.len())
+                .ok_or_else(|| c("dictionary page runs past the chunk"))?;
+            continue;
+        }
         if h.page_type != PAGE_DATA {
             return Err(un(format!("{}: page type {}", leaf.path, h.page_type)));
         }

@@ -10,6 +10,8 @@
 //!     raw:         footer (cached per file) ─► row-group byte range ─► LoadCache (shared, deduped)
 //!     decode:      same bytes ─► fast FixedSizeList<f32> decoder (or arrow-rs generic) ─► RecordBatch cache
 //!     dlio-legacy: per sample: format index map, reopen, reread footer, generic decode of the whole group
+//!     JPEG raw:    per sample: open, read the whole file, walk its markers, close
+//!     TFRecord:    the whole file once an epoch, records sliced out (decode: data CRCs checked)
 //! ```
 use std::sync::Arc;
 
@@ -27,6 +29,7 @@ mod decode;
 pub mod layout;
 mod legacy;
 mod raw;
+mod records;
 
 pub use cache::LoadCache;
 pub use chunk::StorageChunkReader;
@@ -34,6 +37,7 @@ pub use decode::{DecodeNpz, DecodeParquet, NpzArray, decode_row_group};
 pub use layout::row_groups_range;
 pub use legacy::{LegacyNpz, LegacyParquet, format_global_index_map};
 pub use raw::{RawNpz, RawParquet};
+pub use records::{RawJpeg, TfrecordReader};
 
 /// Which reader strategy to use (`--reader`).
 #[derive(
@@ -54,11 +58,16 @@ impl ReaderKind {
     /// local buffered reads mapped (DLIO's readers map unless
     /// `reader.dont_use_mmap`), except for `dlio-legacy`, which reproduces
     /// pyarrow's `read_table` and so `pread`s (its `memory_map` defaults to
-    /// false). S3 settings are the caller's (default here).
+    /// false), and JPEG files, which Python loaders `read()` whole (a mapping
+    /// per 323 KB file would cost more than the copy). S3 settings are the
+    /// caller's (default here).
     pub fn storage_options(self, cfg: &DlioConfig) -> StorageOptions {
         StorageOptions {
             odirect: cfg.odirect,
-            mmap: !cfg.odirect && !cfg.dont_use_mmap && self != ReaderKind::DlioLegacy,
+            mmap: !cfg.odirect
+                && !cfg.dont_use_mmap
+                && self != ReaderKind::DlioLegacy
+                && cfg.format != FormatKind::Jpeg,
             ..StorageOptions::default()
         }
     }
@@ -139,6 +148,27 @@ pub fn make_reader(
         (FormatKind::Npz, ReaderKind::Raw) => Arc::new(RawNpz::new(storage, &options)),
         (FormatKind::Npz, ReaderKind::Decode) => Arc::new(DecodeNpz::new(storage, &options)),
         (FormatKind::Npz, ReaderKind::DlioLegacy) => Arc::new(LegacyNpz::new(storage, &options)),
+        (FormatKind::Jpeg, ReaderKind::Raw) => Arc::new(RawJpeg::new(storage, &options)),
+        (FormatKind::Tfrecord, ReaderKind::Raw) => {
+            Arc::new(TfrecordReader::new(storage, &options, false))
+        }
+        (FormatKind::Tfrecord, ReaderKind::Decode) => {
+            Arc::new(TfrecordReader::new(storage, &options, true))
+        }
+        (format, kind) => {
+            return Err(BenchError::Config(format!(
+                "--reader {} is not available for {} files: {}",
+                kind.name(),
+                format.extension(),
+                match format {
+                    FormatKind::Jpeg => {
+                        "JPEG samples are read whole and not pixel-decoded (DLIO's retinanet reader \
+                         skips the decode too); use --reader raw"
+                    }
+                    _ => "use --reader raw or decode",
+                }
+            )));
+        }
     })
 }
 

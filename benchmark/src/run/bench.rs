@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Local};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::datagen::subfolder_of;
 use super::{interrupt, memory};
+use crate::config::rules::{self, Division};
 use crate::config::{self, Accelerator, DlioConfig, RawConfig, Workload};
 use crate::engine::{RankResult, TrainObserver, TrainPlan, TrainResult, run_training_until};
 use crate::error::BenchError;
@@ -73,6 +75,14 @@ pub struct BenchOptions {
     pub fit_memory: bool,
     /// Memory the guard plans against, bytes. Default `None`: MemAvailable.
     pub memory_available: Option<u64>,
+    /// Check the overrides against an MLPerf Storage division's rules
+    /// (refused before anything runs). Default `None`: no check.
+    pub division: Option<Division>,
+    /// Client host memory in GiB for the dataset-size rule. Default `None`:
+    /// this host's MemTotal.
+    pub client_memory_gb: Option<f64>,
+    /// Client hosts for the dataset-size rule. Default 1.
+    pub num_client_hosts: u64,
 }
 
 impl Default for BenchOptions {
@@ -95,6 +105,9 @@ impl Default for BenchOptions {
             handle_signals: false,
             fit_memory: false,
             memory_available: None,
+            division: None,
+            client_memory_gb: None,
+            num_client_hosts: 1,
         }
     }
 }
@@ -114,6 +127,15 @@ impl BenchOptions {
         }
         if self.odirect {
             params.push("reader.odirect=True".to_string());
+        }
+        if let Some(division) = self.division {
+            rules::check_overrides(
+                division,
+                self.workload,
+                self.accelerator,
+                self.config_file.is_some(),
+                &params,
+            )?;
         }
         config::load(
             self.workload,
@@ -220,6 +242,93 @@ pub fn train_dir(data_dir: &Path, model: &str) -> PathBuf {
     data_dir.join(model).join("train")
 }
 
+/// The first `num_files_train` training files under `dir` (DLIO's layout:
+/// directly in `train/`, or spread over `num_subfolders_train` subfolders),
+/// ordered by file name as DLIO orders them, and their total size. Sizes come
+/// from the listing, so a million-file dataset is not opened file by file,
+/// and each path is built once from its listing entry.
+pub fn list_training_files(
+    storage: &dyn Storage,
+    cfg: &DlioConfig,
+    dir: &Path,
+    remote: bool,
+) -> Result<(Vec<String>, u64), BenchError> {
+    let dir_s = dir.to_string_lossy().to_string();
+    let ext = format!(".{}", cfg.format.extension());
+    let folders: Vec<PathBuf> = if cfg.num_subfolders_train > 1 {
+        (0..cfg.num_subfolders_train)
+            .filter_map(|k| subfolder_of(k, cfg.num_subfolders_train))
+            .map(|sub| dir.join(sub))
+            .collect()
+    } else {
+        vec![dir.to_path_buf()]
+    };
+    // (file name, index of its folder, size)
+    let mut entries: Vec<(String, u32, u64)> = Vec::new();
+    for (k, folder) in folders.iter().enumerate() {
+        let folder_s = folder.to_string_lossy().to_string();
+        if !remote && !folder.is_dir() {
+            let hint = if cfg.num_subfolders_train > 1 {
+                format!(
+                    "; dataset.num_subfolders_train={} needs {}/0.. subfolders",
+                    cfg.num_subfolders_train, dir_s
+                )
+            } else {
+                String::new()
+            };
+            return Err(BenchError::Config(format!(
+                "no {ext} files in {folder_s} (generate them with `storprof datagen`){hint}"
+            )));
+        }
+        let k = u32::try_from(k).map_err(|_| bad_subfolders(cfg))?;
+        entries.extend(
+            storage
+                .list_sized(&folder_s)?
+                .into_iter()
+                .filter(|(n, _)| n.ends_with(&ext))
+                .map(|(n, len)| (n, k, len)),
+        );
+    }
+    if entries.is_empty() {
+        return Err(BenchError::Config(format!(
+            "no {ext} files in {dir_s} (generate them with `storprof datagen`)"
+        )));
+    }
+    let want = usize::try_from(cfg.num_files_train).unwrap_or(usize::MAX);
+    if entries.len() < want {
+        return Err(BenchError::BadParam {
+            key: "dataset.num_files_train".into(),
+            reason: format!(
+                "the workload expects {want} files but {dir_s} has {}; pass --param dataset.num_files_train={} \
+                 or generate more data",
+                entries.len(),
+                entries.len()
+            ),
+        });
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    entries.truncate(want);
+    let mut bytes = 0u64;
+    let files = entries
+        .into_iter()
+        .map(|(name, k, len)| {
+            bytes = bytes.saturating_add(len);
+            folders[k as usize]
+                .join(name)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    Ok((files, bytes))
+}
+
+fn bad_subfolders(cfg: &DlioConfig) -> BenchError {
+    BenchError::BadParam {
+        key: "dataset.num_subfolders_train".into(),
+        reason: format!("{} subfolders is too many", cfg.num_subfolders_train),
+    }
+}
+
 /// Validate options, configuration and dataset. Errors name the key or path.
 pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, BenchError> {
     prepare_for(opts, storage, opts.accelerators)
@@ -250,42 +359,7 @@ pub fn prepare_for(
     }
     let dir = train_dir(data_dir, &cfg.model);
     let dir_s = dir.to_string_lossy().to_string();
-    let ext = format!(".{}", cfg.format.extension());
-    let names: Vec<String> = if remote || dir.is_dir() {
-        storage
-            .list(&dir_s)?
-            .into_iter()
-            .filter(|n| n.ends_with(&ext))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    if names.is_empty() {
-        return Err(BenchError::Config(format!(
-            "no {ext} files in {dir_s} (generate them with `storprof datagen`)"
-        )));
-    }
-    let want = usize::try_from(cfg.num_files_train).unwrap_or(usize::MAX);
-    if names.len() < want {
-        return Err(BenchError::BadParam {
-            key: "dataset.num_files_train".into(),
-            reason: format!(
-                "the workload expects {want} files but {dir_s} has {}; pass --param dataset.num_files_train={} \
-                 or generate more data",
-                names.len(),
-                names.len()
-            ),
-        });
-    }
-    let files: Vec<String> = names
-        .iter()
-        .take(want)
-        .map(|n| dir.join(n).to_string_lossy().to_string())
-        .collect();
-    let mut dataset_bytes = 0;
-    for f in &files {
-        dataset_bytes += storage.open(f)?.len();
-    }
+    let (files, dataset_bytes) = list_training_files(storage, &cfg, &dir, remote)?;
     let plan = TrainPlan::new(&cfg, files, comm_size)?;
     Ok(Prepared {
         raw,
@@ -351,6 +425,10 @@ pub fn run_bench_on(
         p.plan.files.len() as u64,
         p.plan.batch_size,
     ) {
+        console.say(&Local::now(), &m);
+    }
+    let validity = run_validity(opts, &p);
+    for m in validity_messages(&validity) {
         console.say(&Local::now(), &m);
     }
     if opts.handle_signals {
@@ -462,7 +540,13 @@ pub fn run_bench_on(
         hosts: trained.hosts.clone(),
         interrupted: interruption.clone(),
     };
-    let summary = output::summary_json(&facts, &metrics, &measured);
+    let mut summary = output::summary_json(&facts, &metrics, &measured);
+    if let serde_json::Value::Object(o) = &mut summary {
+        o.insert(
+            "run_rules".into(),
+            serde_json::to_value(&validity).unwrap_or_default(),
+        );
+    }
     write_json(&results_dir.join("summary.json"), &summary)?;
     let cfg_dir = results_dir.join("dlio_config");
     std::fs::create_dir_all(&cfg_dir).map_err(io(&cfg_dir))?;
@@ -500,6 +584,47 @@ pub fn run_bench_on(
     }))
 }
 
+/// The run rules' verdict on a prepared run (dataset-size rule for the
+/// client memory and hosts of `opts`, or this host's memory; read-thread cap).
+pub fn run_validity(opts: &BenchOptions, p: &Prepared) -> rules::RunValidity {
+    let memory_gb = opts
+        .client_memory_gb
+        .unwrap_or_else(|| HostFacts::read().memory_gb);
+    let rule = config::dataset_size_rule(
+        memory_gb,
+        opts.num_client_hosts.max(1),
+        p.plan.comm_size as u64,
+        p.cfg.batch_size,
+        p.cfg.num_samples_per_file,
+        p.cfg.record_size_real(),
+    );
+    rules::assess(&p.cfg, rule, opts.division)
+}
+
+/// The lines a run prints about the run rules: the rule's figures and
+/// mlpstorage's `RESULT:` line, then INVALID with each reason (the run goes on).
+pub fn validity_messages(v: &rules::RunValidity) -> Vec<String> {
+    let r = &v.size_rule;
+    let mut out = vec![
+        format!(
+            "Dataset size rule: max(ceil(5 × memory / record) = {}, ceil(500 × accelerators × batch / samples per file) = {}) = {} files",
+            r.min_files_bytes, r.min_files_samples, r.num_files_train
+        ),
+        r.result_line().to_string(),
+    ];
+    if v.valid {
+        out.push(match v.division {
+            Some(d) => format!("Run rules ({d} division): checks before the run passed"),
+            None => "Run rules: checks before the run passed".to_string(),
+        });
+    } else {
+        for reason in &v.reasons {
+            out.push(format!("INVALID for a submission: {reason}"));
+        }
+    }
+    out
+}
+
 /// The reader memory model of a prepared run (see [`memory`]):
 /// bytes per fetch from the first training file's footer.
 pub fn reader_memory(
@@ -529,6 +654,8 @@ pub fn reader_memory(
                 .unwrap_or(0)
         }
         FormatKind::Npz => npz::read_layout(&*ra, first)?.0.x.data_len,
+        // One whole file per sample / per file's records.
+        FormatKind::Jpeg | FormatKind::Tfrecord => ra.len(),
     };
     let comm = p.plan.comm_size.max(1) as u64;
     let shard = p.dataset_bytes.div_ceil(comm);

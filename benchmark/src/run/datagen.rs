@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  DatagenOptions ─► config::load ─► DlioConfig
-//!     plan(): DIR/<model>/{train,valid}/img_<i>_of_<N>.<ext>  (refuses existing data without force)
+//!     plan(): DIR/<model>/{train,valid}/img_<i>_of_<N>.<ext>, and an empty test/ (refuses existing data without force)
 //!     N threads pull file indices from a shared counter:
 //!        parquet: format::write_parquet_file(schema from dataset.parquet.columns, rows, row group size)
 //!        npz:     format::write_npz_file(npz_dims(record_length, stdev, seed_i), samples)
@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::config::rules::{Division, check_overrides};
 use crate::config::{self, Accelerator, DatasetSizeRule, DlioConfig, Workload, dataset_size_rule};
 use crate::error::BenchError;
 use crate::format::{self, FluxSchema, FormatKind};
@@ -43,6 +44,8 @@ pub struct DatagenOptions {
     pub accelerators: u64,
     /// Print messages to stdout.
     pub print: bool,
+    /// Check the overrides against an MLPerf Storage division's rules.
+    pub division: Option<Division>,
 }
 
 impl Default for DatagenOptions {
@@ -60,6 +63,7 @@ impl Default for DatagenOptions {
             num_client_hosts: 1,
             accelerators: 1,
             print: true,
+            division: None,
         }
     }
 }
@@ -96,10 +100,23 @@ pub struct DatagenReport {
     pub gb_per_second: f64,
 }
 
+/// The split directories DLIO creates under `<data>/<model>/`.
+pub const DATASET_SPLITS: [&str; 3] = ["train", "valid", "test"];
+
 /// DLIO's file name: `<prefix>_<i zero-padded to len(str(n))>_of_<n>.<ext>`.
 pub fn file_name(prefix: &str, i: u64, n: u64, ext: &str) -> String {
     let width = n.to_string().len();
     format!("{prefix}_{i:0width$}_of_{n}.{ext}")
+}
+
+/// DLIO's subfolder of file `i` when a split is spread over `subfolders`
+/// directories (more than one): round robin, zero-padded to the width of
+/// the folder count (`train/07/img_…`). `None` without subfolders.
+pub fn subfolder_of(i: u64, subfolders: u64) -> Option<String> {
+    (subfolders > 1).then(|| {
+        let width = subfolders.to_string().len();
+        format!("{:0width$}", i % subfolders)
+    })
 }
 
 /// The Parquet schema of a config: its `dataset.parquet.columns` (float32
@@ -140,6 +157,15 @@ fn has_data(dir: &Path, ext: &str) -> bool {
 
 /// Check options and build the file list; errors name the key or path.
 pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
+    if let Some(division) = opts.division {
+        check_overrides(
+            division,
+            opts.workload,
+            opts.accelerator,
+            opts.config_file.is_some(),
+            &opts.params,
+        )?;
+    }
     let raw = config::load(
         opts.workload,
         opts.accelerator,
@@ -158,24 +184,32 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
     let model_dir = opts.data_dir.join(&cfg.model);
     let ext = cfg.format.extension();
     let mut jobs = Vec::new();
-    for (split, n) in [
-        ("train", cfg.num_files_train),
-        ("valid", cfg.num_files_eval),
+    for (split, n, subfolders) in [
+        ("train", cfg.num_files_train, cfg.num_subfolders_train),
+        ("valid", cfg.num_files_eval, cfg.num_subfolders_eval),
     ] {
         if n == 0 {
             continue;
         }
         let dir = model_dir.join(split);
-        if has_data(&dir, &format!(".{ext}")) && !opts.force {
+        let first_dir = match subfolder_of(0, subfolders) {
+            Some(sub) => dir.join(sub),
+            None => dir.clone(),
+        };
+        if has_data(&first_dir, &format!(".{ext}")) && !opts.force {
             return Err(BenchError::Config(format!(
                 "{} already holds .{ext} files; refusing to overwrite them without --force",
-                dir.display()
+                first_dir.display()
             )));
         }
         let salt = if split == "train" { 0 } else { 1 << 40 };
         for i in 0..n {
+            let parent = match subfolder_of(i, subfolders) {
+                Some(sub) => dir.join(sub),
+                None => dir.clone(),
+            };
             jobs.push(FileJob {
-                path: dir
+                path: parent
                     .join(file_name(&cfg.file_prefix, i, n, ext))
                     .to_string_lossy()
                     .to_string(),
@@ -245,6 +279,62 @@ pub fn size_rule_text(p: &DatagenPlan, opts: &DatagenOptions) -> String {
     )
 }
 
+/// Write one file of the plan in the config's format; returns its size.
+fn write_file(
+    cfg: &DlioConfig,
+    schema: Option<&FluxSchema>,
+    storage: &dyn Storage,
+    job: &FileJob,
+) -> Result<u64, BenchError> {
+    let spf = cfg.num_samples_per_file;
+    match cfg.format {
+        FormatKind::Parquet => {
+            let schema = schema.ok_or_else(|| {
+                BenchError::Config("internal: Parquet datagen without a schema".into())
+            })?;
+            format::write_parquet_file(
+                storage,
+                &job.path,
+                schema,
+                spf,
+                cfg.parquet_row_group_size,
+                job.seed,
+            )
+        }
+        FormatKind::Npz => {
+            let dims = format::npz_dims(cfg.record_length, cfg.record_length_stdev, job.seed);
+            let spf = usize::try_from(spf).unwrap_or(usize::MAX);
+            format::write_npz_file(storage, &job.path, dims, spf, job.seed)
+        }
+        FormatKind::Jpeg => {
+            let target = jpeg_file_bytes(cfg.record_length, cfg.record_length_stdev, job.seed);
+            format::jpeg::write_jpeg_file(storage, &job.path, target, job.seed)
+        }
+        FormatKind::Tfrecord => format::tfrecord::write_tfrecord_file(
+            storage,
+            &job.path,
+            spf,
+            cfg.record_length,
+            cfg.record_length_stdev,
+            job.seed,
+        ),
+    }
+}
+
+/// The size of one JPEG file: the record length, or with a stdev a draw from
+/// Normal(record length, stdev) (as DLIO sizes its images), at least 1 byte
+/// (the writer raises it to the smallest valid JPEG).
+pub fn jpeg_file_bytes(mean: f64, stdev: f64, seed: u64) -> u64 {
+    if stdev <= 0.0 {
+        return mean.max(1.0) as u64;
+    }
+    let mut s = seed ^ 0x4A50_4547;
+    let mut uniform = || ((format::r#gen::wyrand(&mut s) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let (u1, u2) = (uniform(), uniform());
+    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+    (mean + stdev * z).max(1.0) as u64
+}
+
 /// Generate the dataset into `storage` (paths are `opts.data_dir`-based).
 pub fn run_datagen(
     opts: &DatagenOptions,
@@ -262,6 +352,15 @@ pub fn run_datagen_shard(
     ranks: usize,
 ) -> Result<(DatagenPlan, DatagenReport), BenchError> {
     let mut p = plan(opts)?;
+    // Where each split's first file goes (checked for existing objects below).
+    let mut first_dirs: Vec<String> = p
+        .jobs
+        .iter()
+        .filter(|j| j.index == 0)
+        .filter_map(|j| Path::new(&j.path).parent())
+        .map(|d| d.to_string_lossy().to_string())
+        .collect();
+    first_dirs.dedup();
     let ranks = ranks.max(1);
     if ranks > 1 {
         let all = p.jobs.len().max(1);
@@ -275,9 +374,8 @@ pub fn run_datagen_shard(
     // In an object store `plan`'s local overwrite check cannot see the objects: list them.
     if storage.is_remote() && !opts.force {
         let ext = format!(".{}", p.cfg.format.extension());
-        for split in ["train", "valid"] {
-            let dir = p.model_dir.join(split).to_string_lossy().to_string();
-            if storage.list(&dir)?.iter().any(|n| n.ends_with(&ext)) {
+        for dir in &first_dirs {
+            if storage.list(dir)?.iter().any(|n| n.ends_with(&ext)) {
                 return Err(BenchError::Config(format!(
                     "{dir} already holds {ext} objects; refusing to overwrite them without --force"
                 )));
@@ -295,9 +393,16 @@ pub fn run_datagen_shard(
             opts.threads
         );
     }
+    // DLIO and mlpstorage list train/, valid/ and test/ whether or not they
+    // hold files; a missing one stops DLIO at start (FileNotFoundError).
+    if rank == 0 {
+        for split in DATASET_SPLITS {
+            storage.create_dir(&p.model_dir.join(split).to_string_lossy())?;
+        }
+    }
     let schema = match p.cfg.format {
         FormatKind::Parquet => Some(parquet_schema(&p.cfg)?),
-        FormatKind::Npz => None,
+        FormatKind::Npz | FormatKind::Jpeg | FormatKind::Tfrecord => None,
     };
     let bar = opts.progress.then(|| {
         let bar = ProgressBar::new(p.estimated_bytes.max(1));
@@ -323,26 +428,7 @@ pub fn run_datagen_shard(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = p.jobs.get(i) else { return };
-                    let r = match &schema {
-                        Some(schema) => format::write_parquet_file(
-                            storage,
-                            &job.path,
-                            schema,
-                            p.cfg.num_samples_per_file,
-                            p.cfg.parquet_row_group_size,
-                            job.seed,
-                        ),
-                        None => {
-                            let dims = format::npz_dims(
-                                p.cfg.record_length,
-                                p.cfg.record_length_stdev,
-                                job.seed,
-                            );
-                            let spf =
-                                usize::try_from(p.cfg.num_samples_per_file).unwrap_or(usize::MAX);
-                            format::write_npz_file(storage, &job.path, dims, spf, job.seed)
-                        }
-                    };
+                    let r = write_file(&p.cfg, schema.as_ref(), storage, job);
                     match r {
                         Ok(bytes) => {
                             written.fetch_add(bytes, Ordering::Relaxed);

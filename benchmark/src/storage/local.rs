@@ -162,10 +162,31 @@ impl Storage for LocalStorage {
         Ok(names)
     }
 
+    fn list_sized(&self, dir: &str) -> Result<Vec<(String, u64)>, BenchError> {
+        let full = self.resolve(dir);
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(&full).map_err(|e| io_err(&full, e))? {
+            let entry = entry.map_err(|e| io_err(&full, e))?;
+            // Symlinks are followed (as `open` would), so stat, not lstat.
+            let path = entry.path();
+            let meta = std::fs::metadata(&path).map_err(|e| io_err(&path, e))?;
+            if meta.is_file() {
+                out.push((entry.file_name().to_string_lossy().into_owned(), meta.len()));
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
     fn put(&self, path: &str, data: &[u8]) -> Result<(), BenchError> {
         let mut w = self.create(path)?;
         w.write_all(data)?;
         w.finish()
+    }
+
+    fn create_dir(&self, path: &str) -> Result<(), BenchError> {
+        let full = self.resolve(path);
+        std::fs::create_dir_all(&full).map_err(|e| io_err(&full, e))
     }
 
     fn exists(&self, path: &str) -> Result<bool, BenchError> {

@@ -87,6 +87,20 @@ pub trait Storage: Send + Sync {
     fn open(&self, path: &str) -> Result<Arc<dyn RandomAccess>, BenchError>;
     /// Sorted names of the files directly inside `dir`.
     fn list(&self, dir: &str) -> Result<Vec<String>, BenchError>;
+    /// [`Storage::list`] with each file's size in bytes. The default opens
+    /// every file; backends that learn sizes from the listing itself (a
+    /// directory's metadata, an object listing) override it, which matters
+    /// for datasets of a million files.
+    fn list_sized(&self, dir: &str) -> Result<Vec<(String, u64)>, BenchError> {
+        let base = dir.trim_end_matches('/');
+        self.list(dir)?
+            .into_iter()
+            .map(|name| {
+                let len = self.open(&format!("{base}/{name}"))?.len();
+                Ok((name, len))
+            })
+            .collect()
+    }
     /// Write a whole object (datagen). Creates parent directories.
     fn put(&self, path: &str, data: &[u8]) -> Result<(), BenchError>;
     /// Whether `path` exists.
@@ -103,6 +117,12 @@ pub trait Storage: Send + Sync {
     /// Default false.
     fn is_remote(&self) -> bool {
         false
+    }
+    /// Make directory `path` and its parents (DLIO's readers expect the
+    /// dataset's split directories to exist, even empty ones). Object stores
+    /// have no directories: the default does nothing.
+    fn create_dir(&self, _path: &str) -> Result<(), BenchError> {
+        Ok(())
     }
     /// Stream a new object. The default buffers in memory and calls `put`.
     fn create(&self, path: &str) -> Result<Box<dyn ObjectWriter + '_>, BenchError> {

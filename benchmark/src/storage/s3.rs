@@ -462,6 +462,10 @@ impl Storage for S3Storage {
     }
 
     fn list(&self, dir: &str) -> Result<Vec<String>, BenchError> {
+        Ok(self.list_sized(dir)?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    fn list_sized(&self, dir: &str) -> Result<Vec<(String, u64)>, BenchError> {
         let key = self.key(dir);
         let prefix = ObjPath::from(key.as_str());
         self.count_meta(&self.counters.lists);
@@ -469,16 +473,16 @@ impl Storage for S3Storage {
             .runtime
             .block_on(self.store.list_with_delimiter(Some(&prefix)))
             .map_err(|e| os_err(&self.obj_url(&key), e))?;
-        let mut names = Vec::with_capacity(res.objects.len());
+        let mut out = Vec::with_capacity(res.objects.len());
         let mut sizes = self.sizes.lock().unwrap_or_else(|e| e.into_inner());
         for o in res.objects {
             if let Some(name) = o.location.filename() {
-                names.push(name.to_owned());
+                out.push((name.to_owned(), o.size));
             }
             sizes.insert(o.location.to_string(), o.size);
         }
-        names.sort();
-        Ok(names)
+        out.sort_unstable();
+        Ok(out)
     }
 
     fn put(&self, path: &str, data: &[u8]) -> Result<(), BenchError> {
