@@ -58,6 +58,13 @@ for d in "$WORK"/flux/*/train "$WORK"/unet3d/*/train "$WORK"/resnet50/*/train "$
 done
 "$PY" scripts/crosscheck.py "$WORK/retinanet/retinanet/train" 322957
 
+# storprof's own results read as mlpstorage's report generator reads DLIO's.
+"$STORPROF" bench --workload retinanet --data-dir "$WORK/retinanet" --read-threads 2 --epochs 1 \
+    --computation-time 0.001 --param dataset.num_files_train=48 --param dataset.num_subfolders_train=4 \
+    --param reader.batch_size=4 --results-dir "$WORK/results/training/retinanet/run/$(date +%Y%m%d_%H%M%S)" \
+    > "$WORK/bench-retinanet.log"
+"$PY" scripts/mlpstorage_results_check.py "$WORK/results" retinanet b200
+
 # The real DLIO over storprof's datasets: one epoch each, no emulated compute.
 mkdir -p "$WORK/dlio-configs/workload"
 cp benchmark/src/config/workloads/*.yaml "$WORK/dlio-configs/workload/"

@@ -133,6 +133,29 @@ fn retinanet_jpegs_in_subfolders_are_read_whole_per_sample() {
         "{rules}"
     );
     assert_eq!(rules["size_rule_term"], "memory");
+    // What mlpstorage's report generator reads: hydra's files and the metadata.
+    let res = tmp.path().join("results-raw");
+    let overrides = std::fs::read_to_string(res.join("dlio_config/overrides.yaml")).unwrap();
+    assert!(
+        overrides.contains("workload=retinanet_b200")
+            && overrides.contains("++workload.dataset.num_subfolders_train=3"),
+        "{overrides}"
+    );
+    let config = std::fs::read_to_string(res.join("dlio_config/config.yaml")).unwrap();
+    assert!(config.starts_with("workload:"), "{config}");
+    let meta = std::fs::read_dir(&res)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("_metadata.json"))
+        .expect("a *_metadata.json");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    assert_eq!(m["benchmark_type"], "training");
+    assert_eq!(m["model"], "retinanet");
+    assert_eq!(m["accelerator"], "b200");
+    assert_eq!(m["num_processes"], 2);
+    assert_eq!(m["metrics"], v["metric"]);
+    assert_eq!(m["parameters"]["dataset"]["format"], "jpeg");
 
     // No pixel decode is offered for JPEG: said plainly, nothing run.
     let e = bench(

@@ -248,6 +248,23 @@ impl RawConfig {
         serde_yaml::to_string(&self.root).unwrap_or_default()
     }
 
+    /// The tree as hydra's composed `config.yaml` holds it, under `workload:`
+    /// (what DLIO writes to `<run>/dlio_config/config.yaml` and mlpstorage's
+    /// report generator reads back).
+    pub fn to_hydra_yaml(&self) -> String {
+        let mut top = Mapping::new();
+        top.insert(
+            Value::String("workload".into()),
+            Value::Mapping(self.root.clone()),
+        );
+        serde_yaml::to_string(&top).unwrap_or_default()
+    }
+
+    /// The tree as JSON (mlpstorage's metadata `parameters`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.root).unwrap_or_default()
+    }
+
     /// Keys set in this config that storprof accepts but does not act on.
     pub fn ignored_keys(&self) -> Vec<String> {
         let mut leaves = Vec::new();

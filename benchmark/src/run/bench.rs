@@ -113,8 +113,8 @@ impl Default for BenchOptions {
 }
 
 impl BenchOptions {
-    /// The effective configuration: workload YAML, `--param`s, then the flags.
-    pub fn raw_config(&self) -> Result<RawConfig, BenchError> {
+    /// The effective `KEY=VALUE` overrides: `--param`s, then the flags.
+    pub fn effective_params(&self) -> Vec<String> {
         let mut params = self.params.clone();
         if let Some(n) = self.read_threads {
             params.push(format!("reader.read_threads={n}"));
@@ -128,6 +128,12 @@ impl BenchOptions {
         if self.odirect {
             params.push("reader.odirect=True".to_string());
         }
+        params
+    }
+
+    /// The effective configuration: workload YAML, `--param`s, then the flags.
+    pub fn raw_config(&self) -> Result<RawConfig, BenchError> {
+        let params = self.effective_params();
         if let Some(division) = self.division {
             rules::check_overrides(
                 division,
@@ -498,10 +504,6 @@ pub fn run_bench_on(
     );
 
     // Results directory.
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| BenchError::Io { path, source }
-    };
     std::fs::create_dir_all(&results_dir).map_err(io(&results_dir))?;
     let started = result.started;
     let wall = move |secs: f64| {
@@ -548,10 +550,7 @@ pub fn run_bench_on(
         );
     }
     write_json(&results_dir.join("summary.json"), &summary)?;
-    let cfg_dir = results_dir.join("dlio_config");
-    std::fs::create_dir_all(&cfg_dir).map_err(io(&cfg_dir))?;
-    let cfg_path = cfg_dir.join("config.yaml");
-    std::fs::write(&cfg_path, p.raw.to_yaml()).map_err(io(&cfg_path))?;
+    write_mlpstorage_files(opts, &p, &results_dir, &started, &summary)?;
 
     let now = Local::now();
     console.say(&now, &format!("Saved outputs in {}", results_dir.display()));
@@ -582,6 +581,78 @@ pub fn run_bench_on(
         exclude,
         epochs_in_metrics: counted,
     }))
+}
+
+/// An I/O error about `path`.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
+    let path = path.to_path_buf();
+    move |source| BenchError::Io { path, source }
+}
+
+/// What mlpstorage's report generator reads besides `summary.json`: hydra's
+/// `dlio_config/{config,overrides,hydra}.yaml` (the composed workload under
+/// `workload:`, the `workload=<model>_<accelerator>` choice and each
+/// `++workload.KEY=VALUE` override) and `training_<YYYYMMDD_HHMMSS>_metadata.json`
+/// with the fields its results parser needs.
+fn write_mlpstorage_files(
+    opts: &BenchOptions,
+    p: &Prepared,
+    results_dir: &Path,
+    started: &DateTime<Local>,
+    summary: &serde_json::Value,
+) -> Result<(), BenchError> {
+    let cfg_dir = results_dir.join("dlio_config");
+    std::fs::create_dir_all(&cfg_dir).map_err(io(&cfg_dir))?;
+    let write = |name: &str, text: String| {
+        let path = cfg_dir.join(name);
+        std::fs::write(&path, text).map_err(io(&path))
+    };
+    write("config.yaml", p.raw.to_hydra_yaml())?;
+    let params = opts.effective_params();
+    let mut overrides: Vec<String> = Vec::new();
+    if let (Some(w), None) = (opts.workload, &opts.config_file) {
+        overrides.push(format!("workload={w}_{}", opts.accelerator));
+    }
+    overrides.extend(params.iter().map(|kv| format!("++workload.{kv}")));
+    write(
+        "overrides.yaml",
+        serde_yaml::to_string(&overrides).unwrap_or_default(),
+    )?;
+    write(
+        "hydra.yaml",
+        format!(
+            "hydra:\n  run:\n    dir: {}\n  output_subdir: dlio_config\n  job:\n    name: storprof-bench\n",
+            results_dir.display()
+        ),
+    )?;
+    let stamp = started.format("%Y%m%d_%H%M%S").to_string();
+    let override_parameters: serde_json::Map<String, serde_json::Value> = params
+        .iter()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| {
+            (
+                k.trim().to_string(),
+                serde_json::Value::String(v.to_string()),
+            )
+        })
+        .collect();
+    let metadata = serde_json::json!({
+        "benchmark_type": "training",
+        "model": p.cfg.model,
+        "command": "run",
+        "run_datetime": stamp,
+        "num_processes": p.plan.comm_size,
+        "accelerator": opts.config_file.is_none().then(|| opts.accelerator.name()),
+        "parameters": p.raw.to_json(),
+        "override_parameters": override_parameters,
+        "metrics": summary.get("metric"),
+        "division": opts.division,
+        "generator": "storprof bench",
+    });
+    write_json(
+        &results_dir.join(format!("training_{stamp}_metadata.json")),
+        &metadata,
+    )
 }
 
 /// The run rules' verdict on a prepared run (dataset-size rule for the

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# MLPerf Storage v3.0 workloads: the speed goals, each beside its peer in
+# the same interleaved rounds.
+#   1. datagen GB/s, as DLIO times it (the writers' own clock) and with the
+#      final `sync`: retinanet JPEG (322,957 B files) and resnet50 TFRecord
+#      (1251 records of 114,244 B per file), 2 writer threads; beside two
+#      parallel `dd if=/dev/zero bs=1M` writers of the JPEG dataset's size.
+#   2. retinanet reads, page cache warm, ONE reader, samples/s:
+#      - storprof bench --reader raw, 1 accelerator, 1 read thread, no compute
+#        (each sample: open, fstat, one read of the whole file, close);
+#      - a C loop of open/read/close over the same files (the floor of any loader);
+#      - a Python loop of `open(f, 'rb').read()` (the floor of any Python loader);
+#      - a PyTorch map-style DataLoader, 1 worker, batch 24, whose
+#        __getitem__ reads a whole file (the shape of DLIO's retinanet loader);
+#      - the real DLIO 2.0.0 (PyPI) over the same files, 1 read thread, no
+#        compute (its ImageReader also decodes each JPEG with Pillow).
+# Usage: scripts/bench-v3.sh [DIR] [FILES] [ROUNDS]   (default /work/bench-v3-data 4000 3)
+# Needs the DLIO venv (scripts/setup-dlio.sh). Figures: median [min..max] of ROUNDS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-/work/bench-v3-data}
+FILES=${2:-4000}
+ROUNDS=${3:-3}
+STORPROF=${STORPROF:-${CARGO_TARGET_DIR:-target}/release/storprof}
+[ -x "$STORPROF" ] || cargo build -q --release --bin storprof
+STORPROF_SETUP_QUIET=1 bash scripts/setup-dlio.sh
+VENV=$(cd "${STORPROF_DLIO_VENV:-${CARGO_TARGET_DIR:-target}/dlio-venv}" && pwd)
+PY="$VENV/bin/python"
+STORPROF=$(cd "$(dirname "$STORPROF")" && pwd)/$(basename "$STORPROF")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/storprof-bench-v3.XXXXXX")
+LOG="$WORK/figures"
+trap 'rm -rf "$WORK"' EXIT
+export TF_CPP_MIN_LOG_LEVEL=3 TF_ENABLE_ONEDNN_OPTS=0
+rec() { echo "$1 $2" >> "$LOG"; echo "  $1: $2"; }
+now() { date +%s.%N; }
+rate() { python3 -c "import sys; print(f'{float(sys.argv[1])/(float(sys.argv[3])-float(sys.argv[2])):.{sys.argv[4]}f}')" "$@"; }
+summary() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['metric']['train_throughput_mean_samples_per_second'])" "$1"; }
+DATAGEN=(--param dataset.num_subfolders_train=4)
+
+cat > "$WORK/loop.c" <<'EOF'
+/* open/read/close of every file named on stdin, one at a time. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+    static char buf[1 << 20];
+    char path[4096];
+    long files = 0, bytes = 0;
+    while (fgets(path, sizeof path, stdin)) {
+        path[strcspn(path, "\n")] = 0;
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) { perror(path); return 1; }
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof buf)) > 0) bytes += n;
+        close(fd);
+        files++;
+    }
+    printf("%ld %ld\n", files, bytes);
+    return 0;
+}
+EOF
+cc -O2 -o "$WORK/loop" "$WORK/loop.c"
+cat > "$WORK/pyloop.py" <<'EOF'
+import sys, time
+files = [l.strip() for l in open(sys.argv[1])]
+t = time.perf_counter()
+n = 0
+for f in files:
+    with open(f, "rb") as h:
+        n += len(h.read())
+print(len(files) / (time.perf_counter() - t))
+EOF
+cat > "$WORK/torchloop.py" <<'EOF'
+import sys, time
+import torch.utils.data as tud
+class Files(tud.Dataset):
+    def __init__(self, files): self.files = files
+    def __len__(self): return len(self.files)
+    def __getitem__(self, i):
+        with open(self.files[i], "rb") as h:
+            return len(h.read())
+if __name__ == "__main__":
+    files = [l.strip() for l in open(sys.argv[1])]
+    dl = tud.DataLoader(Files(files), batch_size=24, num_workers=1, shuffle=False,
+                        drop_last=True, persistent_workers=False, prefetch_factor=2)
+    it = iter(dl)
+    next(it)  # the worker's start-up is not the loader's rate
+    t = time.perf_counter()
+    n = 24
+    for b in it:
+        n += len(b)
+    print((n - 24) / (time.perf_counter() - t))
+EOF
+
+uptime
+for i in $(seq "$ROUNDS"); do
+    echo "== round $i: datagen"
+    rm -rf "$DIR"; sync
+    s=$(now)
+    out=$("$STORPROF" datagen --workload retinanet --data-dir "$DIR" --threads 2 \
+        --param "dataset.num_files_train=$FILES" "${DATAGEN[@]}")
+    sync; e=$(now)
+    rec jpeg_datagen_gbps "$(echo "$out" | sed -n 's/.*: \([0-9.]*\) GB\/s.*/\1/p')"
+    rec jpeg_datagen_sync_gbps "$(rate "$(du -sb "$DIR" | cut -f1)" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
+    rm -rf "$DIR/resnet50"; sync
+    s=$(now)
+    out=$("$STORPROF" datagen --workload resnet50 --accelerator-type h100 --data-dir "$DIR" --threads 2 \
+        --param dataset.num_files_train=8)
+    sync; e=$(now)
+    rec tfrecord_datagen_gbps "$(echo "$out" | sed -n 's/.*: \([0-9.]*\) GB\/s.*/\1/p')"
+    rec tfrecord_datagen_sync_gbps "$(rate "$(du -sb "$DIR/resnet50" | cut -f1)" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
+    rm -rf "$DIR/resnet50"
+    # Peer: two parallel dd writers of the same bytes (1 MiB blocks), the
+    # kernel's buffered-write speed here without any generator.
+    half=$(( $(du -sb "$DIR/retinanet" | cut -f1) / 2 / 1048576 ))
+    sync; s=$(now)
+    dd if=/dev/zero of="$DIR/dd0" bs=1M count="$half" status=none &
+    dd if=/dev/zero of="$DIR/dd1" bs=1M count="$half" status=none
+    wait; e=$(now); sync; e2=$(now)
+    rec dd_2writers_gbps "$(rate $((2 * half * 1048576)) "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
+    rec dd_2writers_sync_gbps "$(rate $((2 * half * 1048576)) "$s" "$e2" 3 | awk '{printf "%.3f", $1/1e9}')"
+    rm -f "$DIR/dd0" "$DIR/dd1"
+done
+find "$DIR/retinanet/train" -name '*.jpeg' | sort > "$WORK/files"
+cat "$DIR"/retinanet/train/*/*.jpeg > /dev/null   # warm the page cache
+for i in $(seq "$ROUNDS"); do
+    echo "== round $i: reads of $FILES page-cached files, one reader"
+    s=$(now); "$WORK/loop" < "$WORK/files" > /dev/null; e=$(now)
+    rec c_loop_samples_per_s "$(rate "$FILES" "$s" "$e" 0)"
+    rm -rf "$WORK/res"
+    "$STORPROF" bench --workload retinanet --data-dir "$DIR" --reader raw --read-threads 1 \
+        --computation-time 0 --epochs 1 --param "dataset.num_files_train=$FILES" "${DATAGEN[@]}" \
+        --results-dir "$WORK/res" > /dev/null
+    rec storprof_raw_samples_per_s "$(summary "$WORK/res/summary.json" | awk '{printf "%.0f", $1}')"
+    rec python_loop_samples_per_s "$("$PY" "$WORK/pyloop.py" "$WORK/files" | awk '{printf "%.0f", $1}')"
+    rec torch_dataloader_samples_per_s "$("$PY" "$WORK/torchloop.py" "$WORK/files" | awk '{printf "%.0f", $1}')"
+    rm -rf "$WORK/dlio-run"
+    mkdir -p "$WORK/cfg/workload"
+    cp benchmark/src/config/workloads/retinanet_b200.yaml "$WORK/cfg/workload/"
+    (cd "$WORK" && "$VENV/bin/dlio_benchmark" --config-dir="$WORK/cfg" workload=retinanet_b200 \
+        ++workload.workflow.generate_data=False ++workload.workflow.checkpoint=False \
+        "++workload.dataset.data_folder=$DIR/retinanet" "++workload.dataset.num_files_train=$FILES" \
+        ++workload.dataset.num_subfolders_train=4 ++workload.train.epochs=1 \
+        ++workload.train.computation_time=0 ++workload.reader.read_threads=1 \
+        "++hydra.run.dir=$WORK/dlio-run" > "$WORK/dlio.log" 2>&1) || { tail -20 "$WORK/dlio.log"; exit 1; }
+    rec dlio_samples_per_s "$(summary "$WORK/dlio-run/summary.json" | awk '{printf "%.0f", $1}')"
+done
+uptime
+echo "== medians over $ROUNDS rounds"
+python3 - "$LOG" <<'EOF'
+import statistics, sys
+vals = {}
+for line in open(sys.argv[1]):
+    k, v = line.split()
+    vals.setdefault(k, []).append(float(v))
+for k, v in vals.items():
+    print(f"{k}: {statistics.median(v):g} [{min(v):g}..{max(v):g}]")
+m = {k: statistics.median(v) for k, v in vals.items()}
+r = m["storprof_raw_samples_per_s"]
+print(f"storprof raw / C loop: {r / m['c_loop_samples_per_s']:.2f}")
+print(f"storprof raw / torch DataLoader: {r / m['torch_dataloader_samples_per_s']:.1f}x")
+print(f"storprof raw / DLIO 2.0.0: {r / m['dlio_samples_per_s']:.1f}x")
+print(f"storprof raw / Python loop: {r / m['python_loop_samples_per_s']:.1f}x")
+EOF
