@@ -108,9 +108,7 @@ fn s3(url: &str, o: &S3Options) -> S3Storage {
 
 fn schema() -> FluxSchema {
     // 300,000 f32 per row: 1.2 MB rows, so row groups span several 1 MiB parts.
-    FluxSchema {
-        columns: vec![("a".into(), 300_000), ("b".into(), 7)],
-    }
+    FluxSchema::float32(&[("a", 300_000), ("b", 7)])
 }
 
 #[test]
@@ -509,5 +507,96 @@ fn coalesced_reads_and_read_ahead() {
                 Some(b) => assert_eq!(b, delivered, "{what}"),
             }
         }
+    }
+}
+
+/// retinanet (JPEGs in DLIO's subfolders) and resnet50 (TFRecord) over S3:
+/// the subfolders are listed as prefixes, sizes come from the listing (no
+/// HEAD per object), a JPEG sample is one GET of its object and a TFRecord
+/// file one GET per epoch.
+#[test]
+fn v3_workloads_over_s3() {
+    use storprof_bench::{
+        config::{Accelerator, Workload},
+        run::bench::BenchOptions,
+        run::datagen::{DatagenOptions, run_datagen},
+        storage::storage_for_data_dir,
+    };
+    let Some(m) = start_moto(&[]) else { return };
+    assert_eq!(http(m.port, "PUT", "/v3-data"), 200);
+    let o = opts(m.port);
+    let url = "s3://v3-data/ds";
+    let storage = storage_for_data_dir(url, false, &o).unwrap();
+    let results = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for (workload, acc, params, objects, gets) in [
+        (
+            Workload::Retinanet,
+            Accelerator::B200,
+            vec![
+                "dataset.num_files_train=12",
+                "dataset.num_subfolders_train=3",
+                "reader.batch_size=4",
+                "reader.read_threads=2",
+                "train.epochs=1",
+            ],
+            12u64,
+            12u64,
+        ),
+        (
+            Workload::Resnet50,
+            Accelerator::H100,
+            vec![
+                "dataset.num_files_train=2",
+                "dataset.num_samples_per_file=8",
+                "reader.batch_size=4",
+                "reader.read_threads=2",
+                "train.epochs=1",
+            ],
+            2,
+            2,
+        ),
+    ] {
+        let params: Vec<String> = params.iter().map(|s| s.to_string()).collect();
+        let dg = DatagenOptions {
+            workload: Some(workload),
+            accelerator: acc,
+            params: params.clone(),
+            data_dir: url.into(),
+            client_memory_gb: Some(1.0),
+            print: false,
+            ..DatagenOptions::default()
+        };
+        run_datagen(&dg, &*storage).unwrap();
+        let b = BenchOptions {
+            workload: Some(workload),
+            accelerator: acc,
+            params,
+            data_dir: url.into(),
+            computation_time: Some(0.0),
+            reader: ReaderKind::Raw,
+            results_dir: Some(results.path().join(workload.to_string())),
+            print: false,
+            client_memory_gb: Some(1.0),
+            ..BenchOptions::default()
+        };
+        let report = storprof_bench::cli::run_bench_on(&b, &o)
+            .map_err(|e| format!("{workload}: {e:#}"))
+            .unwrap();
+        let r = report.measured.requests_by_kind.unwrap();
+        assert_eq!(
+            r.head_requests, 0,
+            "{workload}: sizes from the listing {r:?}"
+        );
+        assert_eq!(r.data_reads, gets, "{workload}: {r:?}");
+        assert_eq!(report.measured.read_bytes, r.data_get_bytes, "{workload}");
+        assert!(report.measured.read_bytes > 0);
+        let listed: u64 = if workload == Workload::Retinanet {
+            (0..3)
+                .map(|k| storage.list(&format!("retinanet/train/{k}")).unwrap().len() as u64)
+                .sum()
+        } else {
+            storage.list("resnet50/train").unwrap().len() as u64
+        };
+        assert_eq!(listed, objects, "{workload}");
     }
 }
