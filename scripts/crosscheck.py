@@ -29,11 +29,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
+SCALARS = {pa.float16(), pa.float32(), pa.float64(), pa.int8()}
+
+
 def check_parquet(path):
     pf = pq.ParquetFile(path)
     for field in pf.schema_arrow:
         t = field.type
-        assert pa.types.is_fixed_size_list(t) or t == pa.float32(), f"{path}: {field}"
+        assert pa.types.is_fixed_size_list(t) or t in SCALARS, f"{path}: {field}"
         if pa.types.is_fixed_size_list(t):
             assert t.value_type == pa.float32(), f"{path}: {field}"
     rows = 0
@@ -44,8 +47,11 @@ def check_parquet(path):
             arr = col.combine_chunks()
             vals = arr.flatten() if pa.types.is_fixed_size_list(arr.type) else arr
             v = vals.to_numpy(zero_copy_only=False)
-            assert v.size and (v >= 1.0).all() and (v < 2.0).all(), f"{path}: values out of range"
-            assert arr.null_count == 0
+            assert v.size and arr.null_count == 0, f"{path}: empty or null values"
+            if vals.type == pa.float32():
+                assert (v >= 1.0).all() and (v < 2.0).all(), f"{path}: values out of range"
+            elif pa.types.is_floating(vals.type):
+                assert np.isfinite(v).all(), f"{path}: non-finite values"
     assert rows == pf.metadata.num_rows
     # pyarrow writing the same table reads back with the same schema and values.
     t = pq.read_table(path)
@@ -56,7 +62,9 @@ def check_parquet(path):
         assert r.schema == t.schema, f"{path}: schema {t.schema} vs pyarrow {r.schema}"
         assert r.equals(t), f"{path}: values differ after pyarrow round trip"
         check_parquet_metadata(path, pf.metadata, pq.ParquetFile(ref).metadata)
-    print(f"ok parquet {path}: {pf.metadata.num_rows} rows, {pf.num_row_groups} row groups, schema {t.schema.types}")
+    kinds = sorted({str(x) for x in t.schema.types})
+    print(f"ok parquet {path}: {pf.metadata.num_rows} rows, {pf.num_row_groups} row groups, "
+          f"{len(t.schema)} columns of {', '.join(kinds)}")
 
 
 # ColumnChunkMetaData fields DLIO's Parquet readers (pyarrow-based and raw)
@@ -143,6 +151,21 @@ def check_tfrecord(path):
     print(f"ok tfrecord {path}: {n} records of {lens.pop()} B")
 
 
+def check_column_subset(path, config):
+    """dlrm: the YAML's dtypes are the file's, and the `read: true` columns
+    read alone (what DLIO's column selection asks pyarrow for)."""
+    import yaml
+    cols = yaml.safe_load(open(config))["dataset"]["parquet"]["columns"]
+    pf = pq.ParquetFile(path)
+    names = {"float16": pa.float16(), "float32": pa.float32(), "float64": pa.float64(), "int8": pa.int8()}
+    for c in cols:
+        assert pf.schema_arrow.field(c["name"]).type == names[c["dtype"]], f"{path}: {c}"
+    want = [c["name"] for c in cols if c.get("read", True)]
+    t = pf.read_row_group(0, columns=want)
+    assert t.column_names == want and t.num_rows == pf.metadata.row_group(0).num_rows
+    print(f"ok parquet columns {path}: {len(cols)} dtypes as configured, {len(want)} read alone")
+
+
 def check_layout(model_dir):
     for split in ("train", "valid", "test"):
         d = os.path.join(model_dir, split)
@@ -153,6 +176,9 @@ def check_layout(model_dir):
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--layout":
         check_layout(sys.argv[2])
+        return
+    if len(sys.argv) > 3 and sys.argv[1] == "--columns":
+        check_column_subset(sys.argv[2], sys.argv[3])
         return
     d = sys.argv[1] if len(sys.argv) > 1 else "."
     want_jpeg_bytes = int(sys.argv[2]) if len(sys.argv) > 2 else 0

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Cross-check datagen output with the readers users have, and run the real
 # DLIO benchmark over storprof's datasets:
-#   - pyarrow reads our flux Parquet (and the mlcommons fork's raw row-group
-#     ranges fall inside it), numpy loads our unet3d NPZ, Pillow decodes our
+#   - pyarrow reads our flux and dlrm Parquet (and the mlcommons fork's raw
+#     row-group ranges fall inside it; dlrm's dtypes are the YAML's and its
+#     `read: true` columns read alone), numpy loads our unet3d NPZ, Pillow decodes our
 #     retinanet JPEGs, TensorFlow reads our resnet50/cosmoflow TFRecords with
 #     its CRC checks (scripts/crosscheck.py);
 #   - DLIO (PyPI dlio-benchmark 2.0.0, scripts/setup-dlio.sh) trains one
@@ -49,11 +50,15 @@ gen retinanet --workload retinanet --param dataset.num_files_train=48 \
 gen resnet50 --workload resnet50 --accelerator-type h100 \
     --param dataset.num_files_train=2 --param dataset.num_samples_per_file=16
 gen cosmoflow --workload cosmoflow --accelerator-type h100 --param dataset.num_files_train=3
+# dlrm: the 200 mixed-type columns, 2 files of 2 row groups.
+gen dlrm --workload dlrm --param dataset.num_files_train=2 --param dataset.num_samples_per_file=12288
 
-for m in flux/flux unet3d/unet3d retinanet/retinanet resnet50/resnet50 cosmoflow/cosmoflow; do
+for m in flux/flux unet3d/unet3d retinanet/retinanet resnet50/resnet50 cosmoflow/cosmoflow dlrm/dlrm; do
     "$PY" scripts/crosscheck.py --layout "$WORK/$m"
 done
-for d in "$WORK"/flux/*/train "$WORK"/unet3d/*/train "$WORK"/resnet50/*/train "$WORK"/cosmoflow/*/train; do
+"$PY" scripts/crosscheck.py --columns "$WORK/dlrm/dlrm/train/img_0_of_2.parquet" \
+    benchmark/src/config/workloads/dlrm_b200.yaml
+for d in "$WORK"/flux/*/train "$WORK"/dlrm/*/train "$WORK"/unet3d/*/train "$WORK"/resnet50/*/train "$WORK"/cosmoflow/*/train; do
     "$PY" scripts/crosscheck.py "$d"
 done
 "$PY" scripts/crosscheck.py "$WORK/retinanet/retinanet/train" 322957

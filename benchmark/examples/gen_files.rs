@@ -37,13 +37,9 @@ fn main() -> anyhow::Result<()> {
                             let rows: u64 = arg(&a, 4, 8);
                             let rg: u64 = arg(&a, 5, rows);
                             let schema = match a.get(6).map(String::as_str) {
-                                Some("small") => FluxSchema {
-                                    columns: vec![
-                                        ("big".into(), 300),
-                                        ("one".into(), 1),
-                                        ("seven".into(), 7),
-                                    ],
-                                },
+                                Some("small") => {
+                                    FluxSchema::float32(&[("big", 300), ("one", 1), ("seven", 7)])
+                                }
                                 _ => FluxSchema::flux_b200(),
                             };
                             let seed: u64 = arg(&a, 7, 42);

@@ -8,8 +8,8 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use storprof_bench::{
     BenchError,
     format::{
-        FluxSchema, FormatKind,
-        r#gen::{fill_bytes, flux_row_values},
+        ElemType, FluxSchema, FormatKind,
+        r#gen::{fill_bytes, flux_row_values, scalar_chunk_values},
         npz, parquet as pq, write_npz_file, write_parquet_file,
     },
     reader::{ReaderKind, ReaderOptions, decode_row_group, make_reader},
@@ -17,15 +17,11 @@ use storprof_bench::{
 };
 
 fn small_schema() -> FluxSchema {
-    FluxSchema {
-        columns: vec![("big".into(), 300), ("one".into(), 1), ("seven".into(), 7)],
-    }
+    FluxSchema::float32(&[("big", 300), ("one", 1), ("seven", 7)])
 }
 
 fn list_schema() -> FluxSchema {
-    FluxSchema {
-        columns: vec![("a".into(), 300), ("b".into(), 7)],
-    }
+    FluxSchema::float32(&[("a", 300), ("b", 7)])
 }
 
 fn tmp() -> tempfile::TempDir {
@@ -45,6 +41,25 @@ fn column_values(batch: &RecordBatch, col: usize, row: usize) -> Vec<f32> {
         let f = c.as_any().downcast_ref::<Float32Array>().unwrap();
         vec![f.value(row)]
     }
+}
+
+/// What the writer stores for `row` of f32 column `ci` (`n` per row) of a
+/// file of `rows` rows in groups of `rg_rows`: a list row's own stream, or
+/// the scalar column chunk's stream.
+fn expected_f32(seed: u64, ci: usize, row: u64, n: usize, rg_rows: u64, rows: u64) -> Vec<f32> {
+    if n > 1 {
+        return flux_row_values(seed, ci, row, n);
+    }
+    let g0 = row / rg_rows * rg_rows;
+    let b = scalar_chunk_values(
+        seed,
+        ci,
+        g0,
+        rg_rows.min(rows - g0) as usize,
+        ElemType::Float32,
+    );
+    let at = (row - g0) as usize * 4;
+    vec![f32::from_le_bytes(b[at..at + 4].try_into().unwrap())]
 }
 
 #[test]
@@ -68,11 +83,11 @@ fn parquet_round_trip_arrow_generic_reader() {
         .map(|r| r.unwrap())
         .collect();
     assert_eq!(batches.len(), 1);
-    for (ci, (_, n)) in schema.columns.iter().enumerate() {
+    for (ci, c) in schema.columns.iter().enumerate() {
         for row in 0..10 {
             assert_eq!(
                 column_values(&batches[0], ci, row),
-                flux_row_values(7, ci, row as u64, *n)
+                expected_f32(7, ci, row as u64, c.size, 4, 10)
             );
         }
     }
@@ -99,11 +114,11 @@ fn parquet_layout_and_fast_decode_match_generator() {
             .expect("fast path");
         assert_eq!(batch.schema().as_ref(), &pq::arrow_schema(&schema));
         for i in 0..g.num_rows as usize {
-            for (ci, (_, n)) in schema.columns.iter().enumerate() {
+            for (ci, c) in schema.columns.iter().enumerate() {
                 let row = g.first_row + i as u64;
                 assert_eq!(
                     column_values(&batch, ci, i),
-                    flux_row_values(3, ci, row, *n)
+                    flux_row_values(3, ci, row, c.size)
                 );
             }
         }
@@ -419,9 +434,7 @@ fn odirect_reads_match_buffered() {
 #[test]
 fn large_reads_pooled_and_mmap_match_the_file() {
     let d = tmp();
-    let schema = FluxSchema {
-        columns: vec![("a".into(), 300_000), ("b".into(), 3)],
-    };
+    let schema = FluxSchema::float32(&[("a", 300_000), ("b", 3)]);
     let st = LocalStorage::new(d.path());
     write_parquet_file(&st, "a.parquet", &schema, 4, 2, 3).unwrap();
     let whole = std::fs::read(d.path().join("a.parquet")).unwrap();

@@ -115,6 +115,8 @@ keys! {
     "dataset.keep_files" => Bool, Ignored;
     "dataset.parquet.columns" => List, Used;
     "dataset.parquet.row_group_size" => UInt, Used;
+    // Readers load whole row groups (dlrm's value); DLIO's other modes are not modelled.
+    "dataset.parquet.read_mode" => Enum(&["row_group"]), Used;
     "dataset.parquet.partition_by" => Str, Ignored;
     "dataset.parquet.generation_batch_size" => UInt, Ignored;
     "dataset.hdf5.chunk_dims" => List, Ignored;

@@ -39,6 +39,8 @@ pub enum Workload {
     Resnet50,
     /// CosmoFlow (TFRecord, one ~2.8 MB record per file).
     Cosmoflow,
+    /// DLRM (Parquet, 200 scalar columns of which 40 are read, 4.7 M rows per file).
+    Dlrm,
 }
 
 impl Workload {
@@ -50,6 +52,7 @@ impl Workload {
             Workload::Retinanet => "retinanet",
             Workload::Resnet50 => "resnet50",
             Workload::Cosmoflow => "cosmoflow",
+            Workload::Dlrm => "dlrm",
         }
     }
 }
@@ -99,6 +102,8 @@ const RESNET50_H100: &str = include_str!("workloads/resnet50_h100.yaml");
 const RESNET50_A100: &str = include_str!("workloads/resnet50_a100.yaml");
 const COSMOFLOW_H100: &str = include_str!("workloads/cosmoflow_h100.yaml");
 const COSMOFLOW_A100: &str = include_str!("workloads/cosmoflow_a100.yaml");
+const DLRM_B200: &str = include_str!("workloads/dlrm_b200.yaml");
+const DLRM_MI355: &str = include_str!("workloads/dlrm_mi355.yaml");
 
 /// The embedded DLIO workload YAML for a workload and accelerator.
 pub fn embedded_workload_yaml(
@@ -117,10 +122,12 @@ pub fn embedded_workload_yaml(
         (Workload::Resnet50, Accelerator::A100) => Ok(RESNET50_A100),
         (Workload::Cosmoflow, Accelerator::H100) => Ok(COSMOFLOW_H100),
         (Workload::Cosmoflow, Accelerator::A100) => Ok(COSMOFLOW_A100),
+        (Workload::Dlrm, Accelerator::B200) => Ok(DLRM_B200),
+        (Workload::Dlrm, Accelerator::Mi355) => Ok(DLRM_MI355),
         (w, a) => Err(BenchError::Config(format!(
             "no DLIO workload {w}_{a}: flux has b200 and mi355 (flux_a100/h100 are a different JPEG workload), \
              unet3d has a100, h100 and b200 (mlcommons/storage publishes no unet3d_mi355 template), \
-             retinanet has b200 and mi355, resnet50 and cosmoflow have a100 and h100"
+             retinanet and dlrm have b200 and mi355, resnet50 and cosmoflow have a100 and h100"
         ))),
     }
 }
@@ -524,18 +531,33 @@ pub enum Shuffle {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ParquetColumn {
     pub name: String,
+    /// `dtype`, default float32.
     pub dtype: String,
-    /// Elements per row (FixedSizeList length).
+    /// Elements per row (`size`, default 1: a scalar column; more: a FixedSizeList).
     pub size: usize,
+    /// `read`: whether the reader loads the column (DLIO's column subset).
+    /// Default true.
+    pub read: bool,
 }
 
 impl ParquetColumn {
-    /// Bytes per element, as mlpstorage counts them (8 for 64-bit types, 1 for uint8/bool, else 4).
+    /// Bytes per element of the dtype itself (numpy's itemsize; 4 when unknown).
     pub fn element_bytes(&self) -> usize {
         match self.dtype.as_str() {
             "float64" | "int64" | "uint64" | "double" => 8,
             "uint8" | "int8" | "bool" => 1,
             "float16" | "int16" | "uint16" => 2,
+            _ => 4,
+        }
+    }
+
+    /// Bytes per element as mlpstorage's `calculate_training_data_size`
+    /// counts them: 8 for float64/int64, 1 for uint8/bool, else 4 (so
+    /// float16 and int8 count 4).
+    pub fn mlpstorage_element_bytes(&self) -> usize {
+        match self.dtype.as_str() {
+            "float64" | "int64" => 8,
+            "uint8" | "bool" => 1,
             _ => 4,
         }
     }
@@ -752,17 +774,35 @@ impl DlioConfig {
         self.record_length
     }
 
-    /// The real bytes per sample: Σ column size × element bytes for Parquet
-    /// with a column schema, else the record length.
+    /// The record length mlpstorage's dataset-size rule uses, which is the
+    /// real bytes per sample: `record_length_bytes` when set (dlrm: 761, its
+    /// 200 columns' own widths), else for Parquet with a column schema
+    /// Σ column size × [`ParquetColumn::mlpstorage_element_bytes`] (flux:
+    /// 2,164,832), else the record length.
     pub fn record_size_real(&self) -> f64 {
-        if self.format == FormatKind::Parquet && !self.parquet_columns.is_empty() {
+        if self.format == FormatKind::Parquet
+            && !self.parquet_columns.is_empty()
+            && !self.record_length_set
+        {
             self.parquet_columns
                 .iter()
-                .map(|c| (c.size * c.element_bytes()) as f64)
+                .map(|c| (c.size * c.mlpstorage_element_bytes()) as f64)
                 .sum()
         } else {
             self.record_length
         }
+    }
+
+    /// Names of the Parquet columns the reader loads when the schema marks
+    /// some `read: false`; `None` when every column is read.
+    pub fn parquet_read_columns(&self) -> Option<Vec<String>> {
+        self.parquet_columns.iter().any(|c| !c.read).then(|| {
+            self.parquet_columns
+                .iter()
+                .filter(|c| c.read)
+                .map(|c| c.name.clone())
+                .collect()
+        })
     }
 
     /// `floor(spf × files / batch / comm_size)`, DLIO's max steps per epoch.
@@ -790,13 +830,13 @@ fn parse_column(i: usize, v: &Value) -> Result<ParquetColumn, BenchError> {
     let key = format!("dataset.parquet.columns[{i}]");
     let m = v
         .as_mapping()
-        .ok_or_else(|| bad(&key, "expected a mapping with name, dtype, size"))?;
+        .ok_or_else(|| bad(&key, "expected a mapping with name, dtype, size, read"))?;
     for k in m.keys() {
-        if !matches!(k.as_str(), Some("name" | "dtype" | "size")) {
+        if !matches!(k.as_str(), Some("name" | "dtype" | "size" | "read")) {
             return Err(bad(
                 &key,
                 format!(
-                    "unknown column field '{}' (expected name, dtype, size)",
+                    "unknown column field '{}' (expected name, dtype, size, read)",
                     describe(k)
                 ),
             ));
@@ -823,10 +863,19 @@ fn parse_column(i: usize, v: &Value) -> Result<ParquetColumn, BenchError> {
     if size == 0 {
         return Err(bad(&format!("{key}.size"), "must be at least 1"));
     }
+    let read = m
+        .get("read")
+        .map(|r| {
+            r.as_bool()
+                .ok_or_else(|| bad(&format!("{key}.read"), "expected true or false"))
+        })
+        .transpose()?
+        .unwrap_or(true);
     Ok(ParquetColumn {
         name,
         dtype,
         size: usize::try_from(size).map_err(|_| bad(&format!("{key}.size"), "too large"))?,
+        read,
     })
 }
 
@@ -984,6 +1033,82 @@ mod tests {
             assert_eq!(u.sample_shuffle, Shuffle::Seed);
             assert_eq!(u.epochs, 5);
         }
+    }
+
+    #[test]
+    fn dlrm_embedded_values() {
+        for (acc, ct) in [
+            (Accelerator::B200, 0.000375),
+            (Accelerator::Mi355, 0.0005625),
+        ] {
+            let d = cfg(Workload::Dlrm, acc, &[]).unwrap();
+            assert_eq!((d.model.as_str(), d.format), ("dlrm", FormatKind::Parquet));
+            assert_eq!(
+                (
+                    d.num_files_train,
+                    d.num_samples_per_file,
+                    d.batch_size,
+                    d.read_threads,
+                    d.prefetch_size
+                ),
+                (1024, 4_718_592, 16384, 4, 2)
+            );
+            assert_eq!(d.computation_time.mean, ct);
+            assert_eq!((d.parquet_row_group_size, d.au, d.epochs), (6144, 0.70, 1));
+            assert_eq!(d.parquet_columns.len(), 200);
+            // mlpstorage takes record_length_bytes (761) before the columns;
+            // it is also the columns' own widths (f16 2, f32 4, f64 8, int8 1).
+            assert_eq!((d.record_size_dlio(), d.record_size_real()), (761.0, 761.0));
+            let own: usize = d.parquet_columns.iter().map(|c| c.element_bytes()).sum();
+            assert_eq!(own, 761);
+            let read = d.parquet_read_columns().unwrap();
+            assert_eq!(read.len(), 40);
+            assert_eq!(read[0], "feature_011");
+            assert_eq!(read.last().map(String::as_str), Some("feature_195"));
+            assert!(d.parquet_columns.iter().all(|c| c.size == 1));
+        }
+        // Flux reads every column.
+        assert_eq!(
+            cfg(Workload::Flux, Accelerator::B200, &[])
+                .unwrap()
+                .parquet_read_columns(),
+            None
+        );
+        assert!(cfg(Workload::Dlrm, Accelerator::H100, &[]).is_err());
+    }
+
+    #[test]
+    fn parquet_columns_read_flag_and_mlpstorage_widths() {
+        let text = "model:\n  name: dlrm\ndataset:\n  format: parquet\n  parquet:\n    read_mode: row_group\n    columns:\n\
+                    \x20     - {name: a, dtype: float16}\n\
+                    \x20     - {name: b, dtype: int8, read: false}\n\
+                    \x20     - {name: c, dtype: float64, size: 2, read: true}\n\
+                    \x20     - {name: d, dtype: uint8, size: 3}\n";
+        let c = RawConfig::parse(text, "t.yaml")
+            .unwrap()
+            .to_config()
+            .unwrap();
+        assert_eq!(
+            c.parquet_columns.iter().map(|c| c.read).collect::<Vec<_>>(),
+            [true, false, true, true]
+        );
+        // No record_length_bytes: mlpstorage counts float16 and int8 as 4 B.
+        assert_eq!(c.record_size_real(), (4 + 4 + 2 * 8 + 3) as f64);
+        assert_eq!(
+            c.parquet_read_columns().unwrap(),
+            ["a", "c", "d"].map(String::from)
+        );
+        let bad = text.replace("read: false", "read: perhaps");
+        let e = RawConfig::parse(&bad, "t.yaml")
+            .unwrap()
+            .to_config()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("dataset.parquet.columns[1].read"), "{e}");
+        let e = RawConfig::parse(&text.replace("row_group", "row"), "t.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("dataset.parquet.read_mode"), "{e}");
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! Fast deterministic random data (wyrand). Each flux row is an independent
-//! stream keyed by (seed, column, row), so tests can recompute any value.
+//! stream keyed by (seed, column, row), so tests can recompute any value;
+//! a scalar column chunk is one stream keyed by its row group's first row
+//! (a draw per value would cost more than writing it).
+
+use super::ElemType;
 
 /// wyrand step.
 #[inline(always)]
@@ -35,18 +39,78 @@ pub fn fill_f32_le(state: u64, n: usize, out: &mut Vec<u8>) {
 #[inline]
 pub fn fill_f32_into(state: u64, dst: &mut [u8]) {
     let mut s = state;
+    fill_f32_stream(&mut s, dst);
+}
+
+/// [`fill_f32_into`] continuing stream `s` (a multiple of 8 bytes consumes
+/// whole draws, so a chunk filled page by page equals one fill).
+#[inline]
+fn fill_f32_stream(s: &mut u64, dst: &mut [u8]) {
     let mut chunks = dst.chunks_exact_mut(8);
     for c in &mut chunks {
-        let v = wyrand(&mut s);
+        let v = wyrand(s);
         let lo = f32_bits(v as u32);
         let hi = f32_bits((v >> 32) as u32);
         c.copy_from_slice(&(u64::from(lo) | (u64::from(hi) << 32)).to_le_bytes());
     }
     let rem = chunks.into_remainder();
     if rem.len() >= 4 {
-        let v = wyrand(&mut s);
+        let v = wyrand(s);
         rem[..4].copy_from_slice(&f32_bits(v as u32).to_le_bytes());
     }
+}
+
+/// Overwrite `dst` with PLAIN-encoded values of type `elem` drawn from
+/// stream `s`, which is advanced: 1.0 <= floats < 2.0 (never NaN), int8 any
+/// value sign-extended to INT32. `dst.len()` must be a multiple of the
+/// stored width; one draw fills 8 bytes of values (int8: 8 values), so
+/// filling a chunk in pieces whose lengths are multiples of 32 bytes gives
+/// the same bytes as filling it at once.
+#[inline]
+pub fn fill_values(s: &mut u64, elem: ElemType, dst: &mut [u8]) {
+    match elem {
+        ElemType::Float32 => fill_f32_stream(s, dst),
+        ElemType::Float64 => {
+            for c in dst.chunks_exact_mut(8) {
+                let v = (wyrand(s) >> 12) | 0x3FF0_0000_0000_0000;
+                c.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        ElemType::Float16 => {
+            // Sign 0, exponent 15, 10 random mantissa bits: [1, 2).
+            for c in dst.chunks_mut(8) {
+                let v = wyrand(s);
+                for (k, h) in c.chunks_exact_mut(2).enumerate() {
+                    let bits = 0x3C00 | ((v >> (16 * k)) as u16 & 0x3FF);
+                    h.copy_from_slice(&bits.to_le_bytes());
+                }
+            }
+        }
+        ElemType::Int8 => {
+            for c in dst.chunks_mut(32) {
+                let v = wyrand(s).to_le_bytes();
+                for (b, out) in v.iter().zip(c.chunks_exact_mut(4)) {
+                    out.copy_from_slice(&i32::from(*b as i8).to_le_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// The PLAIN bytes our Parquet writer stores for `rows` rows of scalar
+/// column `column` from a row group's first row `group_first_row`: one
+/// stream per column chunk.
+pub fn scalar_chunk_values(
+    seed: u64,
+    column: usize,
+    group_first_row: u64,
+    rows: usize,
+    elem: ElemType,
+) -> Vec<u8> {
+    let mut out = vec![0u8; rows * elem.stored_bytes()];
+    let mut s = row_seed(seed, column, group_first_row);
+    fill_values(&mut s, elem, &mut out);
+    out
 }
 
 /// The values our Parquet writer stores for (seed, column, row) of `n` floats.

@@ -1,6 +1,8 @@
-//! Flux Parquet: a streaming writer for float32 fixed-size-list columns laid
-//! out exactly as pyarrow writes `pa.list_(pa.float32(), n)` (3-level LIST,
-//! PLAIN, UNCOMPRESSED, data page v1, RLE levels, `ARROW:schema` metadata),
+//! DLIO Parquet: a streaming writer for fixed-size-list and scalar columns
+//! of float16/float32/float64/int8 laid out exactly as pyarrow writes
+//! `pa.list_(pa.float32(), n)` (3-level LIST) or `pa.float64()` etc. (an
+//! OPTIONAL leaf), PLAIN, UNCOMPRESSED, data page v1, RLE levels,
+//! `ARROW:schema` metadata,
 //! a bounds-checked footer parser ([`read_layout`]) giving each row group's
 //! column-chunk byte ranges, and a fast decoder for PLAIN float fixed-size
 //! lists without nulls ([`decode_fixed_list_chunk`]).
@@ -9,8 +11,8 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema};
 
 use super::{
-    FluxSchema,
-    r#gen::{fill_f32_into, row_seed},
+    ColumnSpec, ElemType, FluxSchema,
+    r#gen::{fill_values, row_seed},
     thrift::{self, Reader, ThriftError, Writer, ty},
 };
 use crate::{
@@ -21,7 +23,8 @@ use crate::{
 const MAGIC: &[u8; 4] = b"PAR1";
 /// Target data page size; a page always holds whole rows (at least one).
 const PAGE_TARGET: usize = 1 << 20;
-/// Footers larger than this are rejected as absurd (flux footers are ~2 KiB).
+/// Footers larger than this are rejected as absurd (flux footers are ~2 KiB,
+/// a full-size dlrm file's, 768 row groups × 200 column chunks, 8.9 MB).
 pub const MAX_FOOTER: u64 = 64 << 20;
 /// Bytes the writer buffers before one `write_all` (few, large writes).
 const WRITE_CHUNK: usize = 8 << 20;
@@ -29,7 +32,11 @@ const WRITE_CHUNK: usize = 8 << 20;
 const TAIL_GUESS: u64 = 64 << 10;
 
 // Parquet enum values.
+const TYPE_INT32: i32 = 1;
 const TYPE_FLOAT: i32 = 4;
+const TYPE_DOUBLE: i32 = 5;
+const TYPE_FIXED_LEN_BYTE_ARRAY: i32 = 7;
+const CONVERTED_INT_8: i32 = 15;
 const REP_OPTIONAL: i32 = 1;
 const REP_REPEATED: i32 = 2;
 const ENC_PLAIN: i32 = 0;
@@ -47,27 +54,47 @@ fn corrupt(path: &str, reason: impl Into<String>) -> BenchError {
     }
 }
 
-/// Arrow schema DLIO/pyarrow uses for a flux schema.
+/// Arrow schema DLIO/pyarrow uses for a schema.
 pub fn arrow_schema(schema: &FluxSchema) -> Schema {
     Schema::new(
         schema
             .columns
             .iter()
-            .map(|(name, n)| Field::new(name, arrow_type(*n), true))
+            .map(|c| Field::new(&c.name, arrow_type(c.elem, c.size), true))
             .collect::<Vec<_>>(),
     )
 }
 
-/// `FixedSizeList<element: float32>[n]` (what pyarrow and arrow-rs read back
-/// from a 3-level LIST), or `float32` for n == 1 (as DLIO writes).
-pub fn arrow_type(n: usize) -> DataType {
+/// Arrow type of a scalar of `elem`.
+pub fn arrow_elem_type(elem: ElemType) -> DataType {
+    match elem {
+        ElemType::Float16 => DataType::Float16,
+        ElemType::Float32 => DataType::Float32,
+        ElemType::Float64 => DataType::Float64,
+        ElemType::Int8 => DataType::Int8,
+    }
+}
+
+/// `FixedSizeList<element: elem>[n]` (what pyarrow and arrow-rs read back
+/// from a 3-level LIST), or the scalar type for n == 1 (as DLIO writes).
+pub fn arrow_type(elem: ElemType, n: usize) -> DataType {
     if n == 1 {
-        DataType::Float32
+        arrow_elem_type(elem)
     } else {
         DataType::FixedSizeList(
-            Arc::new(Field::new("element", DataType::Float32, true)),
+            Arc::new(Field::new("element", arrow_elem_type(elem), true)),
             i32::try_from(n).unwrap_or(i32::MAX),
         )
+    }
+}
+
+/// Parquet physical type of `elem`.
+fn physical_type(elem: ElemType) -> i32 {
+    match elem {
+        ElemType::Float16 => TYPE_FIXED_LEN_BYTE_ARRAY,
+        ElemType::Float32 => TYPE_FLOAT,
+        ElemType::Float64 => TYPE_DOUBLE,
+        ElemType::Int8 => TYPE_INT32,
     }
 }
 
@@ -117,8 +144,14 @@ struct ChunkMeta {
 /// data pages stay PLAIN (what pyarrow writes after its dictionary falls
 /// back), but readers that locate a chunk by `dictionary_page_offset`, as
 /// DLIO's raw Parquet readers do, need the field set.
-fn dictionary_page() -> Vec<u8> {
-    let value = 1.0f32.to_le_bytes();
+fn dictionary_page(elem: ElemType) -> Vec<u8> {
+    // The value 1 (1.0 for floats) in the column's PLAIN encoding.
+    let value: Vec<u8> = match elem {
+        ElemType::Float16 => 0x3C00u16.to_le_bytes().to_vec(),
+        ElemType::Float32 => 1.0f32.to_le_bytes().to_vec(),
+        ElemType::Float64 => 1.0f64.to_le_bytes().to_vec(),
+        ElemType::Int8 => 1i32.to_le_bytes().to_vec(),
+    };
     let mut h = Writer::new();
     h.begin();
     h.i32(1, PAGE_DICTIONARY);
@@ -134,8 +167,10 @@ fn dictionary_page() -> Vec<u8> {
     page
 }
 
-/// Write a flux-schema Parquet file of `rows` rows in row groups of
-/// `row_group_rows`; values are [`super::r#gen::flux_row_values`]`(seed, col, row, n)`.
+/// Write a Parquet file of `schema` with `rows` rows in row groups of
+/// `row_group_rows`. List columns hold [`super::r#gen::flux_row_values`]`(seed, col, row, n)`
+/// (f32; other types the same stream through [`fill_values`]), scalar
+/// columns [`super::r#gen::scalar_chunk_values`]`(seed, col, group's first row, ..)`.
 /// Returns the file size in bytes.
 pub fn write_parquet_file(
     storage: &dyn Storage,
@@ -145,7 +180,7 @@ pub fn write_parquet_file(
     row_group_rows: u64,
     seed: u64,
 ) -> Result<u64, BenchError> {
-    if schema.columns.is_empty() || schema.columns.iter().any(|(_, n)| *n == 0) {
+    if schema.columns.is_empty() || schema.columns.iter().any(|c| c.size == 0) {
         return Err(BenchError::Config(format!(
             "{path}: Parquet schema needs at least one column, each with size >= 1"
         )));
@@ -153,7 +188,7 @@ pub fn write_parquet_file(
     if schema
         .columns
         .iter()
-        .any(|(_, n)| *n * 4 > i32::MAX as usize)
+        .any(|c| c.size.saturating_mul(c.elem.stored_bytes()) > i32::MAX as usize)
     {
         return Err(BenchError::Config(format!(
             "{path}: a Parquet column row is larger than a page can hold"
@@ -165,18 +200,35 @@ pub fn write_parquet_file(
     out.reserve(4)?.copy_from_slice(MAGIC);
     pos += 4;
     let mut levels: Vec<u8> = Vec::new();
-    let dict_page = dictionary_page();
+    let dict_pages: Vec<(ElemType, Vec<u8>)> = [
+        ElemType::Float16,
+        ElemType::Float32,
+        ElemType::Float64,
+        ElemType::Int8,
+    ]
+    .into_iter()
+    .map(|e| (e, dictionary_page(e)))
+    .collect();
     let mut groups: Vec<(u64, Vec<ChunkMeta>)> = Vec::new();
     let mut first = 0u64;
     while first < rows {
         let n_rows = rg_rows.min(rows - first);
         let mut chunks = Vec::with_capacity(schema.columns.len());
-        for (ci, (_, n)) in schema.columns.iter().enumerate() {
-            let n = *n;
+        for (ci, col) in schema.columns.iter().enumerate() {
+            let n = col.size;
+            let elem = col.elem;
             let list = n > 1;
-            let per_page = (PAGE_TARGET / (n * 4)).max(1) as u64;
+            let row_len = n * elem.stored_bytes();
+            // Scalar pages hold PAGE_TARGET / width rows, a multiple of 8
+            // values: the chunk's stream continues page to page unchanged.
+            let per_page = (PAGE_TARGET / row_len).max(1) as u64;
+            let mut stream = row_seed(seed, ci, first);
             let start = pos;
-            out.reserve(dict_page.len())?.copy_from_slice(&dict_page);
+            let dict_page = dict_pages
+                .iter()
+                .find(|(e, _)| *e == elem)
+                .map_or(&[][..], |(_, p)| p.as_slice());
+            out.reserve(dict_page.len())?.copy_from_slice(dict_page);
             pos += dict_page.len() as u64;
             let data_offset = pos;
             let mut r = 0;
@@ -184,7 +236,7 @@ pub fn write_parquet_file(
                 let pr = per_page.min(n_rows - r);
                 levels.clear();
                 write_levels(&mut levels, pr as usize, n, list);
-                let body_len = levels.len() + pr as usize * n * 4;
+                let body_len = levels.len() + pr as usize * row_len;
                 let mut h = Writer::new();
                 h.begin();
                 h.i32(1, PAGE_DATA);
@@ -207,8 +259,12 @@ pub fn write_parquet_file(
                 hdr.copy_from_slice(&h.buf);
                 let (lv, values) = rest.split_at_mut(levels.len());
                 lv.copy_from_slice(&levels);
-                for (row, v) in (first + r..).zip(values.chunks_exact_mut(n * 4)) {
-                    fill_f32_into(row_seed(seed, ci, row), v);
+                if list {
+                    for (row, v) in (first + r..).zip(values.chunks_exact_mut(row_len)) {
+                        fill_values(&mut row_seed(seed, ci, row), elem, v);
+                    }
+                } else {
+                    fill_values(&mut stream, elem, values);
                 }
                 pos += page_len as u64;
                 r += pr;
@@ -287,15 +343,16 @@ fn encode_footer(schema: &FluxSchema, rows: u64, groups: &[(u64, Vec<ChunkMeta>)
     let elems: usize = 1 + schema
         .columns
         .iter()
-        .map(|(_, n)| if *n > 1 { 3 } else { 1 })
+        .map(|c| if c.size > 1 { 3 } else { 1 })
         .sum::<usize>();
     t.list(2, ty::STRUCT, elems);
     t.begin();
     t.binary(4, b"schema");
     t.i32(5, schema.columns.len() as i32);
     t.end();
-    for (name, n) in &schema.columns {
-        if *n > 1 {
+    for c in &schema.columns {
+        let name = &c.name;
+        if c.size > 1 {
             t.begin();
             t.i32(3, REP_OPTIONAL);
             t.binary(4, name.as_bytes());
@@ -311,17 +368,9 @@ fn encode_footer(schema: &FluxSchema, rows: u64, groups: &[(u64, Vec<ChunkMeta>)
             t.binary(4, b"list");
             t.i32(5, 1);
             t.end();
-            t.begin();
-            t.i32(1, TYPE_FLOAT);
-            t.i32(3, REP_OPTIONAL);
-            t.binary(4, b"element");
-            t.end();
+            leaf_element(&mut t, c.elem, b"element");
         } else {
-            t.begin();
-            t.i32(1, TYPE_FLOAT);
-            t.i32(3, REP_OPTIONAL);
-            t.binary(4, name.as_bytes());
-            t.end();
+            leaf_element(&mut t, c.elem, name.as_bytes());
         }
     }
     t.i64(3, rows as i64);
@@ -330,15 +379,15 @@ fn encode_footer(schema: &FluxSchema, rows: u64, groups: &[(u64, Vec<ChunkMeta>)
         let total: u64 = chunks.iter().map(|c| c.size).sum();
         t.begin();
         t.list(1, ty::STRUCT, chunks.len());
-        for (c, (name, n)) in chunks.iter().zip(&schema.columns) {
+        for (c, ColumnSpec { name, elem, size }) in chunks.iter().zip(&schema.columns) {
             t.begin();
             t.i64(2, c.offset as i64);
             t.begin_struct(3);
-            t.i32(1, TYPE_FLOAT);
+            t.i32(1, physical_type(*elem));
             t.list(2, ty::I32, 2);
             t.elem_i32(ENC_PLAIN);
             t.elem_i32(ENC_RLE);
-            if *n > 1 {
+            if *size > 1 {
                 t.list(3, ty::BINARY, 3);
                 t.elem_binary(name.as_bytes());
                 t.elem_binary(b"list");
@@ -374,6 +423,38 @@ fn encode_footer(schema: &FluxSchema, rows: u64, groups: &[(u64, Vec<ChunkMeta>)
     t.binary(6, b"storprof-bench (flux parquet writer)");
     t.end();
     t.buf
+}
+
+/// The OPTIONAL leaf SchemaElement of `elem` as pyarrow writes it: float16
+/// as FIXED_LEN_BYTE_ARRAY(2) with logical type FLOAT16, int8 as INT32 with
+/// converted type INT_8 and logical type INTEGER(8, signed).
+fn leaf_element(t: &mut Writer, elem: ElemType, name: &[u8]) {
+    t.begin();
+    t.i32(1, physical_type(elem));
+    if elem == ElemType::Float16 {
+        t.i32(2, 2);
+    }
+    t.i32(3, REP_OPTIONAL);
+    t.binary(4, name);
+    match elem {
+        ElemType::Int8 => {
+            t.i32(6, CONVERTED_INT_8);
+            t.begin_struct(10);
+            t.begin_struct(10); // LogicalType.INTEGER
+            t.byte(1, 8);
+            t.bool(2, true);
+            t.end();
+            t.end();
+        }
+        ElemType::Float16 => {
+            t.begin_struct(10);
+            t.begin_struct(15); // LogicalType.FLOAT16
+            t.end();
+            t.end();
+        }
+        ElemType::Float32 | ElemType::Float64 => {}
+    }
+    t.end();
 }
 
 // ---------------------------------------------------------------- layout
@@ -789,6 +870,12 @@ fn bit_width(max: u16) -> u32 {
     16 - max.leading_zeros()
 }
 
+/// Whether [`decode_fixed_list_chunk`] can take this chunk: an uncompressed
+/// FLOAT single-level list (checked again, page by page, while decoding).
+pub fn is_fast_list(leaf: &LeafColumn, meta: &ChunkLayout) -> bool {
+    leaf.physical_type == TYPE_FLOAT && leaf.max_rep == 1 && meta.codec == CODEC_UNCOMPRESSED
+}
+
 /// Decode one column chunk (`chunk` = its bytes) of `rows` fixed-size lists of
 /// `n` f32 with no nulls, appending values to `out` (little-endian f32 bytes).
 /// Levels are checked run by run; values are copied in bulk.
@@ -957,3 +1044,262 @@ fn parse_page_header(r: &mut Reader) -> Result<PageHeader, ThriftError> {
 
 /// Thrift helper re-exported for tests of lying footers.
 pub use thrift::Writer as ThriftWriter;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use arrow_array::{Array, RecordBatch};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::basic::{LogicalType, Type as PhysicalType};
+
+    use super::*;
+    use crate::format::r#gen::scalar_chunk_values;
+    use crate::storage::LocalStorage;
+
+    fn col(name: &str, elem: ElemType, size: usize) -> ColumnSpec {
+        ColumnSpec {
+            name: name.into(),
+            elem,
+            size,
+        }
+    }
+
+    /// A primitive or fixed-size-list array's value bytes (arrow widths).
+    fn arrow_bytes(a: &dyn Array) -> Vec<u8> {
+        let d = a.to_data();
+        match a.data_type() {
+            DataType::FixedSizeList(f, n) => {
+                let w = f.data_type().primitive_width().unwrap();
+                let c = &d.child_data()[0];
+                let first = (d.offset() + c.offset()) * w * *n as usize;
+                c.buffers()[0].as_slice()[first..first + a.len() * *n as usize * w].to_vec()
+            }
+            t => {
+                let w = t.primitive_width().unwrap();
+                d.buffers()[0].as_slice()[d.offset() * w..(d.offset() + a.len()) * w].to_vec()
+            }
+        }
+    }
+
+    /// Stored (PLAIN) bytes as arrow's native bytes: int8 narrows from INT32.
+    fn native(elem: ElemType, stored: &[u8]) -> Vec<u8> {
+        match elem {
+            ElemType::Int8 => stored.chunks_exact(4).map(|c| c[0]).collect(),
+            _ => stored.to_vec(),
+        }
+    }
+
+    /// The bytes the writer stores for rows `rows` of column `ci`.
+    fn expected(
+        schema: &FluxSchema,
+        seed: u64,
+        ci: usize,
+        rg_rows: u64,
+        total: u64,
+        rows: std::ops::Range<u64>,
+    ) -> Vec<u8> {
+        let c = &schema.columns[ci];
+        let w = c.elem.stored_bytes();
+        let mut out = Vec::new();
+        for row in rows {
+            if c.size > 1 {
+                let mut b = vec![0u8; c.size * w];
+                fill_values(&mut row_seed(seed, ci, row), c.elem, &mut b);
+                out.extend(native(c.elem, &b));
+            } else {
+                let g0 = row / rg_rows * rg_rows;
+                let n = rg_rows.min(total - g0) as usize;
+                let b = scalar_chunk_values(seed, ci, g0, n, c.elem);
+                let at = (row - g0) as usize * w;
+                out.extend(native(c.elem, &b[at..at + w]));
+            }
+        }
+        out
+    }
+
+    fn read_all(path: &std::path::Path) -> (ParquetRecordBatchReaderBuilder<std::fs::File>, ()) {
+        let f = std::fs::File::open(path).unwrap();
+        (ParquetRecordBatchReaderBuilder::try_new(f).unwrap(), ())
+    }
+
+    fn batch_of(b: ParquetRecordBatchReaderBuilder<std::fs::File>) -> RecordBatch {
+        let batches: Vec<RecordBatch> = b
+            .with_batch_size(1 << 20)
+            .build()
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(batches.len(), 1);
+        batches.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn every_dtype_round_trips_through_arrow_rs() {
+        let d = tempfile::tempdir().unwrap();
+        let st = LocalStorage::new(d.path());
+        let schema = FluxSchema {
+            columns: vec![
+                col("h", ElemType::Float16, 1),
+                col("f", ElemType::Float32, 1),
+                col("d", ElemType::Float64, 1),
+                col("b", ElemType::Int8, 1),
+                col("hl", ElemType::Float16, 3),
+                col("fl", ElemType::Float32, 4),
+                col("dl", ElemType::Float64, 2),
+                col("bl", ElemType::Int8, 5),
+            ],
+        };
+        let size = write_parquet_file(&st, "t.parquet", &schema, 10, 4, 11).unwrap();
+        assert_eq!(
+            size,
+            std::fs::metadata(d.path().join("t.parquet")).unwrap().len()
+        );
+        let (b, ()) = read_all(&d.path().join("t.parquet"));
+        // Types as pyarrow writes them, and the ARROW:schema hint agrees.
+        assert_eq!(b.schema().as_ref(), &arrow_schema(&schema));
+        let descr = b.metadata().file_metadata().schema_descr_ptr();
+        let leaf = |i: usize| descr.column(i);
+        assert_eq!(leaf(0).physical_type(), PhysicalType::FIXED_LEN_BYTE_ARRAY);
+        assert_eq!(leaf(0).type_length(), 2);
+        assert_eq!(leaf(0).logical_type_ref(), Some(&LogicalType::Float16));
+        assert_eq!(leaf(1).physical_type(), PhysicalType::FLOAT);
+        assert_eq!(leaf(2).physical_type(), PhysicalType::DOUBLE);
+        assert_eq!(leaf(3).physical_type(), PhysicalType::INT32);
+        assert_eq!(
+            leaf(3).logical_type_ref(),
+            Some(&LogicalType::integer(8, true))
+        );
+        assert_eq!(
+            leaf(3).converted_type(),
+            parquet::basic::ConvertedType::INT_8
+        );
+        assert_eq!((leaf(3).max_def_level(), leaf(3).max_rep_level()), (1, 0));
+        assert_eq!((leaf(7).max_def_level(), leaf(7).max_rep_level()), (3, 1));
+        assert_eq!(b.metadata().num_row_groups(), 3);
+        for g in b.metadata().row_groups() {
+            for c in g.columns() {
+                // Every chunk opens with a dictionary page (DLIO's raw reader needs it).
+                assert!(c.dictionary_page_offset().is_some());
+                assert_eq!(c.statistics().and_then(|s| s.null_count_opt()), Some(0));
+            }
+        }
+        let batch = batch_of(b);
+        for ci in 0..schema.columns.len() {
+            assert_eq!(
+                arrow_bytes(batch.column(ci).as_ref()),
+                expected(&schema, 11, ci, 4, 10, 0..10),
+                "column {}",
+                schema.columns[ci].name
+            );
+        }
+    }
+
+    #[test]
+    fn scalar_chunks_span_pages_with_one_stream() {
+        let d = tempfile::tempdir().unwrap();
+        let st = LocalStorage::new(d.path());
+        // 600,000 rows in one group: 5 DOUBLE, 3 INT32 and 2 FLBA(2) pages.
+        let schema = FluxSchema {
+            columns: vec![
+                col("d", ElemType::Float64, 1),
+                col("b", ElemType::Int8, 1),
+                col("h", ElemType::Float16, 1),
+            ],
+        };
+        let rows = 600_000;
+        write_parquet_file(&st, "p.parquet", &schema, rows, rows, 5).unwrap();
+        let (b, ()) = read_all(&d.path().join("p.parquet"));
+        let batch = batch_of(b);
+        for ci in 0..3 {
+            let c = &schema.columns[ci];
+            let want = scalar_chunk_values(5, ci, 0, rows as usize, c.elem);
+            assert_eq!(
+                arrow_bytes(batch.column(ci).as_ref()),
+                native(c.elem, &want),
+                "{}",
+                c.name
+            );
+        }
+    }
+
+    /// A full-size dlrm file's footer: 768 row groups × 200 column chunks,
+    /// encoded without writing the 4 GB of data it describes.
+    #[test]
+    fn dlrm_footer_of_768_row_groups_parses_in_linear_time() {
+        // The dtypes of the embedded dlrm_b200.yaml (format sits below config).
+        let yaml = include_str!("../config/workloads/dlrm_b200.yaml");
+        let schema = FluxSchema {
+            columns: yaml
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("dtype: "))
+                .enumerate()
+                .map(|(i, d)| {
+                    col(
+                        &format!("feature_{i:03}"),
+                        ElemType::from_dtype(d).unwrap(),
+                        1,
+                    )
+                })
+                .collect(),
+        };
+        assert_eq!(schema.columns.len(), 200);
+        let (rg_rows, rows) = (6144u64, 4_718_592u64);
+        let mut pos = 4u64;
+        let groups: Vec<(u64, Vec<ChunkMeta>)> = (0..rows / rg_rows)
+            .map(|_| {
+                let chunks = schema
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let dict = dictionary_page(c.elem).len() as u64;
+                        // A page header, the definition levels, the values.
+                        let size = dict + 24 + rg_rows * c.elem.stored_bytes() as u64;
+                        let m = ChunkMeta {
+                            offset: pos,
+                            data_offset: pos + dict,
+                            size,
+                            num_values: rg_rows,
+                        };
+                        pos += size;
+                        m
+                    })
+                    .collect();
+                (rg_rows, chunks)
+            })
+            .collect();
+        assert_eq!(groups.len(), 768);
+        let t = std::time::Instant::now();
+        let footer = encode_footer(&schema, rows, &groups);
+        let encoded = t.elapsed();
+        let file_len = pos + footer.len() as u64 + 8;
+        let t = std::time::Instant::now();
+        let layout = parse_footer(&footer, file_len, "dlrm.parquet").unwrap();
+        let parsed = t.elapsed();
+        eprintln!(
+            "dlrm footer: {} B for a {file_len} B file; encode {encoded:?}, parse {parsed:?}",
+            footer.len()
+        );
+        assert!((footer.len() as u64) < MAX_FOOTER / 2, "{}", footer.len());
+        assert_eq!(layout.row_groups.len(), 768);
+        assert_eq!(layout.leaves.len(), 200);
+        assert_eq!(layout.num_rows, 4_718_592);
+        assert_eq!(layout.row_group_of(4_718_591), Some(767));
+        assert!(
+            layout
+                .row_groups
+                .iter()
+                .all(|g| g.chunks.iter().all(|c| c.has_dictionary))
+        );
+        // Linear: a tenth of the groups parses in about a tenth of the time
+        // (generous bound; quadratic would be ~100x).
+        let small = encode_footer(&schema, 76 * rg_rows, &groups[..76]);
+        let small_len = groups[75].1[199].offset + groups[75].1[199].size + small.len() as u64 + 8;
+        let t = std::time::Instant::now();
+        parse_footer(&small, small_len, "small.parquet").unwrap();
+        let small_t = t.elapsed();
+        assert!(
+            parsed < small_t * 40 + std::time::Duration::from_millis(50),
+            "{parsed:?} vs {small_t:?}"
+        );
+    }
+}

@@ -64,6 +64,17 @@ impl Writer {
         self.zigzag(v);
     }
 
+    /// A bool field (compact protocol encodes the value in the field type).
+    pub fn bool(&mut self, id: i16, v: bool) {
+        self.field(id, if v { ty::TRUE } else { ty::FALSE });
+    }
+
+    /// An i8 (thrift `byte`) field.
+    pub fn byte(&mut self, id: i16, v: i8) {
+        self.field(id, ty::BYTE);
+        self.buf.push(v as u8);
+    }
+
     pub fn binary(&mut self, id: i16, v: &[u8]) {
         self.field(id, ty::BINARY);
         self.varint(v.len() as u64);

@@ -96,3 +96,56 @@ impl ChunkReader for StorageChunkReader {
         Ok(b)
     }
 }
+
+/// A `ChunkReader` over byte ranges already loaded (`(file offset, bytes)`,
+/// ascending): arrow-rs then decodes from memory, so the bytes read are
+/// exactly the ranges we loaded (one read per column-chunk run, as pyarrow
+/// reads a chunk), not its page-by-page buffered reads. Asking for bytes
+/// outside the ranges is an error.
+#[derive(Clone)]
+pub struct LoadedRanges {
+    file_len: u64,
+    ranges: Arc<[(u64, Bytes)]>,
+}
+
+impl LoadedRanges {
+    pub fn new(file_len: u64, ranges: Arc<[(u64, Bytes)]>) -> Self {
+        Self { file_len, ranges }
+    }
+
+    /// The loaded bytes from `start` to the end of its range.
+    fn from(&self, start: u64) -> parquet::errors::Result<Bytes> {
+        let i = self.ranges.partition_point(|(o, _)| *o <= start);
+        i.checked_sub(1)
+            .and_then(|i| self.ranges.get(i))
+            .and_then(|(o, b)| {
+                let at = usize::try_from(start - o).ok()?;
+                (at < b.len()).then(|| b.slice(at..))
+            })
+            .ok_or_else(|| ParquetError::General(format!("byte {start} was not loaded")))
+    }
+}
+
+impl Length for LoadedRanges {
+    fn len(&self) -> u64 {
+        self.file_len
+    }
+}
+
+impl ChunkReader for LoadedRanges {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(bytes::Buf::reader(self.from(start)?))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let b = self.from(start)?;
+        if length > b.len() {
+            return Err(ParquetError::General(format!(
+                "bytes {start}..+{length} were not loaded"
+            )));
+        }
+        Ok(b.slice(..length))
+    }
+}

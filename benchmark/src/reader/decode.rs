@@ -1,11 +1,17 @@
 //! `decode`: a real loader. Parquet row groups become arrow `RecordBatch`es
 //! (fast path for PLAIN uncompressed float fixed-size lists without nulls,
-//! else arrow-rs's generic reader) and each sample is handed out as per-column
+//! else arrow-rs's generic reader, which with a column subset decodes only
+//! the `read: true` columns) and each sample is handed out as per-column
 //! arrays; NPZ `x` is CRC-checked and materialized.
-use std::{collections::HashMap, sync::Arc, sync::Mutex};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    sync::Mutex,
+};
 
-use ::parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+use ::parquet::arrow::{
+    ProjectionMask,
+    arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder},
 };
 use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, RecordBatch};
 use arrow_buffer::{Buffer, ScalarBuffer};
@@ -13,8 +19,11 @@ use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 
 use super::{
-    LoadCache, ReadStats, ReaderOptions, SampleReader, StorageChunkReader, group_rows,
-    layout::{LayoutCache, load_row_group, npz_layout_for, parquet_layout},
+    LoadCache, LoadedRanges, ReadStats, ReaderOptions, SampleReader, StorageChunkReader,
+    group_rows,
+    layout::{
+        LayoutCache, load_ranges, npz_layout_for, parquet_layout, selected_leaves, selected_ranges,
+    },
     sample_value_bytes,
 };
 use crate::{
@@ -90,6 +99,7 @@ pub struct DecodeParquet {
     layouts: LayoutCache<ParquetLayout>,
     arrow_meta: Mutex<HashMap<String, ArrowReaderMetadata>>,
     cache: LoadCache<Arc<RecordBatch>>,
+    columns: Option<HashSet<String>>,
 }
 
 impl DecodeParquet {
@@ -99,44 +109,67 @@ impl DecodeParquet {
             layouts: LayoutCache::new(),
             arrow_meta: Mutex::new(HashMap::new()),
             cache: LoadCache::new(options.cache_bytes),
+            columns: options
+                .read_columns
+                .as_ref()
+                .map(|c| c.iter().cloned().collect()),
         }
     }
 
-    /// arrow-rs's generic reader for one row group (fallback path).
-    fn generic(
+    /// arrow-rs's metadata of `file`, loaded (and its bytes counted) once.
+    fn arrow_meta(
         &self,
         file: &str,
-        rg: usize,
         stats: &mut ReadStats,
-    ) -> Result<RecordBatch, BenchError> {
-        let ra = self.storage.open(file)?;
-        let reader = StorageChunkReader::new(ra);
-        let counting = reader.clone();
-        let pq_err = |e: ::parquet::errors::ParquetError| corrupt(file, "Parquet", e.to_string());
+    ) -> Result<ArrowReaderMetadata, BenchError> {
         let cached = self
             .arrow_meta
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(file)
             .cloned();
-        let meta = match cached {
-            Some(m) => m,
-            None => {
-                let m = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::new())
-                    .map_err(pq_err)?;
-                self.arrow_meta
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(file.to_owned(), m.clone());
-                m
-            }
-        };
+        if let Some(m) = cached {
+            return Ok(m);
+        }
+        let reader = StorageChunkReader::new(self.storage.open(file)?);
+        let m = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::new())
+            .map_err(|e| corrupt(file, "Parquet", e.to_string()))?;
+        let (b, n) = reader.counters();
+        stats.bytes_read += b;
+        stats.requests += n;
+        self.arrow_meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(file.to_owned(), m.clone());
+        Ok(m)
+    }
+
+    /// arrow-rs's generic reader for row group `rg` (fallback path) over its
+    /// already loaded column chunks `data`, decoding only `leaves` when given.
+    fn generic(
+        &self,
+        file: &str,
+        rg: usize,
+        leaves: Option<&[usize]>,
+        data: LoadedRanges,
+        stats: &mut ReadStats,
+    ) -> Result<RecordBatch, BenchError> {
+        let meta = self.arrow_meta(file, stats)?;
+        let pq_err = |e: ::parquet::errors::ParquetError| corrupt(file, "Parquet", e.to_string());
         let rows = meta.metadata().row_group(rg).num_rows().max(1) as usize;
-        let r = ParquetRecordBatchReaderBuilder::new_with_metadata(reader, meta)
+        let mask = leaves.map(|l| {
+            ProjectionMask::leaves(
+                meta.metadata().file_metadata().schema_descr(),
+                l.iter().copied(),
+            )
+        });
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(data, meta)
             .with_row_groups(vec![rg])
-            .with_batch_size(rows)
-            .build()
-            .map_err(pq_err)?;
+            .with_batch_size(rows);
+        if let Some(mask) = mask {
+            builder = builder.with_projection(mask);
+        }
+        let r = builder.build().map_err(pq_err)?;
         let mut batches = Vec::new();
         for b in r {
             batches.push(b.map_err(|e| corrupt(file, "Parquet", e.to_string()))?);
@@ -145,9 +178,6 @@ impl DecodeParquet {
             .first()
             .map(|b| b.schema())
             .unwrap_or_else(|| Arc::new(Schema::empty()));
-        let (b, n) = counting.counters();
-        stats.bytes_read += b;
-        stats.requests += n;
         arrow_select_concat(&schema, &batches).map_err(|e| corrupt(file, "Parquet", e))
     }
 }
@@ -167,18 +197,42 @@ impl SampleReader for DecodeParquet {
     fn read_samples(&self, file: &str, rows: &[u64]) -> Result<ReadStats, BenchError> {
         let mut stats = ReadStats::default();
         let layout = parquet_layout(&*self.storage, &self.layouts, file, &mut stats)?;
+        let leaves = match &self.columns {
+            Some(names) => Some(selected_leaves(&layout, names, file)?),
+            None => None,
+        };
+        let all: Vec<usize> = (0..layout.leaves.len()).collect();
         for (rg, rs) in group_rows(rows, |r| layout.row_group_of(r), file, layout.num_rows)? {
             let mut load_stats = ReadStats::default();
             let (batch, _) = self.cache.get_or_load((file, rg), || {
-                let (bytes, n) = load_row_group(&*self.storage, file, &layout, rg)?;
+                let g = &layout.row_groups[rg];
+                // The group's (selected) column chunks, one read per run of
+                // adjacent ones: the whole group when every column is read.
+                let ranges =
+                    selected_ranges(&layout, rg..rg + 1, leaves.as_deref().unwrap_or(&all), 0);
+                let (data, n) = load_ranges(&*self.storage, file, &ranges)?;
                 load_stats.bytes_read += n;
-                load_stats.requests += 1;
-                let batch = match decode_row_group(file, &layout, rg, &bytes)? {
+                load_stats.requests += data.len() as u64;
+                // Whole groups of float lists take the fast path.
+                let fast = leaves.is_none()
+                    && layout
+                        .leaves
+                        .iter()
+                        .zip(&g.chunks)
+                        .all(|(l, c)| parquet::is_fast_list(l, c));
+                let batch = match (fast, data.as_slice()) {
+                    (true, [(_, bytes)]) => decode_row_group(file, &layout, rg, bytes)?,
+                    _ => None,
+                };
+                let batch = match batch {
                     Some(b) => b,
-                    None => {
-                        drop(bytes);
-                        self.generic(file, rg, &mut load_stats)?
-                    }
+                    None => self.generic(
+                        file,
+                        rg,
+                        leaves.as_deref(),
+                        LoadedRanges::new(layout.file_len, data.into()),
+                        &mut load_stats,
+                    )?,
                 };
                 let size = batch.get_array_memory_size() as u64;
                 Ok((Arc::new(batch), size))

@@ -6,11 +6,13 @@
 //! ```text
 //!  reader ─► LayoutCache::get(file) ─► parquet::read_layout / npz::read_layout (once per file)
 //!         ─► row_groups_range(layout, rgs) ─► load_row_groups: one data read
+//!         ─► (column subset) selected_leaves ─► selected_ranges: one read per run of
+//!            adjacent selected column chunks
 //! ```
 //!
 //! [`ReadKind::Metadata`]: crate::storage::ReadKind::Metadata
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{Arc, Mutex},
 };
 
@@ -80,17 +82,6 @@ pub(crate) fn parquet_layout(
     })
 }
 
-/// Read row group `rg`'s column-chunk bytes (one request: the chunks of a
-/// group are contiguous).
-pub(crate) fn load_row_group(
-    storage: &dyn Storage,
-    file: &str,
-    layout: &parquet::ParquetLayout,
-    rg: usize,
-) -> Result<(Bytes, u64), BenchError> {
-    load_row_groups(storage, file, layout, rg..rg + 1)
-}
-
 /// Byte range `[start, end)` of row groups `rgs` (consecutive groups are contiguous).
 pub fn row_groups_range(
     layout: &parquet::ParquetLayout,
@@ -117,6 +108,98 @@ pub(crate) fn load_row_groups(
     let ra = storage.open(file)?;
     let b = ra.read_range(start, (end - start) as usize)?;
     Ok((b, end - start))
+}
+
+/// Leaf columns of `layout` whose top-level column is one of `names`, in
+/// schema order. Every name must be in the file (the error names the
+/// column and the file).
+pub fn selected_leaves(
+    layout: &parquet::ParquetLayout,
+    names: &HashSet<String>,
+    file: &str,
+) -> Result<Vec<usize>, BenchError> {
+    let mut found: HashSet<&str> = HashSet::with_capacity(names.len());
+    let mut leaves = Vec::with_capacity(names.len());
+    for (i, leaf) in layout.leaves.iter().enumerate() {
+        if names.contains(&leaf.top) {
+            found.insert(leaf.top.as_str());
+            leaves.push(i);
+        }
+    }
+    if found.len() != names.len() {
+        let mut missing: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !found.contains(n))
+            .collect();
+        missing.sort_unstable();
+        return Err(BenchError::Config(format!(
+            "{file}: dataset.parquet.columns marks {} to be read (read: true) but the file has no such column",
+            missing
+                .iter()
+                .map(|n| format!("'{n}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(leaves)
+}
+
+/// Bytes of the `leaves` column chunks of one row group.
+pub fn selected_bytes(group: &parquet::RowGroupLayout, leaves: &[usize]) -> u64 {
+    leaves
+        .iter()
+        .filter_map(|&i| group.chunks.get(i))
+        .map(|c| c.len)
+        .sum()
+}
+
+/// Byte ranges `[start, end)` of the `leaves` column chunks of row groups
+/// `rgs`, ascending: chunks that touch are one range, and so are ranges
+/// at most `max_gap` bytes apart (the gap is read too, to save a request).
+pub fn selected_ranges(
+    layout: &parquet::ParquetLayout,
+    rgs: std::ops::Range<usize>,
+    leaves: &[usize],
+    max_gap: u64,
+) -> Vec<(u64, u64)> {
+    let mut chunks: Vec<(u64, u64)> = layout.row_groups[rgs]
+        .iter()
+        .flat_map(|g| leaves.iter().filter_map(|&i| g.chunks.get(i)))
+        // read_layout checked offset + len against the file size.
+        .map(|c| (c.offset, c.offset + c.len))
+        .collect();
+    chunks.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(chunks.len());
+    for (s, e) in chunks {
+        match out.last_mut() {
+            Some(last) if s <= last.1.saturating_add(max_gap) => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Read `ranges` of `file`, one storage read each. Returns `(file offset,
+/// bytes)` per range and the bytes read.
+pub(crate) fn load_ranges(
+    storage: &dyn Storage,
+    file: &str,
+    ranges: &[(u64, u64)],
+) -> Result<(Vec<(u64, Bytes)>, u64), BenchError> {
+    let ra = storage.open(file)?;
+    let mut out = Vec::with_capacity(ranges.len());
+    let mut total = 0u64;
+    for &(s, e) in ranges {
+        let len = usize::try_from(e - s).map_err(|_| BenchError::Corrupt {
+            path: file.into(),
+            format: "Parquet",
+            reason: format!("column chunks of {} bytes", e - s),
+        })?;
+        out.push((s, ra.read_range(s, len)?));
+        total += e - s;
+    }
+    Ok((out, total))
 }
 
 /// Samples in an NPZ file: the last dimension of `x` (DLIO's layout).

@@ -1,14 +1,22 @@
 //! `dlio-legacy`: DLIO's on-demand Parquet/NPZ reading as of storage #330.
 //! For every sample: format the rank's whole global index map into a string
 //! (DLIO's `logger.debug(f"{self.global_index_map}")`, evaluated even with
-//! debug logging off), reopen the file, reread and reparse the footer, decode
-//! the sample's whole row group with arrow-rs's generic reader, discard it.
+//! debug logging off), reopen the file, reread and reparse the footer, read
+//! the sample's row group one column chunk per read (as pyarrow does) and
+//! decode all of it with arrow-rs's generic reader, discard it.
 //! The steps are separate `#[inline(never)]` functions so flamegraphs name them.
 use std::{fmt::Write, sync::Arc};
 
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::{
+    arrow::arrow_reader::{
+        ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    },
+    file::reader::{ChunkReader, Length},
+};
 
-use super::{ReadStats, ReaderOptions, SampleReader, StorageChunkReader, sample_value_bytes};
+use super::{
+    LoadedRanges, ReadStats, ReaderOptions, SampleReader, StorageChunkReader, sample_value_bytes,
+};
 use crate::{
     error::BenchError,
     format::npz,
@@ -52,31 +60,48 @@ pub fn format_global_index_map(entries: u64, file: &str, rows_per_file: u64) -> 
 fn reopen_and_read_footer(
     storage: &dyn Storage,
     file: &str,
-) -> Result<
-    (
-        ParquetRecordBatchReaderBuilder<StorageChunkReader>,
-        StorageChunkReader,
-    ),
-    BenchError,
-> {
+) -> Result<(ArrowReaderMetadata, StorageChunkReader), BenchError> {
     let ra = storage.open(file)?;
     let reader = StorageChunkReader::new(ra);
-    let counting = reader.clone();
-    let b = ParquetRecordBatchReaderBuilder::try_new(reader)
+    let m = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::new())
         .map_err(|e| corrupt(file, "Parquet", e.to_string()))?;
-    Ok((b, counting))
+    Ok((m, reader))
+}
+
+/// Read every column chunk of row group `rg` with one read each, as
+/// pyarrow's `read_row_group` does (`reader` counts them).
+#[inline(never)]
+fn read_row_group_chunks(
+    reader: &StorageChunkReader,
+    meta: &ArrowReaderMetadata,
+    file: &str,
+    rg: usize,
+) -> Result<LoadedRanges, BenchError> {
+    let mut ranges: Vec<(u64, bytes::Bytes)> = Vec::new();
+    for c in meta.metadata().row_group(rg).columns() {
+        let (start, len) = c.byte_range();
+        let n = usize::try_from(len)
+            .map_err(|_| corrupt(file, "Parquet", format!("column chunk of {len} bytes")))?;
+        let b = reader
+            .get_bytes(start, n)
+            .map_err(|e| corrupt(file, "Parquet", e.to_string()))?;
+        ranges.push((start, b));
+    }
+    ranges.sort_unstable_by_key(|(o, _)| *o);
+    Ok(LoadedRanges::new(reader.len(), ranges.into()))
 }
 
 /// Decode all of row group `rg` with the generic arrow reader and discard it
 /// (pyarrow's `read_row_group(rg)` whose table DLIO drops).
 #[inline(never)]
 fn decode_whole_row_group(
-    builder: ParquetRecordBatchReaderBuilder<StorageChunkReader>,
+    meta: ArrowReaderMetadata,
+    data: LoadedRanges,
     file: &str,
     rg: usize,
     rows: usize,
 ) -> Result<u64, BenchError> {
-    let r = builder
+    let r = ParquetRecordBatchReaderBuilder::new_with_metadata(data, meta)
         .with_row_groups(vec![rg])
         .with_batch_size(rows.max(1))
         .build()
@@ -111,8 +136,8 @@ impl SampleReader for LegacyParquet {
     fn read_samples(&self, file: &str, rows: &[u64]) -> Result<ReadStats, BenchError> {
         let mut stats = ReadStats::default();
         for &row in rows {
-            let (builder, counting) = reopen_and_read_footer(&*self.storage, file)?;
-            let md = builder.metadata().clone();
+            let (meta, reader) = reopen_and_read_footer(&*self.storage, file)?;
+            let md = meta.metadata().clone();
             let rpf = md.file_metadata().num_rows().max(0) as u64;
             format_global_index_map(self.total_rank_samples, file, rpf);
             // Bisect cumulative row counts for the sample's row group.
@@ -133,8 +158,9 @@ impl SampleReader for LegacyParquet {
                     format!("sample {row} requested, file holds {first}"),
                 )
             })?;
-            let decoded = decode_whole_row_group(builder, file, rg, n as usize)?;
-            let (b, reqs) = counting.counters();
+            let data = read_row_group_chunks(&reader, &meta, file, rg)?;
+            let decoded = decode_whole_row_group(meta, data, file, rg, n as usize)?;
+            let (b, reqs) = reader.counters();
             stats.bytes_read += b;
             stats.requests += reqs;
             stats.samples += 1;

@@ -7,7 +7,8 @@
 //!
 //! ```text
 //!  engine ─► SampleReader::read_samples(file, rows)
-//!     raw:         footer (cached per file) ─► row-group byte range ─► LoadCache (shared, deduped)
+//!     raw:         footer (cached per file) ─► row-group byte range (or the selected
+//!                  columns' chunks) ─► LoadCache (shared, deduped)
 //!     decode:      same bytes ─► fast FixedSizeList<f32> decoder (or arrow-rs generic) ─► RecordBatch cache
 //!     dlio-legacy: per sample: format index map, reopen, reread footer, generic decode of the whole group
 //!     JPEG raw:    per sample: open, read the whole file, walk its markers, close
@@ -32,7 +33,7 @@ mod raw;
 mod records;
 
 pub use cache::LoadCache;
-pub use chunk::StorageChunkReader;
+pub use chunk::{LoadedRanges, StorageChunkReader};
 pub use decode::{DecodeNpz, DecodeParquet, NpzArray, decode_row_group};
 pub use layout::row_groups_range;
 pub use legacy::{LegacyNpz, LegacyParquet, format_global_index_map};
@@ -114,6 +115,17 @@ pub struct ReaderOptions {
     /// needed units first, then read-ahead of the file's next units
     /// (`reader.prefetch_workers`). Default 1 (no read-ahead).
     pub prefetch_workers: usize,
+    /// Parquet: the columns to load, DLIO's `read: true` subset of
+    /// `dataset.parquet.columns` ([`DlioConfig::parquet_read_columns`]).
+    /// `raw` reads only their column chunks, `decode` decodes only them;
+    /// `dlio-legacy` decodes whole row groups regardless, as pyarrow's
+    /// `read_row_group` does. Default `None`: every column.
+    pub read_columns: Option<Vec<String>>,
+    /// `raw` Parquet with `read_columns`: two runs of selected column chunks
+    /// less than or equal to this many bytes apart are read as one range
+    /// (the unselected bytes between them included), trading bytes for
+    /// requests. Default 0: exactly the selected chunks.
+    pub column_gap_bytes: u64,
 }
 
 impl Default for ReaderOptions {
@@ -125,6 +137,8 @@ impl Default for ReaderOptions {
             verify_crc: true,
             coalesce_rgs: 1,
             prefetch_workers: 1,
+            read_columns: None,
+            column_gap_bytes: 0,
         }
     }
 }
@@ -235,13 +249,167 @@ mod tests {
         assert!(o.odirect && !o.mmap);
     }
 
+    /// A dlrm-shaped file (the embedded schema, 2 row groups of 6144 rows)
+    /// read with dlrm's 40-column subset: raw reads exactly the selected
+    /// chunks, decode decodes only them, dlio-legacy still decodes all.
+    #[test]
+    fn column_subset_reads_only_the_selected_chunks() {
+        let params = ["dataset.num_samples_per_file=12288".to_string()];
+        let cfg = load(Some(Workload::Dlrm), Accelerator::B200, None, &params)
+            .unwrap()
+            .to_config()
+            .unwrap();
+        let schema = crate::format::FluxSchema {
+            columns: cfg
+                .parquet_columns
+                .iter()
+                .map(|c| crate::format::ColumnSpec {
+                    name: c.name.clone(),
+                    elem: crate::format::ElemType::from_dtype(&c.dtype).unwrap(),
+                    size: c.size,
+                })
+                .collect(),
+        };
+        let d = tempfile::tempdir().unwrap();
+        let st: Arc<dyn Storage> = Arc::new(crate::storage::LocalStorage::new(d.path()));
+        let size = write_parquet_file(&*st, "d.parquet", &schema, 12288, 6144, 9).unwrap();
+        let (l, footer_read) =
+            crate::format::parquet::read_layout(&*st.open("d.parquet").unwrap(), "d.parquet")
+                .unwrap();
+        let names: std::collections::HashSet<String> =
+            cfg.parquet_read_columns().unwrap().into_iter().collect();
+        let leaves = layout::selected_leaves(&l, &names, "d.parquet").unwrap();
+        assert_eq!(leaves.len(), 40);
+        let selected: u64 = l
+            .row_groups
+            .iter()
+            .map(|g| layout::selected_bytes(g, &leaves))
+            .sum();
+        let whole: u64 = l
+            .row_groups
+            .iter()
+            .map(|g| g.byte_range().1 - g.byte_range().0)
+            .sum();
+        // The DLIO fork's range: the first to the last selected chunk of a group.
+        let fork: u64 = l
+            .row_groups
+            .iter()
+            .map(|g| {
+                let s = leaves.iter().map(|&i| g.chunks[i].offset).min().unwrap();
+                let e = leaves
+                    .iter()
+                    .map(|&i| g.chunks[i].offset + g.chunks[i].len)
+                    .max()
+                    .unwrap();
+                e - s
+            })
+            .sum();
+        let runs = layout::selected_ranges(&l, 0..1, &leaves, 0).len();
+        let read_with = |gap: u64, columns: Option<Vec<String>>| {
+            let r = make_reader(
+                FormatKind::Parquet,
+                ReaderKind::Raw,
+                st.clone(),
+                ReaderOptions {
+                    read_columns: columns,
+                    column_gap_bytes: gap,
+                    ..ReaderOptions::default()
+                },
+            )
+            .unwrap();
+            let rows: Vec<u64> = (0..12288).collect();
+            r.read_samples("d.parquet", &rows).unwrap()
+        };
+        let exact = read_with(0, cfg.parquet_read_columns());
+        let gap64 = read_with(64 << 10, cfg.parquet_read_columns());
+        let all = read_with(0, None);
+        eprintln!(
+            "dlrm-shaped file {size} B, 2 row groups: selected chunks {selected} B, \
+             read {} B in {} requests (gap 0; {runs} runs per group), {} B in {} requests (gap 64 KiB), \
+             DLIO fork span {fork} B, whole groups {whole} B; footer read {footer_read} B",
+            exact.bytes_read - footer_read,
+            exact.requests - 1,
+            gap64.bytes_read - footer_read,
+            gap64.requests - 1,
+        );
+        assert_eq!(exact.bytes_read, footer_read + selected);
+        assert_eq!(exact.requests, 1 + 2 * runs as u64);
+        assert!(runs > 1 && runs < 40, "{runs}");
+        assert!(gap64.bytes_read >= exact.bytes_read && gap64.requests < exact.requests);
+        assert_eq!(all.bytes_read, footer_read + whole);
+        assert!(selected < fork && fork < whole);
+        // Samples count the selected columns' share only.
+        let per_row: u64 = l
+            .row_groups
+            .iter()
+            .map(|g| layout::selected_bytes(g, &leaves) / 6144 * 6144)
+            .sum();
+        assert_eq!(exact.sample_bytes, per_row);
+        assert_eq!(exact.samples, 12288);
+
+        // decode: only the 40 columns, through arrow-rs with a projection.
+        let dec = make_reader(
+            FormatKind::Parquet,
+            ReaderKind::Decode,
+            st.clone(),
+            ReaderOptions {
+                read_columns: cfg.parquet_read_columns(),
+                ..ReaderOptions::default()
+            },
+        )
+        .unwrap();
+        let s = dec.read_samples("d.parquet", &[0, 6143, 6144]).unwrap();
+        let sel_values: u64 = cfg
+            .parquet_columns
+            .iter()
+            .filter(|c| c.read)
+            .map(|c| c.element_bytes() as u64)
+            .sum();
+        assert_eq!(s.sample_bytes, 3 * sel_values);
+        // The footer through our parser, arrow's through arrow-rs, the selected chunks.
+        assert!(
+            s.bytes_read >= selected && s.bytes_read < selected + 2 * footer_read + size / 50,
+            "{}",
+            s.bytes_read
+        );
+        assert!(
+            make_reader(
+                FormatKind::Parquet,
+                ReaderKind::Decode,
+                st.clone(),
+                ReaderOptions {
+                    read_columns: Some(vec!["feature_011".into(), "nope".into()]),
+                    ..ReaderOptions::default()
+                },
+            )
+            .unwrap()
+            .read_samples("d.parquet", &[0])
+            .unwrap_err()
+            .to_string()
+            .contains("'nope'")
+        );
+
+        // dlio-legacy: pyarrow's read_row_group decodes all 200 columns.
+        let leg = make_reader(
+            FormatKind::Parquet,
+            ReaderKind::DlioLegacy,
+            st.clone(),
+            ReaderOptions {
+                read_columns: cfg.parquet_read_columns(),
+                ..ReaderOptions::default()
+            },
+        )
+        .unwrap();
+        let s = leg.read_samples("d.parquet", &[7]).unwrap();
+        assert_eq!(s.sample_bytes, 761);
+        assert!(s.bytes_read >= whole / 2);
+    }
+
     #[test]
     fn raw_parquet_over_in_memory_s3_counts_footers_as_metadata() {
         let url = S3Url::parse("s3://mem/ds").unwrap().unwrap();
         let st = Arc::new(S3Storage::in_memory(url, &S3Options::default()).unwrap());
-        let schema = FluxSchema {
-            columns: vec![("a".into(), 1000), ("b".into(), 7)],
-        };
+        let schema = FluxSchema::float32(&[("a", 1000), ("b", 7)]);
         write_parquet_file(&*st, "train/f.parquet", &schema, 6, 2, 5).unwrap();
         let before = st.request_counts().unwrap();
         let reader = make_reader(

@@ -1,8 +1,11 @@
 //! `raw`: read the byte ranges the samples need, located from the footer
-//! (Parquet: the row group's column chunks; NPZ: the `x` member's array),
-//! without decoding. What the upstream DLIO fix (storage PR #378) does.
+//! (Parquet: the row group's column chunks, or only the `read: true`
+//! columns' chunks; NPZ: the `x` member's array), without decoding. What the
+//! upstream DLIO fix (storage PR #378) does; with a column subset the fork
+//! reads from the first to the last selected chunk of the group, we read
+//! only the selected chunks (one read per run of adjacent ones).
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{Arc, Mutex},
 };
 
@@ -10,7 +13,10 @@ use bytes::Bytes;
 
 use super::{
     LoadCache, ReadStats, ReaderOptions, SampleReader, group_rows,
-    layout::{LayoutCache, load_row_groups, npz_layout_for, parquet_layout, row_groups_range},
+    layout::{
+        LayoutCache, load_ranges, load_row_groups, npz_layout_for, parquet_layout,
+        row_groups_range, selected_bytes, selected_leaves, selected_ranges,
+    },
 };
 use crate::{
     error::BenchError,
@@ -23,12 +29,16 @@ use crate::{
 /// `prefetch_workers` units at once per call: the units the call needs, then
 /// read-ahead of the file's next units, which the shared cache hands to the
 /// read thread that needs them next (or makes it wait for the load in flight).
+/// With a column subset (`read_columns`) a unit is the selected columns'
+/// chunks instead, one read per run of adjacent chunks.
 pub struct RawParquet {
     storage: Arc<dyn Storage>,
     layouts: LayoutCache<parquet::ParquetLayout>,
-    cache: LoadCache<Bytes>,
+    cache: LoadCache<UnitBytes>,
     coalesce: usize,
     in_flight: usize,
+    columns: Option<HashSet<String>>,
+    column_gap: u64,
 }
 
 impl RawParquet {
@@ -39,12 +49,20 @@ impl RawParquet {
             cache: LoadCache::new(options.cache_bytes),
             coalesce: options.coalesce_rgs.max(1),
             in_flight: options.prefetch_workers.max(1),
+            columns: options
+                .read_columns
+                .as_ref()
+                .map(|c| c.iter().cloned().collect()),
+            column_gap: options.column_gap_bytes,
         }
     }
 }
 
+/// A unit's bytes: `(file offset, bytes)` of each range read, ascending.
+type UnitBytes = Arc<[(u64, Bytes)]>;
+
 /// A unit's bytes and whether this call read them, or the read's error.
-type UnitLoad = Result<(Bytes, bool), BenchError>;
+type UnitLoad = Result<(UnitBytes, bool), BenchError>;
 
 impl RawParquet {
     /// Row groups of unit `u`.
@@ -53,15 +71,26 @@ impl RawParquet {
         first..(first + self.coalesce).min(layout.row_groups.len())
     }
 
-    /// Unit `u` of `file` from the cache or storage; `true` when this call read it.
+    /// Unit `u` of `file` from the cache or storage; `true` when this call
+    /// read it. `leaves`: the selected columns (`None`: the whole unit).
     fn unit(
         &self,
         file: &str,
         layout: &parquet::ParquetLayout,
+        leaves: Option<&[usize]>,
         u: usize,
-    ) -> Result<(Bytes, bool), BenchError> {
+    ) -> UnitLoad {
         self.cache.get_or_load((file, u), || {
-            load_row_groups(&*self.storage, file, layout, self.unit_rgs(layout, u))
+            let rgs = self.unit_rgs(layout, u);
+            let Some(leaves) = leaves else {
+                let (start, _) = row_groups_range(layout, rgs.clone());
+                let (b, n) = load_row_groups(&*self.storage, file, layout, rgs)?;
+                let unit: UnitBytes = Arc::new([(start, b)]);
+                return Ok((unit, n));
+            };
+            let ranges = selected_ranges(layout, rgs, leaves, self.column_gap);
+            let (out, total) = load_ranges(&*self.storage, file, &ranges)?;
+            Ok((out.into(), total))
         })
     }
 
@@ -70,10 +99,14 @@ impl RawParquet {
         &self,
         file: &str,
         layout: &parquet::ParquetLayout,
+        leaves: Option<&[usize]>,
         units: &[usize],
     ) -> Vec<UnitLoad> {
         if units.len() <= 1 || self.in_flight <= 1 {
-            return units.iter().map(|&u| self.unit(file, layout, u)).collect();
+            return units
+                .iter()
+                .map(|&u| self.unit(file, layout, leaves, u))
+                .collect();
         }
         let next = std::sync::atomic::AtomicUsize::new(0);
         let slots: Vec<Mutex<Option<UnitLoad>>> = units.iter().map(|_| Mutex::new(None)).collect();
@@ -81,7 +114,7 @@ impl RawParquet {
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(&u) = units.get(i) else { break };
-                let r = self.unit(file, layout, u);
+                let r = self.unit(file, layout, leaves, u);
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             }
         };
@@ -108,6 +141,10 @@ impl SampleReader for RawParquet {
     fn read_samples(&self, file: &str, rows: &[u64]) -> Result<ReadStats, BenchError> {
         let mut stats = ReadStats::default();
         let layout = parquet_layout(&*self.storage, &self.layouts, file, &mut stats)?;
+        let leaves = match &self.columns {
+            Some(names) => Some(selected_leaves(&layout, names, file)?),
+            None => None,
+        };
         let groups = group_rows(rows, |r| layout.row_group_of(r), file, layout.num_rows)?;
         // Units this call needs, then read-ahead up to `in_flight` units.
         let mut units: Vec<usize> = Vec::new();
@@ -124,19 +161,19 @@ impl SampleReader for RawParquet {
             units.push(ahead);
             ahead += 1;
         }
-        let mut loaded: HashMap<usize, Bytes> = HashMap::with_capacity(needed);
+        let mut loaded: HashMap<usize, UnitBytes> = HashMap::with_capacity(needed);
         for (i, (&u, r)) in units
             .iter()
-            .zip(self.load_units(file, &layout, &units))
+            .zip(self.load_units(file, &layout, leaves.as_deref(), &units))
             .enumerate()
         {
-            let (bytes, did_read) = r?;
+            let (ranges, did_read) = r?;
             if did_read {
-                stats.bytes_read += bytes.len() as u64;
-                stats.requests += 1;
+                stats.bytes_read += ranges.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
+                stats.requests += ranges.len() as u64;
             }
             if i < needed {
-                loaded.insert(u, bytes);
+                loaded.insert(u, ranges);
             }
         }
         for (rg, rs) in groups {
@@ -146,17 +183,28 @@ impl SampleReader for RawParquet {
                     "{file}: row group {rg} was not loaded"
                 )));
             };
-            // The group's slice of its unit; each sample's share of it is handed out.
-            let (unit_start, _) = row_groups_range(&layout, self.unit_rgs(&layout, u));
-            let (g_start, g_end) = row_groups_range(&layout, rg..rg + 1);
-            let at0 = (g_start - unit_start) as usize;
-            let bytes = unit.slice(at0..at0 + (g_end - g_start) as usize);
             let g = &layout.row_groups[rg];
-            let per_row = bytes.len() as u64 / g.num_rows.max(1);
-            for r in &rs {
-                let at = ((r - g.first_row) * per_row) as usize;
-                let sample = bytes.slice(at..at + per_row as usize);
-                std::hint::black_box(&sample);
+            let (g_start, g_end) = g.byte_range();
+            // A sample's share: the group's (selected) chunk bytes per row.
+            let group_bytes = match &leaves {
+                Some(l) => selected_bytes(g, l),
+                None => g_end - g_start,
+            };
+            let per_row = group_bytes / g.num_rows.max(1);
+            // Hand out the rows' share of each loaded range in the group
+            // (one slice per range, not per sample: dlrm asks for 16,384).
+            let lo_row = rs.iter().min().map_or(0, |r| r - g.first_row);
+            let hi_row = rs.iter().max().map_or(0, |r| r - g.first_row + 1);
+            for (off, b) in unit.iter() {
+                let s = (*off).max(g_start);
+                let e = (off + b.len() as u64).min(g_end);
+                if s >= e {
+                    continue;
+                }
+                let len = e - s;
+                let from = (s - off + len * lo_row / g.num_rows.max(1)) as usize;
+                let to = (s - off + len * hi_row / g.num_rows.max(1)) as usize;
+                std::hint::black_box(b.slice(from..to.max(from)));
             }
             stats.samples += rs.len() as u64;
             stats.sample_bytes += per_row * rs.len() as u64;

@@ -976,6 +976,7 @@ pub fn make_local_reader(
         total_rank_samples: rank_samples,
         coalesce_rgs: usize::try_from(cfg.coalesce_rgs).unwrap_or(1),
         prefetch_workers: usize::try_from(cfg.prefetch_workers).unwrap_or(1),
+        read_columns: cfg.parquet_read_columns(),
         ..ReaderOptions::default()
     };
     reader::make_reader(cfg.format, kind, storage, options)

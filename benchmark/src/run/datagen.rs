@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::config::rules::{Division, check_overrides};
 use crate::config::{self, Accelerator, DatasetSizeRule, DlioConfig, Workload, dataset_size_rule};
 use crate::error::BenchError;
-use crate::format::{self, FluxSchema, FormatKind};
+use crate::format::{self, ColumnSpec, ElemType, FluxSchema, FormatKind};
 use crate::storage::Storage;
 
 /// Options of a data generation run. Defaults: accelerator b200, 2 writer
@@ -119,28 +119,31 @@ pub fn subfolder_of(i: u64, subfolders: u64) -> Option<String> {
     })
 }
 
-/// The Parquet schema of a config: its `dataset.parquet.columns` (float32
-/// only), or DLIO's legacy single column when none are given.
+/// The Parquet schema of a config: its `dataset.parquet.columns` (float16,
+/// float32, float64 or int8), or DLIO's legacy single column when none are given.
 pub fn parquet_schema(cfg: &DlioConfig) -> Result<FluxSchema, BenchError> {
     if cfg.parquet_columns.is_empty() {
         // DLIO's legacy mode writes one uint8 column of record_length bytes;
         // we write the same byte count as float32.
         let n = ((cfg.record_length / 4.0).ceil() as usize).max(1);
-        return Ok(FluxSchema {
-            columns: vec![("data".to_string(), n)],
-        });
+        return Ok(FluxSchema::float32(&[("data", n)]));
     }
     cfg.parquet_columns
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            if c.dtype != "float32" {
-                return Err(BenchError::BadParam {
-                    key: format!("dataset.parquet.columns[{i}].dtype"),
-                    reason: format!("only float32 columns are generated, got '{}'", c.dtype),
-                });
-            }
-            Ok((c.name.clone(), c.size))
+            let elem = ElemType::from_dtype(&c.dtype).ok_or_else(|| BenchError::BadParam {
+                key: format!("dataset.parquet.columns[{i}].dtype"),
+                reason: format!(
+                    "only float16, float32, float64 and int8 columns are generated, got '{}'",
+                    c.dtype
+                ),
+            })?;
+            Ok(ColumnSpec {
+                name: c.name.clone(),
+                elem,
+                size: c.size,
+            })
         })
         .collect::<Result<Vec<_>, _>>()
         .map(|columns| FluxSchema { columns })
@@ -513,12 +516,40 @@ mod tests {
             Some(Workload::Flux),
             Accelerator::B200,
             None,
-            &["dataset.parquet.columns=[{name: a, dtype: float64, size: 2}]".to_string()],
+            &["dataset.parquet.columns=[{name: a, dtype: float64, size: 2}, {name: b, dtype: int64}]"
+                .to_string()],
         )
         .unwrap()
         .to_config()
         .unwrap();
         let e = parquet_schema(&cfg).unwrap_err().to_string();
-        assert!(e.contains("dataset.parquet.columns[0].dtype"), "{e}");
+        assert!(e.contains("dataset.parquet.columns[1].dtype"), "{e}");
+    }
+
+    #[test]
+    fn dlrm_schema_from_config() {
+        let cfg = config::load(Some(Workload::Dlrm), Accelerator::B200, None, &[])
+            .unwrap()
+            .to_config()
+            .unwrap();
+        let s = parquet_schema(&cfg).unwrap();
+        assert_eq!(s.columns.len(), 200);
+        assert!(s.columns.iter().all(|c| c.size == 1));
+        let count = |e| s.columns.iter().filter(|c| c.elem == e).count();
+        assert_eq!(
+            [
+                count(ElemType::Float16),
+                count(ElemType::Float32),
+                count(ElemType::Float64),
+                count(ElemType::Int8)
+            ],
+            [50, 56, 49, 45]
+        );
+        // The columns' own widths add up to DLIO's record_length_bytes.
+        assert_eq!(s.row_bytes(), 761);
+        assert_eq!(
+            (s.columns[2].name.as_str(), s.columns[2].elem),
+            ("feature_002", ElemType::Float64)
+        );
     }
 }
