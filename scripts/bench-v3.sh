@@ -14,6 +14,10 @@
 #        __getitem__ reads a whole file (the shape of DLIO's retinanet loader);
 #      - the real DLIO 2.0.0 (PyPI) over the same files, 1 read thread, no
 #        compute (its ImageReader also decodes each JPEG with Pillow).
+#   3. dlrm column-subset reads, page cache warm, one reader: storprof bench
+#      --reader raw (bytes read, GB/s) beside a C loop that preads exactly the
+#      same byte ranges (the selected columns' chunks, taken from the footer by
+#      pyarrow) into one reused buffer, dd-style.
 # Usage: scripts/bench-v3.sh [DIR] [FILES] [ROUNDS]   (default /work/bench-v3-data 4000 3)
 # Needs the DLIO venv (scripts/setup-dlio.sh). Figures: median [min..max] of ROUNDS.
 set -euo pipefail
@@ -147,6 +151,72 @@ for i in $(seq "$ROUNDS"); do
         "++hydra.run.dir=$WORK/dlio-run" > "$WORK/dlio.log" 2>&1) || { tail -20 "$WORK/dlio.log"; exit 1; }
     rec dlio_samples_per_s "$(summary "$WORK/dlio-run/summary.json" | awk '{printf "%.0f", $1}')"
 done
+# dlrm: 2 files of 8 row groups (6144 rows each), dlrm_b200's 40-column subset.
+DLRM_ROWS=49152
+rm -rf "$DIR/dlrm"
+"$STORPROF" datagen --workload dlrm --data-dir "$DIR" --threads 2 --param dataset.num_files_train=2 \
+    --param "dataset.num_samples_per_file=$DLRM_ROWS" > /dev/null
+cat > "$WORK/ranges.py" <<'EOF'
+import glob, sys, yaml
+import pyarrow.parquet as pq
+cols = yaml.safe_load(open(sys.argv[2]))["dataset"]["parquet"]["columns"]
+want = {c["name"] for c in cols if c.get("read", True)}
+for f in sorted(glob.glob(sys.argv[1] + "/*.parquet")):
+    md = pq.ParquetFile(f).metadata
+    names = [md.schema.column(i).path for i in range(md.num_columns)]
+    for g in range(md.num_row_groups):
+        for i, n in enumerate(names):
+            if n in want:
+                c = md.row_group(g).column(i)
+                s = c.dictionary_page_offset if c.dictionary_page_offset else c.data_page_offset
+                print(f, s, c.total_compressed_size)
+EOF
+"$PY" "$WORK/ranges.py" "$DIR/dlrm/train" benchmark/src/config/workloads/dlrm_b200.yaml > "$WORK/ranges.txt"
+cat > "$WORK/ranges.c" <<'EOF'
+/* pread each "path offset length" line of stdin into one reused buffer. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+    static char buf[16 << 20];
+    char path[4096], last[4096] = "";
+    long off, len, bytes = 0;
+    int fd = -1;
+    while (scanf("%4095s %ld %ld", path, &off, &len) == 3) {
+        if (strcmp(path, last)) {
+            if (fd >= 0) close(fd);
+            fd = open(path, O_RDONLY);
+            strcpy(last, path);
+        }
+        if (fd < 0 || len > (long)sizeof buf || pread(fd, buf, len, off) != len) { perror(path); return 1; }
+        bytes += len;
+    }
+    printf("%ld\n", bytes);
+    return 0;
+}
+EOF
+cc -O2 -o "$WORK/ranges" "$WORK/ranges.c"
+cat > "$WORK/measured.py" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))["measured"]
+print(m["read_bytes"], f"{m['read_bytes'] / m['elapsed_seconds'] / 1e9:.3f}")
+EOF
+cat "$DIR"/dlrm/train/*.parquet > /dev/null
+for i in $(seq "$ROUNDS"); do
+    echo "== round $i: dlrm column subset, one reader"
+    s=$(now); want=$("$WORK/ranges" < "$WORK/ranges.txt"); e=$(now)
+    rec pread_ranges_gbps "$(rate "$want" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
+    rm -rf "$WORK/dres"
+    "$STORPROF" bench --workload dlrm --data-dir "$DIR" --reader raw --read-threads 1 \
+        --computation-time 0 --epochs 1 --param dataset.num_files_train=2 \
+        --param "dataset.num_samples_per_file=$DLRM_ROWS" --param reader.batch_size=6144 \
+        --results-dir "$WORK/dres" > /dev/null
+    got=$("$PY" "$WORK/measured.py" "$WORK/dres/summary.json")
+    rec storprof_dlrm_read_bytes "${got% *}"
+    rec selected_chunk_bytes "$want"
+    rec storprof_dlrm_gbps "${got#* }"
+done
 uptime
 echo "== medians over $ROUNDS rounds"
 python3 - "$LOG" <<'EOF'
@@ -163,4 +233,7 @@ print(f"storprof raw / C loop: {r / m['c_loop_samples_per_s']:.2f}")
 print(f"storprof raw / torch DataLoader: {r / m['torch_dataloader_samples_per_s']:.1f}x")
 print(f"storprof raw / DLIO 2.0.0: {r / m['dlio_samples_per_s']:.1f}x")
 print(f"storprof raw / Python loop: {r / m['python_loop_samples_per_s']:.1f}x")
+print(f"dlrm: storprof read {m['storprof_dlrm_read_bytes']:.0f} B (footers included) for "
+      f"{m['selected_chunk_bytes']:.0f} B of selected chunks, "
+      f"{m['storprof_dlrm_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's GB/s")
 EOF

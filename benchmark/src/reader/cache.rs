@@ -58,6 +58,18 @@ impl<V: Clone> LoadCache<V> {
         g.used = 0;
     }
 
+    /// Drop `key`'s value if it is loaded (a load in flight is left alone).
+    /// Its memory is freed once the last clone handed out is dropped.
+    pub fn remove(&self, key: (&str, usize)) {
+        let key: Key = (key.0.to_owned(), key.1);
+        let mut g = self.lock();
+        if matches!(g.map.get(&key), Some(Slot::Ready { .. }))
+            && let Some(Slot::Ready { bytes, .. }) = g.map.remove(&key)
+        {
+            g.used -= bytes;
+        }
+    }
+
     /// The cached value of `key`, or the result of `load` (which returns the
     /// value and its size). The bool is true when this call did the load.
     pub fn get_or_load(

@@ -188,7 +188,7 @@ pub(crate) fn load_ranges(
     ranges: &[(u64, u64)],
 ) -> Result<(Vec<(u64, Bytes)>, u64), BenchError> {
     let ra = storage.open(file)?;
-    let mut out = Vec::with_capacity(ranges.len());
+    let mut spans = Vec::with_capacity(ranges.len());
     let mut total = 0u64;
     for &(s, e) in ranges {
         let len = usize::try_from(e - s).map_err(|_| BenchError::Corrupt {
@@ -196,9 +196,14 @@ pub(crate) fn load_ranges(
             format: "Parquet",
             reason: format!("column chunks of {} bytes", e - s),
         })?;
-        out.push((s, ra.read_range(s, len)?));
+        spans.push((s, len));
         total += e - s;
     }
+    let out = ranges
+        .iter()
+        .map(|&(s, _)| s)
+        .zip(ra.read_ranges(&spans)?)
+        .collect();
     Ok((out, total))
 }
 

@@ -189,7 +189,7 @@ pub fn make_reader(
 /// `rows` grouped by unit (row group), preserving order: `(unit, rows)`.
 pub(crate) fn group_rows(
     rows: &[u64],
-    unit_of: impl Fn(u64) -> Option<usize>,
+    mut unit_of: impl FnMut(u64) -> Option<usize>,
     file: &str,
     num_rows: u64,
 ) -> Result<Vec<(usize, Vec<u64>)>, BenchError> {

@@ -39,6 +39,10 @@ pub struct RawParquet {
     in_flight: usize,
     columns: Option<HashSet<String>>,
     column_gap: u64,
+    /// Rows handed out this epoch per (file, unit): a unit whose every row
+    /// has been served leaves the cache, so its buffers are reused for the
+    /// next units instead of new memory being faulted in for each.
+    served: Mutex<HashMap<(String, usize), u64>>,
 }
 
 impl RawParquet {
@@ -54,6 +58,24 @@ impl RawParquet {
                 .as_ref()
                 .map(|c| c.iter().cloned().collect()),
             column_gap: options.column_gap_bytes,
+            served: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Count `rows` rows of unit `u` as served; release the unit from the
+    /// cache once all its rows were (each row is asked for once an epoch).
+    fn count_served(&self, file: &str, layout: &parquet::ParquetLayout, u: usize, rows: u64) {
+        let unit_rows: u64 = layout.row_groups[self.unit_rgs(layout, u)]
+            .iter()
+            .map(|g| g.num_rows)
+            .sum();
+        let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        let n = served.entry((file.to_owned(), u)).or_insert(0);
+        *n += rows;
+        if *n >= unit_rows {
+            served.remove(&(file.to_owned(), u));
+            drop(served);
+            self.cache.remove((file, u));
         }
     }
 }
@@ -145,7 +167,18 @@ impl SampleReader for RawParquet {
             Some(names) => Some(selected_leaves(&layout, names, file)?),
             None => None,
         };
-        let groups = group_rows(rows, |r| layout.row_group_of(r), file, layout.num_rows)?;
+        // Batches ask for runs of rows of one group: try the last group first.
+        let mut last: Option<(u64, u64, usize)> = None;
+        let group_of = |r: u64| match last {
+            Some((lo, hi, g)) if (lo..hi).contains(&r) => Some(g),
+            _ => {
+                let g = layout.row_group_of(r)?;
+                let rg = &layout.row_groups[g];
+                last = Some((rg.first_row, rg.first_row + rg.num_rows, g));
+                Some(g)
+            }
+        };
+        let groups = group_rows(rows, group_of, file, layout.num_rows)?;
         // Units this call needs, then read-ahead up to `in_flight` units.
         let mut units: Vec<usize> = Vec::new();
         for (rg, _) in &groups {
@@ -208,6 +241,7 @@ impl SampleReader for RawParquet {
             }
             stats.samples += rs.len() as u64;
             stats.sample_bytes += per_row * rs.len() as u64;
+            self.count_served(file, &layout, u, rs.len() as u64);
         }
         Ok(stats)
     }
@@ -215,6 +249,10 @@ impl SampleReader for RawParquet {
     fn start_epoch(&self, _epoch: u32) {
         // Each epoch reads from storage again, as DLIO does.
         self.cache.clear();
+        self.served
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 }
 
@@ -256,5 +294,52 @@ impl SampleReader for RawNpz {
 
     fn start_epoch(&self, _epoch: u32) {
         self.cache.clear();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::format::{FluxSchema, write_parquet_file};
+    use crate::storage::{LocalStorage, RandomAccess};
+
+    /// A unit stays cached while some of its rows are still to come, and is
+    /// released (its buffers reused) once every row was handed out.
+    #[test]
+    fn units_leave_the_cache_once_every_row_was_served() {
+        let d = tempfile::tempdir().unwrap();
+        let st: Arc<dyn Storage> = Arc::new(LocalStorage::new(d.path()));
+        let schema = FluxSchema::float32(&[("a", 4096), ("b", 3)]);
+        write_parquet_file(&*st, "f.parquet", &schema, 8, 4, 1).unwrap();
+        let r = RawParquet::new(st.clone(), &ReaderOptions::default());
+        let first = r.read_samples("f.parquet", &[0, 1]).unwrap();
+        assert!(first.bytes_read > 0);
+        // Rows 2 and 3 of the same group: served from the cache.
+        assert_eq!(r.read_samples("f.parquet", &[2, 3]).unwrap().bytes_read, 0);
+        // Group 0 is complete: asking again (not what an epoch does) reloads it.
+        assert!(r.read_samples("f.parquet", &[0]).unwrap().bytes_read > 0);
+        // A new epoch forgets what was served.
+        r.start_epoch(2);
+        assert!(r.read_samples("f.parquet", &[4, 5]).unwrap().bytes_read > 0);
+        assert_eq!(r.read_samples("f.parquet", &[6]).unwrap().bytes_read, 0);
+    }
+
+    /// Several ranges read into one pooled buffer come back as the bytes a
+    /// read per range gives.
+    #[test]
+    fn read_ranges_matches_one_read_per_range() {
+        let d = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(d.path().join("f"), &data).unwrap();
+        let st = LocalStorage::new(d.path());
+        let ra = st.open("f").unwrap();
+        let ranges = [(10u64, 40_000usize), (100_000, 70_000), (299_000, 1_000)];
+        let got = ra.read_ranges(&ranges).unwrap();
+        for ((o, l), b) in ranges.iter().zip(&got) {
+            assert_eq!(&b[..], &data[*o as usize..*o as usize + l]);
+        }
+        assert!(ra.read_ranges(&[(299_500, 1_000)]).is_err());
+        assert!(ra.read_ranges(&[(0, 70_000), (299_500, 1_000)]).is_err());
     }
 }

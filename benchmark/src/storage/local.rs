@@ -415,6 +415,41 @@ impl RandomAccess for LocalFile {
         Ok(())
     }
 
+    fn read_ranges(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>, BenchError> {
+        let total = ranges
+            .iter()
+            .try_fold(0usize, |t, &(_, len)| t.checked_add(len))
+            .ok_or_else(|| self.short_read(0, usize::MAX))?;
+        if self.dio_align != 0 || total < POOLED_READ_MIN {
+            return ranges
+                .iter()
+                .map(|&(offset, len)| self.read_bytes(offset, len, ReadKind::Data))
+                .collect();
+        }
+        // One pooled buffer for all the ranges, sliced per range.
+        let mut buf = self.take_buf(total)?;
+        let mut at = 0;
+        for &(offset, len) in ranges {
+            if offset.checked_add(len as u64).is_none_or(|e| e > self.len)
+                || self.pread_full(&mut buf.as_mut_full()[at..at + len], offset)? < len
+            {
+                return Err(self.short_read(offset, len));
+            }
+            at += len;
+        }
+        buf.set_window(0, total);
+        let all = buf.into_bytes();
+        let mut at = 0;
+        Ok(ranges
+            .iter()
+            .map(|&(_, len)| {
+                let b = all.slice(at..at + len);
+                at += len;
+                b
+            })
+            .collect())
+    }
+
     fn read_bytes(&self, offset: u64, len: usize, _: ReadKind) -> Result<Bytes, BenchError> {
         if offset.checked_add(len as u64).is_none_or(|e| e > self.len) {
             return Err(self.short_read(offset, len));

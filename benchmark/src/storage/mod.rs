@@ -59,6 +59,15 @@ pub trait RandomAccess: Send + Sync {
         self.read_into(&mut v, offset, kind)?;
         Ok(Bytes::from(v))
     }
+    /// Read data ranges `(offset, len)`, in order. Backends may place them
+    /// in one buffer (one allocation for a row group's selected column
+    /// chunks instead of one each).
+    fn read_ranges(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>, BenchError> {
+        ranges
+            .iter()
+            .map(|&(offset, len)| self.read_range(offset, len))
+            .collect()
+    }
     /// [`RandomAccess::read_into`] of data bytes.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), BenchError> {
         self.read_into(buf, offset, ReadKind::Data)
