@@ -302,7 +302,7 @@ impl SampleReader for RawNpz {
 mod tests {
     use super::*;
     use crate::format::{FluxSchema, write_parquet_file};
-    use crate::storage::{LocalStorage, RandomAccess};
+    use crate::storage::LocalStorage;
 
     /// A unit stays cached while some of its rows are still to come, and is
     /// released (its buffers reused) once every row was handed out.
