@@ -151,8 +151,8 @@ for i in $(seq "$ROUNDS"); do
         "++hydra.run.dir=$WORK/dlio-run" > "$WORK/dlio.log" 2>&1) || { tail -20 "$WORK/dlio.log"; exit 1; }
     rec dlio_samples_per_s "$(summary "$WORK/dlio-run/summary.json" | awk '{printf "%.0f", $1}')"
 done
-# dlrm: 2 files of 8 row groups (6144 rows each), dlrm_b200's 40-column subset.
-DLRM_ROWS=49152
+# dlrm: 2 files of 64 row groups (6144 rows each), dlrm_b200's 40-column subset.
+DLRM_ROWS=393216
 rm -rf "$DIR/dlrm"
 "$STORPROF" datagen --workload dlrm --data-dir "$DIR" --threads 2 --param dataset.num_files_train=2 \
     --param "dataset.num_samples_per_file=$DLRM_ROWS" > /dev/null

@@ -305,7 +305,8 @@ impl RawConfig {
     }
 }
 
-fn normalize_key(key: &str) -> String {
+/// A key as `RawConfig` stores it: without hydra's `+`/`++` and `workload.`.
+pub(crate) fn normalize_key(key: &str) -> String {
     let key = key.trim_start_matches('+');
     key.strip_prefix("workload.").unwrap_or(key).to_string()
 }

@@ -10,7 +10,7 @@
 //! ```
 use std::fmt;
 
-use super::{Accelerator, DatasetSizeRule, DlioConfig, Workload};
+use super::{Accelerator, DatasetSizeRule, DlioConfig, Workload, normalize_key};
 use crate::error::BenchError;
 
 /// A submission division (`mlpstorage closed|open`).
@@ -72,10 +72,8 @@ pub fn override_allowed(division: Division, key: &str) -> bool {
 }
 
 /// The DLIO key of a `KEY=VALUE` parameter, as `RawConfig` stores it.
-fn param_key(param: &str) -> &str {
-    let key = param.split_once('=').map_or(param, |(k, _)| k).trim();
-    let key = key.trim_start_matches('+');
-    key.strip_prefix("workload.").unwrap_or(key)
+fn param_key(param: &str) -> String {
+    normalize_key(param.split_once('=').map_or(param, |(k, _)| k).trim())
 }
 
 /// Refuse what `division` does not allow: a workload or accelerator outside
@@ -113,6 +111,7 @@ pub fn check_overrides(
     }
     for param in params {
         let key = param_key(param);
+        let key = key.as_str();
         if !override_allowed(division, key) {
             let mut allowed: Vec<&str> = CLOSED_OVERRIDES.to_vec();
             if division == Division::Open {

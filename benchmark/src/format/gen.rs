@@ -122,6 +122,17 @@ pub fn flux_row_values(seed: u64, column: usize, row: u64, n: usize) -> Vec<f32>
         .collect()
 }
 
+/// Two independent standard normal draws for `seed` (Box-Muller over
+/// wyrand): the per-file sizes DLIO draws from a normal distribution.
+pub fn normal_pair(seed: u64) -> (f64, f64) {
+    let mut s = seed;
+    let mut uniform = || ((wyrand(&mut s) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let (u1, u2) = (uniform(), uniform());
+    let r = (-2.0 * u1.ln()).sqrt();
+    let th = std::f64::consts::TAU * u2;
+    (r * th.cos(), r * th.sin())
+}
+
 /// Append `n` random bytes of stream `state`.
 pub fn fill_bytes(state: u64, n: usize, out: &mut Vec<u8>) {
     let mut s = state;

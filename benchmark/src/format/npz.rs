@@ -2,7 +2,7 @@
 //! produces (ZIP STORED, zip64 local headers as numpy forces them, `.npy` v1
 //! headers padded to 64 bytes), and a bounds-checked parser of the central
 //! directory and the `x.npy` header ([`read_layout`]).
-use super::r#gen::{fill_bytes, wyrand};
+use super::r#gen::{fill_bytes, normal_pair};
 use crate::{
     error::BenchError,
     storage::{RandomAccess, ReadKind, Storage},
@@ -36,14 +36,9 @@ pub fn npz_dims(record_length: f64, stdev: f64, rng_seed: u64) -> (usize, usize)
         return (d, d);
     }
     let sigma = stdev / 2.0 / mean;
-    let mut s = rng_seed ^ 0x5EED_0FD1_1000;
-    let mut uniform = || ((wyrand(&mut s) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    // Box-Muller: two independent standard normals.
-    let (u1, u2) = (uniform(), uniform());
-    let r = (-2.0 * u1.ln()).sqrt();
-    let th = std::f64::consts::TAU * u2;
+    let (z1, z2) = normal_pair(rng_seed ^ 0x5EED_0FD1_1000);
     let d = |z: f64| ((mean + sigma * z).max(1.0)) as usize;
-    (d(r * th.cos()), d(r * th.sin()))
+    (d(z1), d(z2))
 }
 
 /// `.npy` v1 header for a C-order array, padded so data starts 64-aligned.

@@ -257,8 +257,8 @@ pub fn list_training_files(
     storage: &dyn Storage,
     cfg: &DlioConfig,
     dir: &Path,
-    remote: bool,
 ) -> Result<(Vec<String>, u64), BenchError> {
+    let remote = storage.is_remote();
     let dir_s = dir.to_string_lossy().to_string();
     let ext = format!(".{}", cfg.format.extension());
     let folders: Vec<PathBuf> = if cfg.num_subfolders_train > 1 {
@@ -365,7 +365,7 @@ pub fn prepare_for(
     }
     let dir = train_dir(data_dir, &cfg.model);
     let dir_s = dir.to_string_lossy().to_string();
-    let (files, dataset_bytes) = list_training_files(storage, &cfg, &dir, remote)?;
+    let (files, dataset_bytes) = list_training_files(storage, &cfg, &dir)?;
     let plan = TrainPlan::new(&cfg, files, comm_size)?;
     Ok(Prepared {
         raw,

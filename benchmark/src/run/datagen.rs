@@ -331,10 +331,7 @@ pub fn jpeg_file_bytes(mean: f64, stdev: f64, seed: u64) -> u64 {
     if stdev <= 0.0 {
         return mean.max(1.0) as u64;
     }
-    let mut s = seed ^ 0x4A50_4547;
-    let mut uniform = || ((format::r#gen::wyrand(&mut s) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    let (u1, u2) = (uniform(), uniform());
-    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+    let (z, _) = format::r#gen::normal_pair(seed ^ 0x4A50_4547);
     (mean + stdev * z).max(1.0) as u64
 }
 
