@@ -100,6 +100,15 @@ impl TrainPlan {
 
     /// The batches rank `rank` consumes in `epoch` (1-based), as global sample indices.
     pub fn rank_batches(&self, rank: usize, epoch: u32) -> Vec<Vec<u64>> {
+        let order = self.rank_epoch_order(rank, epoch);
+        self.batches_of(&order)
+            .into_iter()
+            .map(<[u64]>::to_vec)
+            .collect()
+    }
+
+    /// Rank `rank`'s samples in the order `epoch` (1-based) reads them.
+    pub fn rank_epoch_order(&self, rank: usize, epoch: u32) -> Vec<u64> {
         let shuffle_seed = self.sample_shuffle.then(|| {
             if self.seed_change_epoch {
                 self.seed.wrapping_add(u64::from(epoch))
@@ -107,14 +116,18 @@ impl TrainPlan {
                 self.seed
             }
         });
-        let order = sampler::epoch_order(self.total_samples(), rank, self.comm_size, shuffle_seed);
+        sampler::epoch_order(self.total_samples(), rank, self.comm_size, shuffle_seed)
+    }
+
+    /// The epoch's batches as slices of its `order` (no copy: a dlrm epoch
+    /// is millions of indices).
+    pub fn batches_of<'a>(&self, order: &'a [u64]) -> Vec<&'a [u64]> {
         let bs = usize::try_from(self.batch_size)
             .unwrap_or(usize::MAX)
             .max(1);
         order
             .chunks_exact(bs)
             .take(usize::try_from(self.steps_per_epoch).unwrap_or(usize::MAX))
-            .map(<[u64]>::to_vec)
             .collect()
     }
 }
@@ -299,7 +312,8 @@ pub fn run_rank(
     let mut stopped = false;
     for epoch in 1..=plan.epochs {
         reader.start_epoch(epoch);
-        let batches = plan.rank_batches(rank, epoch);
+        let order = plan.rank_epoch_order(rank, epoch);
+        let batches = plan.batches_of(&order);
         if collective
             .barrier_agree(stop.load(Ordering::SeqCst))
             .map_err(|_| aborted())?
@@ -344,7 +358,7 @@ fn run_epoch(
     reader: &dyn SampleReader,
     collective: &dyn Collective,
     clock: &Clock,
-    batches: &[Vec<u64>],
+    batches: &[&[u64]],
     rng: &mut Rng,
     epoch: u32,
     observer: Option<&dyn TrainObserver>,
@@ -406,7 +420,7 @@ fn consume(
     reader: &dyn SampleReader,
     collective: &dyn Collective,
     clock: &Clock,
-    batches: &[Vec<u64>],
+    batches: &[&[u64]],
     receivers: &[mpsc::Receiver<BatchResult>],
     rng: &mut Rng,
     epoch: u32,
