@@ -31,10 +31,11 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/storprof-crosscheck.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 export TF_CPP_MIN_LOG_LEVEL=3 TF_ENABLE_ONEDNN_OPTS=0
 
-gen() { # gen NAME ARGS...: storprof datagen into $WORK/NAME
+gen() { # gen NAME ARGS...: storprof datagen into $WORK/NAME, its record in $RECORD (or $WORK)
     local name=$1
     shift
-    "$STORPROF" datagen --data-dir "$WORK/$name" "$@" > "$WORK/$name.log"
+    "$STORPROF" datagen --data-dir "$WORK/$name" "$@" \
+        --results-dir "${RECORD:-$WORK/datagen-records/$name}" > "$WORK/$name.log"
 }
 # flux: the real five-column schema, 2 files x 8 rows in 2 row groups.
 gen flux --workload flux --param dataset.num_files_train=2 --param dataset.num_samples_per_file=8 \
@@ -44,7 +45,8 @@ gen unet3d --workload unet3d --accelerator-type h100 \
     --param dataset.num_files_train=4 --param dataset.record_length_bytes=1048576 \
     --param dataset.record_length_bytes_stdev=262144
 # retinanet: the real 322,957-byte JPEGs, 48 files in 4 subfolders.
-gen retinanet --workload retinanet --param dataset.num_files_train=48 \
+RECORD="$WORK/results/training/retinanet/datagen/$(date +%Y%m%d_%H%M%S)" \
+    gen retinanet --workload retinanet --param dataset.num_files_train=48 \
     --param dataset.num_subfolders_train=4
 # resnet50: 2 files of 16 Examples; cosmoflow: 3 single-record files.
 gen resnet50 --workload resnet50 --accelerator-type h100 \

@@ -34,6 +34,8 @@ fn datagen(dir: &Path) {
         ])
         .arg(dir)
         .args(params())
+        .arg("--results-dir")
+        .arg(dir.join("datagen-record"))
         .output()
         .unwrap();
     assert!(

@@ -95,7 +95,9 @@ fn mpi_datagen(data: &Path, n: usize) {
         "--data-dir",
     ])
     .arg(data)
-    .args(params());
+    .args(params())
+    .arg("--results-dir")
+    .arg(data.join("datagen-record"));
     let out = run_within(c, Duration::from_secs(120), "mpirun");
     assert!(
         out.status.success(),

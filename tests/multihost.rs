@@ -299,6 +299,8 @@ fn datagen(dir: &Path) -> PathBuf {
         .args(["datagen", "--workload", "flux", "--data-dir"])
         .arg(&data)
         .args(params())
+        .arg("--results-dir")
+        .arg(dir.join("datagen-record"))
         .output()
         .unwrap();
     assert!(

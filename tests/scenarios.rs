@@ -180,6 +180,8 @@ fn scenario_suite() {
     let status = Command::new(STORPROF)
         .args(["datagen", "--workload", "flux", "--data-dir", bench_data_s])
         .args(small)
+        .arg("--results-dir")
+        .arg(bench_data.join("datagen-record"))
         .status()
         .expect("run storprof datagen");
     assert!(status.success(), "storprof datagen failed");

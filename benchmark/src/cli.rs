@@ -18,6 +18,7 @@ use clap::Args;
 use crate::config::rules::Division;
 use crate::config::{Accelerator, Workload};
 use crate::reader::ReaderKind;
+use crate::run::mlpstorage::RecordDir;
 pub use crate::run::run_bench_ranks;
 use crate::run::{
     bench::{self, BenchOptions},
@@ -142,6 +143,10 @@ pub struct DatagenArgs {
     /// Writer threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// Where to record the run as mlpstorage does (hydra files, metadata,
+    /// datagen.json; default results/training/<model>/datagen/<YYYYMMDD_HHMMSS>).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
 }
 
 /// Emulate DLIO training over a dataset and report DLIO's metrics plus measured I/O.
@@ -266,6 +271,10 @@ impl DatagenArgs {
             accelerators: self.accelerators,
             print: true,
             division: self.dataset.division,
+            record: match &self.results_dir {
+                Some(d) => RecordDir::At(d.clone()),
+                None => RecordDir::DefaultLayout,
+            },
         }
     }
 }

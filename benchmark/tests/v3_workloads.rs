@@ -12,6 +12,7 @@ use storprof_bench::config::{Accelerator, Workload};
 use storprof_bench::reader::ReaderKind;
 use storprof_bench::run::bench::{BenchOptions, prepare};
 use storprof_bench::run::datagen::{DatagenOptions, run_datagen};
+use storprof_bench::run::mlpstorage::RecordDir;
 use storprof_bench::storage::LocalStorage;
 
 fn strings(v: &[&str]) -> Vec<String> {
@@ -167,6 +168,46 @@ fn retinanet_jpegs_in_subfolders_are_read_whole_per_sample() {
     )
     .unwrap_err();
     assert!(e.contains("--reader decode") && e.contains("jpeg"), "{e}");
+}
+
+/// datagen records itself as mlpstorage's datagen does.
+#[test]
+fn datagen_records_the_run_as_mlpstorage_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let record = tmp.path().join("rec");
+    let opts = DatagenOptions {
+        workload: Some(Workload::Retinanet),
+        accelerator: Accelerator::Mi355,
+        params: strings(&["dataset.num_files_train=4"]),
+        data_dir: tmp.path().join("data"),
+        client_memory_gb: Some(1.0),
+        print: false,
+        record: RecordDir::At(record.clone()),
+        ..DatagenOptions::default()
+    };
+    run_datagen(&opts, &LocalStorage::new(".")).unwrap();
+    let overrides = std::fs::read_to_string(record.join("dlio_config/overrides.yaml")).unwrap();
+    assert!(
+        overrides.contains("workload=retinanet_mi355")
+            && overrides.contains("++workload.workflow.generate_data=True"),
+        "{overrides}"
+    );
+    let meta = std::fs::read_dir(&record)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("_metadata.json"))
+        .expect("a *_metadata.json");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    assert_eq!(m["command"], "datagen");
+    assert_eq!(m["accelerator"], "mi355");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(record.join("datagen.json")).unwrap())
+            .unwrap();
+    assert_eq!(d["num_files_train"], 4);
+    assert_eq!(d["this_process"]["files"], 4);
+    // The library default records nothing.
+    assert!(!tmp.path().join("results").exists());
 }
 
 #[test]

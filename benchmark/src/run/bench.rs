@@ -22,6 +22,7 @@ use chrono::{DateTime, Local};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::datagen::subfolder_of;
+use super::mlpstorage;
 use super::{interrupt, memory};
 use crate::config::rules::{self, Division};
 use crate::config::{self, Accelerator, DlioConfig, RawConfig, Workload};
@@ -404,10 +405,7 @@ pub fn run_bench_on(
     let reporter = ranks.is_reporter();
     let results_dir = match &opts.results_dir {
         Some(d) => d.clone(),
-        None => PathBuf::from("results/training")
-            .join(&p.cfg.model)
-            .join("run")
-            .join(Local::now().format("%Y%m%d_%H%M%S").to_string()),
+        None => mlpstorage::default_dir(&p.cfg.model, "run", &Local::now()),
     };
     let ignored = p.raw.ignored_keys();
     if reporter && !ignored.is_empty() {
@@ -589,11 +587,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
     move |source| BenchError::Io { path, source }
 }
 
-/// What mlpstorage's report generator reads besides `summary.json`: hydra's
-/// `dlio_config/{config,overrides,hydra}.yaml` (the composed workload under
-/// `workload:`, the `workload=<model>_<accelerator>` choice and each
-/// `++workload.KEY=VALUE` override) and `training_<YYYYMMDD_HHMMSS>_metadata.json`
-/// with the fields its results parser needs.
+/// The run's record for mlpstorage's report generator (see [`mlpstorage`]).
 fn write_mlpstorage_files(
     opts: &BenchOptions,
     p: &Prepared,
@@ -601,57 +595,23 @@ fn write_mlpstorage_files(
     started: &DateTime<Local>,
     summary: &serde_json::Value,
 ) -> Result<(), BenchError> {
-    let cfg_dir = results_dir.join("dlio_config");
-    std::fs::create_dir_all(&cfg_dir).map_err(io(&cfg_dir))?;
-    let write = |name: &str, text: String| {
-        let path = cfg_dir.join(name);
-        std::fs::write(&path, text).map_err(io(&path))
-    };
-    write("config.yaml", p.raw.to_hydra_yaml())?;
     let params = opts.effective_params();
-    let mut overrides: Vec<String> = Vec::new();
-    if let (Some(w), None) = (opts.workload, &opts.config_file) {
-        overrides.push(format!("workload={w}_{}", opts.accelerator));
-    }
-    overrides.extend(params.iter().map(|kv| format!("++workload.{kv}")));
-    write(
-        "overrides.yaml",
-        serde_yaml::to_string(&overrides).unwrap_or_default(),
-    )?;
-    write(
-        "hydra.yaml",
-        format!(
-            "hydra:\n  run:\n    dir: {}\n  output_subdir: dlio_config\n  job:\n    name: storprof-bench\n",
-            results_dir.display()
-        ),
-    )?;
-    let stamp = started.format("%Y%m%d_%H%M%S").to_string();
-    let override_parameters: serde_json::Map<String, serde_json::Value> = params
-        .iter()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| {
-            (
-                k.trim().to_string(),
-                serde_json::Value::String(v.to_string()),
-            )
-        })
-        .collect();
-    let metadata = serde_json::json!({
-        "benchmark_type": "training",
-        "model": p.cfg.model,
-        "command": "run",
-        "run_datetime": stamp,
-        "num_processes": p.plan.comm_size,
-        "accelerator": opts.config_file.is_none().then(|| opts.accelerator.name()),
-        "parameters": p.raw.to_json(),
-        "override_parameters": override_parameters,
-        "metrics": summary.get("metric"),
-        "division": opts.division,
-        "generator": "storprof bench",
-    });
-    write_json(
-        &results_dir.join(format!("training_{stamp}_metadata.json")),
-        &metadata,
+    mlpstorage::write_run_record(
+        results_dir,
+        &mlpstorage::RunRecord {
+            raw: &p.raw,
+            model: &p.cfg.model,
+            workload: opts
+                .workload
+                .filter(|_| opts.config_file.is_none())
+                .map(|w| (w, opts.accelerator)),
+            params: &params,
+            command: "run",
+            started: *started,
+            num_processes: p.plan.comm_size,
+            metrics: summary.get("metric"),
+            division: opts.division,
+        },
     )
 }
 

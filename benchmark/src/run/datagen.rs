@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::mlpstorage::{self, RecordDir, RunRecord};
 use crate::config::rules::{Division, check_overrides};
 use crate::config::{self, Accelerator, DatasetSizeRule, DlioConfig, Workload, dataset_size_rule};
 use crate::error::BenchError;
@@ -46,6 +47,9 @@ pub struct DatagenOptions {
     pub print: bool,
     /// Check the overrides against an MLPerf Storage division's rules.
     pub division: Option<Division>,
+    /// Where rank 0 records the run as mlpstorage does
+    /// (`training/<model>/datagen/<ts>/`). Default [`RecordDir::Off`].
+    pub record: RecordDir,
 }
 
 impl Default for DatagenOptions {
@@ -64,6 +68,7 @@ impl Default for DatagenOptions {
             accelerators: 1,
             print: true,
             division: None,
+            record: RecordDir::Off,
         }
     }
 }
@@ -335,6 +340,72 @@ pub fn jpeg_file_bytes(mean: f64, stdev: f64, seed: u64) -> u64 {
     (mean + stdev * z).max(1.0) as u64
 }
 
+/// Record the run as mlpstorage's datagen does (hydra files, metadata) plus
+/// `datagen.json`: the plan, the dataset-size rule and what this process wrote.
+fn write_record(
+    opts: &DatagenOptions,
+    p: &DatagenPlan,
+    report: &DatagenReport,
+    started: chrono::DateTime<chrono::Local>,
+    ranks: usize,
+) -> Result<(), BenchError> {
+    let dir = match &opts.record {
+        RecordDir::Off => return Ok(()),
+        RecordDir::DefaultLayout => mlpstorage::default_dir(&p.cfg.model, "datagen", &started),
+        RecordDir::At(d) => d.clone(),
+    };
+    // The workflow mlpstorage's datagen sets, so the record reads as one.
+    let mut params = opts.params.clone();
+    params.push("workflow.generate_data=True".into());
+    params.push("workflow.train=False".into());
+    let raw = config::load(
+        opts.workload,
+        opts.accelerator,
+        opts.config_file.as_deref(),
+        &params,
+    )?;
+    mlpstorage::write_run_record(
+        &dir,
+        &RunRecord {
+            raw: &raw,
+            model: &p.cfg.model,
+            workload: opts
+                .workload
+                .filter(|_| opts.config_file.is_none())
+                .map(|w| (w, opts.accelerator)),
+            params: &params,
+            command: "datagen",
+            started,
+            num_processes: ranks,
+            metrics: None,
+            division: opts.division,
+        },
+    )?;
+    let summary = serde_json::json!({
+        "model": p.cfg.model,
+        "format": p.cfg.format,
+        "data_dir": opts.data_dir,
+        "num_files_train": p.cfg.num_files_train,
+        "num_files_eval": p.cfg.num_files_eval,
+        "num_subfolders_train": p.cfg.num_subfolders_train,
+        "num_samples_per_file": p.cfg.num_samples_per_file,
+        "estimated_bytes": p.estimated_bytes,
+        "dataset_size_rule": p.size_rule,
+        "size_rule_term": p.size_rule.deciding_term(),
+        "client_memory_gb": p.memory_gb,
+        "ranks": ranks,
+        "this_process": report,
+    });
+    let path = dir.join("datagen.json");
+    let text = serde_json::to_string_pretty(&summary)
+        .map_err(|e| BenchError::Config(format!("{}: {e}", path.display())))?;
+    std::fs::write(&path, text + "\n").map_err(|source| BenchError::Io { path, source })?;
+    if opts.print {
+        println!("Recorded the run in {}", dir.display());
+    }
+    Ok(())
+}
+
 /// Generate the dataset into `storage` (paths are `opts.data_dir`-based).
 pub fn run_datagen(
     opts: &DatagenOptions,
@@ -418,6 +489,7 @@ pub fn run_datagen_shard(
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<BenchError>> = Mutex::new(None);
     let files_done = AtomicUsize::new(0);
+    let started = chrono::Local::now();
     let t0 = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..opts.threads.min(p.jobs.len().max(1)) {
@@ -470,6 +542,9 @@ pub fn run_datagen_shard(
             0.0
         },
     };
+    if rank == 0 {
+        write_record(opts, &p, &report, started, ranks)?;
+    }
     if opts.print {
         println!(
             "Generated {} files, {} bytes in {:.2} s: {:.3} GB/s ({:.3} GiB/s)",

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod datagen;
 pub mod interrupt;
 pub mod memory;
+pub mod mlpstorage;
 pub mod mpi;
 pub mod sweep;
 
