@@ -98,6 +98,9 @@ fixture_tests! { real_recording, REAL_FIXTURES;
     real_page_cache_served => "real-page-cache-served", PageCacheServed;
     real_cpu_starved => "real-cpu-starved", CpuStarved;
     real_lock_contention => "real-lock-contention", LockContention;
+    // One thread won the mutex most of the time: its lock releases woke
+    // the others, which must not make them consumers fed by it.
+    real_lock_contention_unfair_mutex => "real-lock-contention-unfair-mutex", LockContention;
     real_cpu_bound_reader => "real-cpu-bound-reader", CpuBoundReader;
     real_compute_bound => "real-compute-bound", ComputeBound;
     real_pool_cpu_bound_reader => "real-pool-cpu-bound-reader", CpuBoundReader;

@@ -380,6 +380,21 @@ fn feeders(g: &Graph, to: ThreadId) -> BTreeMap<ThreadId, u64> {
     out
 }
 
+/// Like [`feeders`], without the wake-ups of a lock both threads contend
+/// for (`futex_shared`): the hand-offs that can carry data.
+fn handoff_feeders(g: &Graph, to: ThreadId) -> BTreeMap<ThreadId, u64> {
+    let mut out = BTreeMap::new();
+    for (e, _, n) in g.into.get(&to).into_iter().flatten() {
+        if let Some(w) = waker_id(e)
+            && w != to
+            && !e.futex_shared
+        {
+            *out.entry(w).or_insert(0) += n;
+        }
+    }
+    out
+}
+
 /// Processes that descend from another traced process, by pid → parent.
 fn parents(session: &Session) -> BTreeMap<u32, u32> {
     let traced: BTreeSet<u32> = session.info.processes.iter().map(|p| p.pid).collect();
@@ -496,8 +511,10 @@ fn find_consumers(
         .filter(|id| !side.contains(id))
         .copied()
         .collect();
+    // A lock's release wakes its next waiter: no hand-off of data (threads
+    // fighting over one mutex would otherwise feed each other).
     let fed_direct = |id: ThreadId| -> u64 {
-        feeders(g, id)
+        handoff_feeders(g, id)
             .iter()
             .filter(|(w, _)| side.contains(w))
             .map(|(_, n)| n)
