@@ -73,6 +73,7 @@ fn mpirun(n: usize, timeout_s: &str) -> Command {
     .env("STORPROF_MPI_TIMEOUT", timeout_s)
     .env_remove("STORPROF_HOST")
     .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    support::isolate_mpirun(&mut c);
     c
 }
 

@@ -210,11 +210,47 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// A fresh scratch directory under this build's target dir, in `area`: a
 /// real disk (unlike /tmp on some machines), so blkio throttles and
-/// O_DIRECT have a block device to act on.
+/// O_DIRECT have a block device to act on. `STORPROF_KEEP_SCRATCH=1` keeps
+/// it after the test (its path is printed) to look at what a test recorded.
 pub fn scratch(area: &str) -> tempfile::TempDir {
     let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join(area);
     fs::create_dir_all(&base).expect("create scratch dir");
-    tempfile::tempdir_in(base).expect("tempdir")
+    let keep = std::env::var_os("STORPROF_KEEP_SCRATCH").is_some_and(|v| v == "1");
+    let dir = tempfile::Builder::new()
+        .disable_cleanup(keep)
+        .tempdir_in(base)
+        .expect("tempdir");
+    if keep {
+        eprintln!("scratch kept: {}", dir.path().display());
+    }
+    dir
+}
+
+/// MCA settings that make a test's `mpirun` independent of earlier runs and
+/// of where the kernel put a daemon's stack:
+/// - `orte_tmpdir_base DIR`: OpenMPI's session directories go to a directory
+///   of this test binary's, emptied at its first use, instead of the shared
+///   /tmp/ompi.<host>.<uid>, where job-family directories left behind by
+///   killed runs stay. The path stays short: OpenMPI puts sockets under it.
+/// - `rtc_hwloc_vmhole none`: OpenMPI 4.1's daemons otherwise map the hwloc
+///   topology at an address they guess from a hole in their memory map, and
+///   now and then it lands on their own stack: `orted` dies with SIGSEGV in
+///   `hwloc_shmem_topology_write` and the job fails to start.
+pub fn isolate_mpirun(mpirun: &mut Command) {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test binary path");
+        let stem = exe.file_stem().and_then(OsStr::to_str).unwrap_or("test");
+        let name = stem.rsplit_once('-').map_or(stem, |(name, _hash)| name);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ompi-{name}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("create the OpenMPI session base");
+        dir
+    });
+    mpirun
+        .args(["--mca", "orte_tmpdir_base"])
+        .arg(dir)
+        .args(["--mca", "rtc_hwloc_vmhole", "none"]);
 }
 
 /// `gcc FLAGS -o OUT SRC`, which must succeed: the C helpers and workloads.
