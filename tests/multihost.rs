@@ -33,8 +33,8 @@ use serde_json::Value;
 
 mod support;
 use support::{
-    STORPROF as BIN, assert_root, param_args, read_json, run_within, save_session_files,
-    saving_fixtures, session_fixture,
+    SESSION_FILES, STORPROF as BIN, assert_root, param_args, read_json, run_within,
+    save_session_files, saving_fixtures, session_fixture,
 };
 const HOSTS: [&str; 2] = ["storprof-h1", "storprof-h2"];
 /// The throttled host.
@@ -258,6 +258,7 @@ fn mpirun_across_hosts(agent: &Path) -> Command {
         .env("STORPROF", BIN)
         .env_remove("STORPROF_HOST")
         .env_remove("STORPROF_RECORD_DIR");
+    support::isolate_mpirun(&mut mpirun);
     mpirun
 }
 
@@ -362,15 +363,6 @@ fn wait_ready(host: &str, rx: &mpsc::Receiver<String>) -> Vec<String> {
     }
     panic!("record --netns {host} did not start:\n{}", seen.join("\n"));
 }
-
-const SESSION_FILES: &[&str] = &[
-    "session.json",
-    "threads.json",
-    "io.json",
-    "timeseries.json",
-    "oncpu.folded",
-    "offcpu.folded",
-];
 
 fn save_fixtures(sessions: &Path) {
     if !saving_fixtures() {
@@ -597,7 +589,17 @@ fn ctrl_c_of_mpirun_stops_every_rank_with_results_written() {
         match rx.recv_timeout(left) {
             Ok(line) if line.contains("Ending epoch 2 ") => break,
             Ok(_) => {}
-            Err(_) => panic!("the job did not reach epoch 2 within 90 s"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("the job did not reach epoch 2 within 90 s")
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = job.0[0].wait();
+                panic!(
+                    "mpirun ended ({status:?}) before epoch 2:\n{}\n{}",
+                    out_reader.join().unwrap_or_default(),
+                    err_reader.join().unwrap_or_default()
+                )
+            }
         }
     }
     let pgid = job.0[0].id() as i32;

@@ -590,11 +590,12 @@ fn find_consumers(
                 ));
             }
         }
-        // A wrapper (sh, mpirun) as the only trainer feeds nothing: the
-        // consumer is then found among the threads as without workers.
-        if !out.is_empty() {
-            return out;
-        }
+        // A launcher (sh, mpirun's orted) as the only trainer feeds
+        // nothing: none here. The caller then looks for the consumer among
+        // the readers' own threads; scoring the threads outside the whole
+        // worker processes here would make the launcher, which reads their
+        // output, the consumer of an MPI rank whose main thread consumes.
+        return out;
     }
     let timer_sleep = |id: ThreadId| -> f64 {
         g.timer_sleep_ns(id) as f64 / g.states.get(&id).map_or(0, StateTime::total).max(1) as f64

@@ -77,6 +77,11 @@ pub struct HostRow {
     pub storage_bound_fired: bool,
 }
 
+/// A share as 0 when rounding left it at or below 0 (no "-0.0%" in tables).
+fn non_negative(share: f64) -> f64 {
+    if share > 0.0 { share } else { 0.0 }
+}
+
 impl HostRow {
     /// The row of one host's analysis.
     pub fn new(
@@ -102,9 +107,9 @@ impl HostRow {
             headline: a.verdict.headline.clone(),
             confidence: a.verdict.confidence,
             duration_s: f.duration_s,
-            reader_io_wait_share: f.reader_blocked_io_share * data_wait,
-            reader_on_cpu_share: f.reader_on_cpu_share * data_wait,
-            reader_sleeping_share: f.reader_sleeping_share * data_wait,
+            reader_io_wait_share: non_negative(f.reader_blocked_io_share * data_wait),
+            reader_on_cpu_share: non_negative(f.reader_on_cpu_share * data_wait),
+            reader_sleeping_share: non_negative(f.reader_sleeping_share * data_wait),
             consumer_sleep_share: f.consumer.as_ref().map(|c| c.sleep_share),
             bench_au_percentage: f.bench.as_ref().and_then(|b| b.au_percentage),
             read_syscall_mib_per_s: f.read_syscall_mib_per_s,
