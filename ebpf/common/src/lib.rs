@@ -140,6 +140,32 @@ pub const DEFAULT_STACK_BYTES: u32 = 16384;
 /// interrupt). User space sizes the map to this many times the CPUs.
 pub const STACK_SCRATCH_SLOTS_PER_CPU: u32 = 2;
 
+/// Frames a stored stack holds (the kernel's default `perf_event_max_stack`).
+pub const MAX_STACK_FRAMES: usize = 127;
+/// Stacks the probes can store: `STACK_FRAMES` slots, ids `0..STACK_SLOTS`.
+pub const STACK_SLOTS: u32 = 65536;
+
+/// One stored stack (`STACK_FRAMES[id]`): instruction pointers, innermost
+/// first, zero after the last (`bpf_get_stack` zeroes the rest).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackFrames {
+    pub ips: [u64; MAX_STACK_FRAMES],
+}
+const _: () = assert!(core::mem::size_of::<StackFrames>() == MAX_STACK_FRAMES * 8);
+
+impl StackFrames {
+    /// The frames up to the first zero.
+    pub fn frames(&self) -> &[u64] {
+        let len = self
+            .ips
+            .iter()
+            .position(|&ip| ip == 0)
+            .unwrap_or(MAX_STACK_FRAMES);
+        &self.ips[..len]
+    }
+}
+
 /// Header of a user-stack sample (ring buffer `STACK_EVENTS`), followed by
 /// `len` bytes of stack from `sp` upwards.
 #[repr(C)]
@@ -366,7 +392,7 @@ pub mod lost {
     pub const BLOCK_RINGBUF_FULL: u32 = 5;
     /// The process event ring buffer was full.
     pub const PROC_RINGBUF_FULL: u32 = 6;
-    /// The stack-trace map was full or had a hash collision.
+    /// Every stack slot was taken: a new stack was not stored.
     pub const STACKS_FULL: u32 = 7;
     /// The user-stack ring buffer was full (a DWARF-mode sample was lost).
     pub const STACK_RINGBUF_FULL: u32 = 8;
@@ -788,6 +814,7 @@ mod pod {
     pod!(
         ProbeConfig,
         StackKey,
+        StackFrames,
         ThreadAcc,
         SyscallKey,
         SyscallAcc,

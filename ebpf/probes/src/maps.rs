@@ -5,12 +5,12 @@ use aya_ebpf::{
     bindings::BPF_NOEXIST,
     helpers::bpf_get_current_comm,
     macros::map,
-    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf, StackTrace},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use storprof_common::{
     BlockInflight, BlockKey, FutexWaiters, OffCpuPending, OffCpuStart, ProbeConfig, PyOffCpuSample,
-    PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
-    SYSCALL_THREAD_SLOTS, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
+    PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
+    SYSCALL_THREAD_SLOTS, StackFrames, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
     UserStackSample, WakeAcc, WakeKey, irq_context, lost, py_offcpu_lost,
 };
 
@@ -28,13 +28,29 @@ pub(crate) static TRACED: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
 #[map]
 pub(crate) static LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(lost::COUNT, 0);
 
-/// Stack ids of every probe. A stack whose hash bucket holds another stack
-/// is lost (`stack_map_full`), so collisions, not fullness, are the limit:
-/// 16384 buckets lost 318–3687 stacks on a real DLIO run (TensorFlow and
-/// PyTorch imports make thousands of distinct stacks), 65536 lose 79–108.
-/// It costs 68 MB of locked kernel memory (1016 B a stack, preallocated).
+/// Stacks of every probe by id (`stacks::stack_id`). Not a kernel stack-trace
+/// map: that one drops a stack whose hash bucket holds another, which lost
+/// 79–108 stacks of a real DLIO run at 65536 buckets. Here a stack is lost
+/// only when all slots are taken. 66 MB of locked memory (1016 B a slot).
 #[map]
-pub(crate) static STACKS: StackTrace = StackTrace::with_max_entries(65536, 0);
+pub(crate) static STACK_FRAMES: Array<StackFrames> = Array::with_max_entries(STACK_SLOTS, 0);
+
+/// Slot of `STACK_FRAMES` → the 64-bit hash of the stack it holds. A hash
+/// map so a slot can be claimed atomically (insert with BPF_NOEXIST).
+#[map]
+pub(crate) static STACK_OWNERS: HashMap<u32, u64> = HashMap::with_max_entries(STACK_SLOTS, 0);
+
+/// Slots a new stack tries before it is lost (`stack_map_full`): with half
+/// the slots taken, 16 probes all fail about once in 65536 new stacks.
+pub(crate) const STACK_PROBES: u32 = 16;
+
+/// Per-CPU buffer a stack is copied into before it is hashed: slot
+/// `STACK_BUF_SAMPLE` for CPU samples (an NMI can interrupt a raw
+/// tracepoint's program), `STACK_BUF_TRACE` for every other program.
+#[map]
+pub(crate) static STACK_BUF: PerCpuArray<StackFrames> = PerCpuArray::with_max_entries(2, 0);
+pub(crate) const STACK_BUF_SAMPLE: u32 = 0;
+pub(crate) const STACK_BUF_TRACE: u32 = 1;
 
 #[map]
 pub(crate) static SAMPLES: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);

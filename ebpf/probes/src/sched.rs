@@ -17,8 +17,8 @@ use crate::{
     maps::{
         CONFIG, DWARF_PROCS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS, OFFCPU_START,
         ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
-        PY_OFFCPU_SCRATCH, PY_PROCS, SYSCALL_START, SYSCALL_THREAD, THREADS, TRACED, add_to,
-        count_lost, count_py_offcpu_lost, is_traced, thread_acc,
+        PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SYSCALL_START, SYSCALL_THREAD, THREADS,
+        TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced, thread_acc,
     },
     python::python_frames,
     stacks::{capture_user_stack, scratch_slot, stack_ids},
@@ -47,7 +47,7 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
                 (*acc).comm = bpf_get_current_comm().unwrap_or((*acc).comm);
             }
         }
-        let (user_stack, kernel_stack) = stack_ids(ctx);
+        let (user_stack, kernel_stack) = stack_ids(ctx, STACK_BUF_TRACE);
         let mut state = offcpu_state::from_prev_state(prev_state) as u32;
         if stack_at_syscall_exit(tgid, prev_tid) {
             state |= offcpu_state::AT_SYSCALL_EXIT;
@@ -254,7 +254,7 @@ pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
         // SAFETY: this CPU's scratch value.
         let (frames, status) = python_frames(tgid, prev_tid, unsafe { &mut (*scratch).py });
         if frames > 0 {
-            let (user_stack, kernel_stack) = stack_ids(ctx);
+            let (user_stack, kernel_stack) = stack_ids(ctx, STACK_BUF_TRACE);
             // SAFETY: as above.
             unsafe {
                 (*scratch).tgid = tgid;

@@ -1,21 +1,25 @@
-//! Stacks: frame-pointer stack ids (`STACKS`), CPU samples, and the copy
+//! Stacks: frame-pointer stack ids (`STACK_FRAMES`), CPU samples, and the copy
 //! of a task's user registers and user-stack window (with its Python
 //! frames) into `STACK_EVENTS` for DWARF unwinding in user space.
 use aya_ebpf::{
-    bindings::BPF_F_USER_STACK,
-    helpers::bpf_get_current_pid_tgid,
-    programs::{PerfEventContext, tracing::StackIdContext},
+    EbpfContext,
+    bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
+    helpers::{
+        bpf_get_current_pid_tgid, generated::bpf_get_stack, generated::bpf_probe_read_kernel,
+    },
+    programs::PerfEventContext,
 };
 use storprof_common::{
-    FLAG_UNWIND_PER_PROCESS, MAX_STACK_BYTES, OffCpuPending, STACK_SCRATCH_SLOTS_PER_CPU, StackKey,
-    USER_STACK_PREFIX, UserStackHeader, UserStackSample, lost, py_status,
+    FLAG_UNWIND_PER_PROCESS, MAX_STACK_BYTES, MAX_STACK_FRAMES, OffCpuPending,
+    STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS, StackFrames, StackKey, USER_STACK_PREFIX,
+    UserStackHeader, UserStackSample, lost, py_status,
 };
 
 use crate::{
     kernel::{pt_regs, pt_regs_word},
     maps::{
-        CONFIG, DWARF_PROCS, PY_PROCS, SAMPLES, STACK_EVENTS, STACK_SCRATCH, STACKS, add_to,
-        count_lost, is_traced,
+        CONFIG, DWARF_PROCS, PY_PROCS, SAMPLES, STACK_BUF, STACK_BUF_SAMPLE, STACK_EVENTS,
+        STACK_FRAMES, STACK_OWNERS, STACK_PROBES, STACK_SCRATCH, add_to, count_lost, is_traced,
     },
     python::python_frames,
 };
@@ -27,28 +31,99 @@ pub(crate) fn scratch_slot(cpu: u32) -> u32 {
     cpu * STACK_SCRATCH_SLOTS_PER_CPU
 }
 
-/// The (user, kernel) stack ids of the current task (-1: none).
+/// The (user, kernel) stack ids of the current task (-1: none), copied
+/// through `STACK_BUF[buf_slot]` (`STACK_BUF_SAMPLE` from CPU samples,
+/// else `STACK_BUF_TRACE`).
 #[inline(always)]
-pub(crate) fn stack_ids<C: StackIdContext>(ctx: &C) -> (i32, i32) {
-    let user = match ctx.get_stackid(&STACKS, BPF_F_USER_STACK as u64) {
-        Ok(id) => id as i32,
-        Err(err) => {
-            if err == -17 || err == -12 {
-                count_lost(lost::STACKS_FULL);
-            }
-            -1
-        }
+pub(crate) fn stack_ids<C: EbpfContext>(ctx: &C, buf_slot: u32) -> (i32, i32) {
+    (
+        stack_id(ctx, BPF_F_USER_STACK as u64, buf_slot),
+        stack_id(ctx, 0, buf_slot),
+    )
+}
+
+/// The id of the current task's user or kernel stack (`flags`) in
+/// `STACK_FRAMES`, stored there when new; -1 when there is none or every
+/// slot it may take is taken. A stack is known by a 64-bit hash of its
+/// frames, so two stacks share an id only if their hashes collide (odds
+/// near 2^-64 a pair), where the kernel's stack-trace map drops a stack
+/// whenever its bucket holds another.
+#[inline(always)]
+fn stack_id<C: EbpfContext>(ctx: &C, flags: u64, buf_slot: u32) -> i32 {
+    let Some(buf) = STACK_BUF.get_ptr_mut(buf_slot) else {
+        return -1;
     };
-    let kernel = match ctx.get_stackid(&STACKS, 0) {
-        Ok(id) => id as i32,
-        Err(err) => {
-            if err == -17 || err == -12 {
-                count_lost(lost::STACKS_FULL);
-            }
-            -1
-        }
+    // SAFETY: bpf_get_stack writes at most `size` bytes into this CPU's
+    // buffer and zeroes what the stack does not fill.
+    let len = unsafe {
+        bpf_get_stack(
+            ctx.as_ptr(),
+            buf.cast(),
+            core::mem::size_of::<StackFrames>() as u32,
+            flags,
+        )
     };
-    (user, kernel)
+    if len <= 0 {
+        return -1;
+    }
+    // FNV-1a over the frames, seeded apart for user and kernel stacks.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ flags;
+    for i in 0..MAX_STACK_FRAMES {
+        // SAFETY: this CPU's buffer, index in bounds.
+        let ip = unsafe { (*buf).ips[i] };
+        if ip == 0 {
+            break;
+        }
+        hash = (hash ^ ip).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // Open addressing over the slots: the first probe is the hash's low
+    // bits, then an odd step (it visits every slot of a power-of-two
+    // table). A slot is claimed by inserting its owner's hash with
+    // BPF_NOEXIST, which one CPU alone can win.
+    let mask = STACK_SLOTS - 1;
+    let mut slot = (hash as u32) & mask;
+    let step = ((hash >> 32) as u32) | 1;
+    for _ in 0..STACK_PROBES {
+        // SAFETY: a lookup; the value is a plain u64.
+        match unsafe { STACK_OWNERS.get(&slot) } {
+            Some(&owner) if owner == hash => return slot as i32,
+            Some(_) => {}
+            None => {
+                if STACK_OWNERS
+                    .insert(&slot, &hash, BPF_NOEXIST as u64)
+                    .is_ok()
+                {
+                    return store_frames(slot, buf);
+                }
+                // Another CPU claimed it first, maybe for this very stack.
+                // SAFETY: as above.
+                if unsafe { STACK_OWNERS.get(&slot) } == Some(&hash) {
+                    return slot as i32;
+                }
+            }
+        }
+        slot = slot.wrapping_add(step) & mask;
+    }
+    count_lost(lost::STACKS_FULL);
+    -1
+}
+
+/// Copies the stack in `buf` into `STACK_FRAMES[slot]`, a slot just claimed.
+#[inline(always)]
+fn store_frames(slot: u32, buf: *mut StackFrames) -> i32 {
+    let Some(dest) = STACK_FRAMES.get_ptr_mut(slot) else {
+        return -1;
+    };
+    // SAFETY: `dest` is the claimed slot's value, written by this program
+    // alone; `buf` is this CPU's buffer; both hold a StackFrames.
+    let copied = unsafe {
+        bpf_probe_read_kernel(
+            dest.cast(),
+            core::mem::size_of::<StackFrames>() as u32,
+            buf.cast_const().cast(),
+        )
+    };
+    if copied == 0 { slot as i32 } else { -1 }
 }
 
 /// `cpu_sample`: counts the sample under its thread and stacks, and in
@@ -61,7 +136,7 @@ pub(crate) fn cpu_sample(ctx: &PerfEventContext) -> u32 {
     if tid == 0 || !is_traced(tgid) {
         return 0;
     }
-    let (user_stack, kernel_stack) = stack_ids(ctx);
+    let (user_stack, kernel_stack) = stack_ids(ctx, STACK_BUF_SAMPLE);
     let key = StackKey {
         tgid,
         tid,

@@ -16,8 +16,8 @@ use storprof_common::{
 use crate::{
     kernel::{kernel_read, now_ns},
     maps::{
-        CONFIG, FUTEX_WAIT_WORD, FUTEX_WAITERS, IRQ_CONTEXT, OFFCPU_START, SYSCALL_START,
-        WAKE_EDGES, count_lost, is_traced,
+        CONFIG, FUTEX_WAIT_WORD, FUTEX_WAITERS, IRQ_CONTEXT, OFFCPU_START, STACK_BUF_TRACE,
+        SYSCALL_START, WAKE_EDGES, count_lost, is_traced,
     },
     stacks::stack_ids,
 };
@@ -104,14 +104,14 @@ pub(crate) fn waking(ctx: &RawTracePointContext) -> u32 {
             (*acc).count += 1;
             (*acc).last_ns = now;
             if (*acc).count & (WAKER_STACK_EVERY - 1) == 0 {
-                let (user, kernel) = stack_ids(ctx);
+                let (user, kernel) = stack_ids(ctx, STACK_BUF_TRACE);
                 (*acc).waker_user_stack = user;
                 (*acc).waker_kernel_stack = kernel;
             }
         }
         return 0;
     }
-    let (user, kernel) = stack_ids(ctx);
+    let (user, kernel) = stack_ids(ctx, STACK_BUF_TRACE);
     let fresh = WakeAcc {
         blocked_ns: blocked,
         count: 1,

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use aya::{
     Ebpf, EbpfLoader,
-    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf, StackTraceMap},
+    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
     programs::{
         PerfEvent, RawTracePoint, TracePoint,
         perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
@@ -23,9 +23,9 @@ use aya::{
 use storprof_common::{
     BlockEvent, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES,
     MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
-    STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_SLOT_ENTRIES, StackKey, SyscallAcc, SyscallKey, ThreadAcc,
-    USER_STACK_PREFIX, UserStackHeader, WakeAcc, WakeKey, lost, py_offcpu_lost, py_tstate,
-    tracepoint_offsets as offsets,
+    STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_SLOT_ENTRIES, StackFrames, StackKey, SyscallAcc,
+    SyscallKey, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, WakeAcc, WakeKey, lost,
+    py_offcpu_lost, py_tstate, tracepoint_offsets as offsets,
 };
 
 use crate::session::model::ProbeStatus;
@@ -851,17 +851,17 @@ impl ProbeSet {
 
     /// Frames (instruction pointers, leaf first) of a stack id.
     pub fn stack(&self, id: i32) -> Vec<u64> {
-        if id < 0 {
-            return Vec::new();
-        }
-        let Some(map) = self.ebpf.map("STACKS") else {
+        let Ok(id) = u32::try_from(id) else {
             return Vec::new();
         };
-        let Ok(stacks) = StackTraceMap::try_from(map) else {
+        let Some(map) = self.ebpf.map("STACK_FRAMES") else {
             return Vec::new();
         };
-        match stacks.get(&(id as u32), 0) {
-            Ok(trace) => trace.frames().iter().map(|f| f.ip).collect(),
+        let Ok(stacks) = Array::<_, StackFrames>::try_from(map) else {
+            return Vec::new();
+        };
+        match stacks.get(&id, 0) {
+            Ok(stack) => stack.frames().to_vec(),
             Err(_) => Vec::new(),
         }
     }
