@@ -85,19 +85,16 @@ fn stack_id<C: EbpfContext>(ctx: &C, flags: u64, buf_slot: u32) -> i32 {
     let step = ((hash >> 32) as u32) | 1;
     for _ in 0..STACK_PROBES {
         // SAFETY: a lookup; the value is a plain u64.
-        match unsafe { STACK_OWNERS.get(&slot) } {
+        match unsafe { STACK_OWNERS.get(slot) } {
             Some(&owner) if owner == hash => return slot as i32,
             Some(_) => {}
             None => {
-                if STACK_OWNERS
-                    .insert(&slot, &hash, BPF_NOEXIST as u64)
-                    .is_ok()
-                {
+                if STACK_OWNERS.insert(slot, hash, BPF_NOEXIST as u64).is_ok() {
                     return store_frames(slot, buf);
                 }
                 // Another CPU claimed it first, maybe for this very stack.
                 // SAFETY: as above.
-                if unsafe { STACK_OWNERS.get(&slot) } == Some(&hash) {
+                if unsafe { STACK_OWNERS.get(slot) } == Some(&hash) {
                     return slot as i32;
                 }
             }
