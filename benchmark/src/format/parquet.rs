@@ -564,7 +564,20 @@ pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(ParquetLayout, 
 /// Parse FileMetaData `footer` of a file of `file_len` bytes.
 pub fn parse_footer(footer: &[u8], file_len: u64, path: &str) -> Result<ParquetLayout, BenchError> {
     let tr = |e: ThriftError| corrupt(path, format!("bad footer: {}", e.0));
-    let data_end = file_len - 8 - footer.len() as u64;
+    // The footer and its 8-byte trailer must fit the file (a caller may
+    // pass any pair: a length from a listing, a footer from elsewhere).
+    let data_end = file_len
+        .checked_sub(8)
+        .and_then(|n| n.checked_sub(footer.len() as u64))
+        .ok_or_else(|| {
+            corrupt(
+                path,
+                format!(
+                    "a footer of {} B and its 8-byte trailer do not fit a file of {file_len} B",
+                    footer.len()
+                ),
+            )
+        })?;
     let mut r = Reader::new(footer);
     r.enter().map_err(tr)?;
     let mut last = 0;
@@ -1301,5 +1314,16 @@ mod tests {
             parsed < small_t * 40 + std::time::Duration::from_millis(50),
             "{parsed:?} vs {small_t:?}"
         );
+    }
+
+    #[test]
+    fn a_footer_longer_than_its_file_is_a_clear_error() {
+        let err = parse_footer(&[0x15; 40], 44, "f.parquet").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("a footer of 40 B and its 8-byte trailer do not fit a file of 44 B"),
+            "{text}"
+        );
+        assert!(parse_footer(&[], 3, "f.parquet").is_err());
     }
 }

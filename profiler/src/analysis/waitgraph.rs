@@ -620,14 +620,24 @@ fn find_consumers(
 }
 
 /// The recorded command is a benchmark that emulates compute with sleeps
-/// (`storprof bench`, DLIO, mlpstorage), even at a computation time of 0.
+/// (`storprof bench`, DLIO, mlpstorage), even at a computation time of 0:
+/// by its arguments, the words of a shell command line among them
+/// (`sh -c '... exec dlio_benchmark ...'`), or a traced process's name.
 fn emulates_compute(session: &Session) -> bool {
     let argv = &session.info.command;
+    let is_benchmark = |word: &str| {
+        let name = word.rsplit('/').next().unwrap_or(word);
+        name.starts_with("dlio_benchmark") || name == "mlpstorage"
+    };
+    let words: Vec<String> = argv
+        .iter()
+        .flat_map(|a| a.split_whitespace())
+        .map(str::to_string)
+        .collect();
     super::features::is_storprof_bench(argv)
-        || argv.iter().any(|a| {
-            let name = a.rsplit('/').next().unwrap_or(a);
-            name.starts_with("dlio_benchmark") || name == "mlpstorage"
-        })
+        || super::features::is_storprof_bench(&words)
+        || words.iter().any(|w| is_benchmark(w))
+        || session.info.processes.iter().any(|p| is_benchmark(&p.comm))
 }
 
 /// Consumers found by their emulated compute when the data side is not
@@ -1586,6 +1596,28 @@ mod tests {
         assert_verdict(&a, VerdictId::ComputeBound);
         let au = a.verdict.kernel_au_percentage.unwrap();
         assert!(au > 95.0, "{au}");
+    }
+
+    #[test]
+    fn benchmarks_are_known_through_a_shell_or_by_their_process_name() {
+        let mut s = dataloader(10, 300);
+        s.info.command = vec!["python".into(), "train.py".into()];
+        assert!(!emulates_compute(&s));
+        s.info.command = vec![
+            "sh".into(),
+            "-c".into(),
+            "echo $$ > cgroup.procs && exec /venv/bin/dlio_benchmark workload=unet3d_a100".into(),
+        ];
+        assert!(emulates_compute(&s));
+        s.info.command = vec![
+            "sh".into(),
+            "-c".into(),
+            "storprof bench --workload flux".into(),
+        ];
+        assert!(emulates_compute(&s));
+        s.info.command = vec!["./run.sh".into()];
+        s.info.processes[0].comm = "dlio_benchmark".into();
+        assert!(emulates_compute(&s));
     }
 
     #[test]
