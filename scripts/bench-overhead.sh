@@ -61,7 +61,11 @@ declare -A RESULT SPREAD CPU
 run_case() { # name, command... (median and min..max of REPS runs; CPU time median)
     local name=$1; shift
     local times=() cpus=()
-    for _ in $(seq "$REPS"); do times+=("$(secs "$@")"); cpus+=("$(cat "$WORK/cpu")"); done
+    for _ in $(seq "$REPS"); do
+        # A fresh session directory each time (record refuses a full one).
+        rm -rf "$WORK"/s[0-9]
+        times+=("$(secs "$@")"); cpus+=("$(cat "$WORK/cpu")")
+    done
     RESULT[$name]=$(printf '%s\n' "${times[@]}" | median)
     SPREAD[$name]=$(printf '%s\n' "${times[@]}" | sort -n | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.3f..%.3f", lo, hi}')
     CPU[$name]=$(printf '%s\n' "${cpus[@]}" | median)

@@ -103,6 +103,10 @@ pub struct RecordArgs {
     /// Run the command as root even when started through sudo.
     #[arg(long)]
     pub as_root: bool,
+    /// Write into an existing output directory that is not empty (files of
+    /// the same names are replaced); without it such a directory is refused.
+    #[arg(long)]
+    pub force: bool,
     /// Count syscalls at exit only: cheaper, but no syscall latency.
     #[arg(long)]
     pub no_syscall_latency: bool,
@@ -198,6 +202,7 @@ impl RecordArgs {
             freq_hz: self.freq.max(1),
             output: self.output.clone().unwrap_or_else(default_output),
             as_root: self.as_root,
+            force: self.force,
             syscall_latency: !self.no_syscall_latency,
             unwind: self.unwind,
             stack_bytes: self.stack_bytes,

@@ -13,12 +13,13 @@
 pub mod bundle;
 pub mod flamegraph;
 pub mod report;
+pub mod safe_path;
 pub mod system;
 pub mod timeline;
 pub mod wording;
 
 use std::{
-    fs, io,
+    io,
     path::{Path, PathBuf},
 };
 
@@ -84,7 +85,7 @@ pub struct ReportOutcome {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    fs::write(path, bytes).map_err(|source| OutputError::Write {
+    safe_path::write_file(path, bytes).map_err(|source| OutputError::Write {
         path: path.to_path_buf(),
         source,
     })?;
@@ -156,7 +157,8 @@ pub fn give_to_invoking_user(path: &Path) {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     if let (true, Some(uid), Some(gid)) = (root, parse("SUDO_UID"), parse("SUDO_GID"))
-        && let Err(e) = std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        // lchown: a link planted in place of the file is not followed.
+        && let Err(e) = std::os::unix::fs::lchown(path, Some(uid), Some(gid))
     {
         log::warn!("cannot chown {} to {uid}:{gid}: {e}", path.display());
     }

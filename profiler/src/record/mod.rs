@@ -60,6 +60,9 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// Run the command as root even under sudo. Default false: run it as SUDO_UID/SUDO_GID.
     pub as_root: bool,
+    /// Write into an existing directory that is not empty (files of the
+    /// same names are replaced). Default false: such a directory is refused.
+    pub force: bool,
     /// Measure syscall latency (a `sys_enter` hook besides `sys_exit`).
     /// Default true; false halves the per-syscall cost but leaves
     /// `total_ns` and the latency histograms empty.
@@ -127,6 +130,7 @@ impl Default for RecordOptions {
             freq_hz: 99,
             output: PathBuf::from("storprof-session"),
             as_root: false,
+            force: false,
             syscall_latency: true,
             unwind: UnwindMode::Auto,
             stack_bytes: storprof_common::DEFAULT_STACK_BYTES,
@@ -174,6 +178,8 @@ pub enum RecordError {
     Probes(#[from] probes::ProbeError),
     #[error("tracefs: {0}")]
     Tracefs(String),
+    #[error(transparent)]
+    UnsafeOutput(#[from] crate::output::safe_path::UnsafeOutput),
     #[error("writing {path}: {source}")]
     Write {
         path: PathBuf,
@@ -219,6 +225,11 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         .transpose()?;
     let tracefs_line = probes::tracefs::ensure_mounted().map_err(RecordError::Tracefs)?;
     let dir = options.output.clone();
+    crate::output::safe_path::check_output_dir(
+        &dir,
+        options.force,
+        crate::output::safe_path::invoking_uid(),
+    )?;
     std::fs::create_dir_all(&dir).map_err(|source| RecordError::Write {
         path: dir.clone(),
         source,

@@ -111,12 +111,14 @@ pub(super) fn write_json<T: serde::Serialize>(
         path: path.clone(),
         source: std::io::Error::other(e),
     })?;
-    std::fs::write(&path, text + "\n").map_err(|source| RecordError::Write { path, source })
+    crate::output::safe_path::write_file(&path, (text + "\n").as_bytes())
+        .map_err(|source| RecordError::Write { path, source })
 }
 
 fn write_text(dir: &Path, name: &str, text: &str) -> Result<(), RecordError> {
     let path = dir.join(name);
-    std::fs::write(&path, text).map_err(|source| RecordError::Write { path, source })
+    crate::output::safe_path::write_file(&path, text.as_bytes())
+        .map_err(|source| RecordError::Write { path, source })
 }
 
 /// Builds the session and writes it to `dir`.
@@ -462,17 +464,19 @@ fn offcpu_unwind_stats(probes: &dyn Kernel, dwarf_offcpu: &DwarfSamples) -> mode
     }
 }
 
-/// Gives the session directory to the sudo user who ran storprof.
+/// Gives the session directory to the sudo user who ran storprof: its
+/// entries first, the directory last (until then the user cannot swap an
+/// entry for a link), and never through a symbolic link (lchown).
 fn chown_session(dir: &Path) {
     let Some(creds) = launch::sudo_credentials() else {
         return;
     };
-    let mut paths = vec![dir.to_path_buf()];
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        paths.extend(entries.flatten().map(|e| e.path()));
-    }
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    paths.push(dir.to_path_buf());
     for path in paths {
-        if let Err(err) = std::os::unix::fs::chown(&path, Some(creds.uid), Some(creds.gid)) {
+        if let Err(err) = std::os::unix::fs::lchown(&path, Some(creds.uid), Some(creds.gid)) {
             log::warn!("chown {}: {err}", path.display());
         }
     }
