@@ -226,6 +226,11 @@ pub fn install_signal_handlers() {
     }
 }
 
+/// The signal received so far (0: none), left pending for the run loop.
+pub fn signal_seen() -> i32 {
+    SIGNAL.load(Ordering::SeqCst)
+}
+
 /// The signal received (0: none) and whether it must be forwarded.
 pub fn pending_signal() -> (i32, bool) {
     (

@@ -178,6 +178,11 @@ pub enum RecordError {
     Probes(#[from] probes::ProbeError),
     #[error("tracefs: {0}")]
     Tracefs(String),
+    #[error(
+        "interrupted by signal {0} while the probes loaded: the command was not started, \
+         nothing was recorded"
+    )]
+    Interrupted(i32),
     #[error(transparent)]
     UnsafeOutput(#[from] crate::output::safe_path::UnsafeOutput),
     #[error("writing {path}: {source}")]
@@ -195,6 +200,9 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     if unsafe { libc::geteuid() } != 0 {
         return Err(RecordError::NotRoot);
     }
+    // From here a signal only sets a flag: start-up checks it, the run
+    // loop stops on it and the session is written.
+    launch::install_signal_handlers();
     if options.command.is_empty() && options.pids.is_empty() && options.netns.is_none() {
         return Err(RecordError::NothingToRecord);
     }
@@ -230,6 +238,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         options.force,
         crate::output::safe_path::invoking_uid(),
     )?;
+    let dir_is_new = !dir.exists();
     std::fs::create_dir_all(&dir).map_err(|source| RecordError::Write {
         path: dir.clone(),
         source,
@@ -256,7 +265,15 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             log::warn!("probe {} disabled: {}", status.name, status.note);
         }
     }
-    launch::install_signal_handlers();
+    // Ctrl-C or SIGTERM while the probes loaded: nothing was recorded, the
+    // command never started; the directory made for it goes away.
+    let signo = launch::signal_seen();
+    if signo != 0 {
+        if dir_is_new {
+            let _ = std::fs::remove_dir(&dir);
+        }
+        return Err(RecordError::Interrupted(signo));
+    }
 
     let start_unix = procfs::unix_ns();
     let start_mono = procfs::monotonic_ns();
