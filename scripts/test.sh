@@ -59,6 +59,10 @@ if [ "$(id -u)" = 0 ]; then
   # Every ignored test is a root test (the mpi feature is on): count them from the list.
   ran=$(cargo test "${test_args[@]}" -- --ignored --list 2>/dev/null | grep -c ': test$' || true)
   echo "root-only tests: $ran ran (root)"
+  step "kill and soak smoke runs (root)"
+  # Short versions of the reliability scripts (README: Reliability).
+  STORPROF="${CARGO_TARGET_DIR:-target}/release/storprof" bash scripts/kill-test.sh 6 2
+  STORPROF="${CARGO_TARGET_DIR:-target}/release/storprof" bash scripts/soak.sh 20 100 5
 else
   # With the mpi feature on, every ignored test is a root test.
   echo "root-only tests: $(sum_ignored "$test_log") ignored (not root)"
