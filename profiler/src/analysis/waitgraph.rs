@@ -369,25 +369,26 @@ impl<'a> Graph<'a> {
 
 /// Threads whose wake-ups feed `to`: (waker, wake-ups).
 fn feeders(g: &Graph, to: ThreadId) -> BTreeMap<ThreadId, u64> {
-    let mut out = BTreeMap::new();
-    for (e, _, n) in g.into.get(&to).into_iter().flatten() {
-        if let Some(w) = waker_id(e)
-            && w != to
-        {
-            *out.entry(w).or_insert(0) += n;
-        }
-    }
-    out
+    feeders_by(g, to, |_| true)
 }
 
 /// Like [`feeders`], without the wake-ups of a lock both threads contend
 /// for (`futex_shared`): the hand-offs that can carry data.
 fn handoff_feeders(g: &Graph, to: ThreadId) -> BTreeMap<ThreadId, u64> {
+    feeders_by(g, to, |e| !e.futex_shared)
+}
+
+/// Wakers of `to` over the edges `keep` accepts: (waker, wake-ups).
+fn feeders_by(
+    g: &Graph,
+    to: ThreadId,
+    keep: impl Fn(&WakeEdge) -> bool,
+) -> BTreeMap<ThreadId, u64> {
     let mut out = BTreeMap::new();
     for (e, _, n) in g.into.get(&to).into_iter().flatten() {
         if let Some(w) = waker_id(e)
             && w != to
-            && !e.futex_shared
+            && keep(e)
         {
             *out.entry(w).or_insert(0) += n;
         }
