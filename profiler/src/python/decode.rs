@@ -45,19 +45,21 @@ fn line_311(table: &[u8], firstlineno: i32, index: u32) -> Option<i32> {
         let length = (first & 7) as u64 + 1;
         let has_line = match code {
             15 => false,
+            // Line deltas come from a traced process's memory: a sum past
+            // i32 is a corrupt table, so no line rather than a wrapped one.
             14 => {
-                line += svarint(&mut next)?;
+                line = line.checked_add(svarint(&mut next)?)?;
                 varint(&mut next)?;
                 varint(&mut next)?;
                 varint(&mut next)?;
                 true
             }
             13 => {
-                line += svarint(&mut next)?;
+                line = line.checked_add(svarint(&mut next)?)?;
                 true
             }
             10..=12 => {
-                line += code as i32 - 10;
+                line = line.checked_add(code as i32 - 10)?;
                 next()?;
                 next()?;
                 true
@@ -108,7 +110,8 @@ fn line_310(table: &[u8], firstlineno: i32, byte_offset: u64) -> Option<i32> {
         let this = if delta == -128 {
             None
         } else {
-            line += delta as i32;
+            // As in line_311: past i32 the table is corrupt.
+            line = line.checked_add(delta as i32)?;
             Some(line)
         };
         if byte_offset >= start && byte_offset < end {
@@ -314,6 +317,25 @@ pub fn frame_name(function: &str, filename: &str, line: Option<i32>) -> String {
 mod tests {
     use super::*;
     use crate::python::offsets::for_version;
+
+    /// Found by the `python` fuzz target (a line table read from process
+    /// memory): a line delta past i32 gives no line, not a panic (debug)
+    /// or a wrapped negative line (release).
+    #[test]
+    fn line_past_i32_is_no_line() {
+        // 3.11+: one entry, code 13 (a signed varint line delta of +1), 1 unit.
+        let table = [0x80 | (13 << 3), 0x02];
+        let f = LineTableFormat::Locations311;
+        assert_eq!(line_for_index(f, &table, 10, 0), Some(11));
+        assert_eq!(line_for_index(f, &table, i32::MAX, 0), None);
+        // Codes 10..=12: the delta is in the code itself (code 12: +2).
+        let table = [0x80 | (12 << 3), 0, 0];
+        assert_eq!(line_for_index(f, &table, i32::MAX - 1, 0), None);
+        // 3.10: (byte delta 2, line delta +1) pairs.
+        let f = LineTableFormat::Pairs310;
+        assert_eq!(line_for_index(f, &[2, 1], 10, 0), Some(11));
+        assert_eq!(line_for_index(f, &[2, 1], i32::MAX, 0), None);
+    }
 
     #[test]
     fn splits_311_frames_at_entry_frames_and_splices_them() {

@@ -455,7 +455,11 @@ fn read_code(memory: &ProcessMemory, interp: &Interpreter, addr: u64) -> Option<
     let filename = read_string(memory, code, fields.filename)?;
     let table_header = memory.read(fields.linetable, decode::bytes_data_offset())?;
     let table_len = decode::bytes_len(&table_header)?.min(MAX_OBJECT_BYTES);
-    let linetable = memory.read(fields.linetable + decode::bytes_data_offset(), table_len)?;
+    // Pointers read from the process: an address past u64 is no object.
+    let linetable = memory.read(
+        fields.linetable.checked_add(decode::bytes_data_offset())?,
+        table_len,
+    )?;
     Some(CodeInfo {
         name,
         filename,
@@ -467,7 +471,10 @@ fn read_code(memory: &ProcessMemory, interp: &Interpreter, addr: u64) -> Option<
 fn read_string(memory: &ProcessMemory, code: &offsets::CodeOffsets, addr: u64) -> Option<String> {
     let header = memory.read(addr, code.compact_size)?;
     let (data, length, kind) = decode::unicode_layout(code, &header)?;
-    let bytes = memory.read(addr + data, length.min(MAX_OBJECT_BYTES) * kind as u64)?;
+    let bytes = memory.read(
+        addr.checked_add(data)?,
+        length.min(MAX_OBJECT_BYTES) * kind as u64,
+    )?;
     Some(decode::decode_chars(kind, &bytes))
 }
 

@@ -8,7 +8,10 @@
 //! into (file, file offset) with that layout and symbolized from the ELF
 //! files (symbols and DWARF); anonymous memory is looked up in the perf map;
 //! kernel addresses are symbolized from kallsyms and suffixed `_[k]`.
-use std::collections::HashMap;
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use blazesym::symbolize::{
     Input, Symbolized, Symbolizer as Blaze,
@@ -16,7 +19,7 @@ use blazesym::symbolize::{
 };
 
 /// One line of `/proc/PID/maps`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MapEntry {
     pub start: u64,
     pub end: u64,
@@ -96,7 +99,12 @@ pub fn clean_frame(name: &str) -> String {
 /// Remembers process layouts and symbolizes stacks.
 pub struct Symbolizer {
     blaze: Blaze,
-    maps: HashMap<u32, Vec<MapEntry>>,
+    /// Layouts are shared: the children a process forks without exec
+    /// have its layout, and a recording that sees thousands of them keeps
+    /// one copy (see [`Self::intern`]).
+    maps: HashMap<u32, Arc<Vec<MapEntry>>>,
+    /// Every distinct layout, by content.
+    layouts: HashSet<Arc<Vec<MapEntry>>>,
     perf_maps: HashMap<u32, Vec<PerfMapEntry>>,
     /// (file, file offset) → frame name.
     user_cache: HashMap<(String, u64), Option<String>>,
@@ -114,6 +122,7 @@ impl Symbolizer {
         Self {
             blaze: Blaze::new(),
             maps: HashMap::new(),
+            layouts: HashSet::new(),
             perf_maps: HashMap::new(),
             user_cache: HashMap::new(),
             kernel_cache: HashMap::new(),
@@ -130,11 +139,38 @@ impl Symbolizer {
         if entries.is_empty() {
             return false;
         }
-        self.maps.insert(tgid, entries);
+        let shared = self.intern(entries);
+        self.maps.insert(tgid, shared);
         if let Ok(text) = std::fs::read_to_string(format!("/tmp/perf-{tgid}.map")) {
             self.perf_maps.insert(tgid, parse_perf_map(&text));
         }
         true
+    }
+
+    /// Sets the layout and perf map of `tgid` as [`Self::snapshot_process`]
+    /// would have read them: for the fuzz targets (fuzz/), which feed
+    /// layouts and ELF files without a live process.
+    pub fn set_layout(&mut self, tgid: u32, maps: Vec<MapEntry>, perf_map: Vec<PerfMapEntry>) {
+        let shared = self.intern(maps);
+        self.maps.insert(tgid, shared);
+        self.perf_maps.insert(tgid, perf_map);
+    }
+
+    /// The shared copy of `layout`.
+    fn intern(&mut self, layout: Vec<MapEntry>) -> Arc<Vec<MapEntry>> {
+        if let Some(shared) = self.layouts.get(&layout) {
+            return Arc::clone(shared);
+        }
+        let shared = Arc::new(layout);
+        self.layouts.insert(Arc::clone(&shared));
+        shared
+    }
+
+    /// Forgets `tid`: it was taken for a process at its fork, and its
+    /// exit showed a thread of another.
+    pub fn forget_process(&mut self, tid: u32) {
+        self.maps.remove(&tid);
+        self.perf_maps.remove(&tid);
     }
 
     /// A forked child starts with its parent's layout.
@@ -152,7 +188,7 @@ impl Symbolizer {
 
     /// The last layout read of `tgid` (executable mappings).
     pub fn layout(&self, tgid: u32) -> Option<&[MapEntry]> {
-        self.maps.get(&tgid).map(Vec::as_slice)
+        self.maps.get(&tgid).map(|layout| layout.as_slice())
     }
 
     /// True when `addr` lies in a CPython perf trampoline of `tgid`
@@ -205,7 +241,10 @@ impl Symbolizer {
                 offset,
                 ..
             }) => {
-                let file_offset = addr - start + offset;
+                // addr ≥ start (the lookup); the offset is from a maps line.
+                let Some(file_offset) = (addr - start).checked_add(offset) else {
+                    return "[unknown]".to_string();
+                };
                 let key = (path.clone(), file_offset);
                 if !self.user_cache.contains_key(&key) {
                     // The ELF symbol tables first: they name the function
@@ -240,7 +279,7 @@ impl Symbolizer {
                     entries
                         .iter()
                         .rev()
-                        .find(|e| addr >= e.start && addr < e.start + e.size)
+                        .find(|e| addr >= e.start && addr < e.start.saturating_add(e.size))
                 })
                 .map(|e| clean_frame(&e.name))
                 .unwrap_or_else(|| "[unknown]".to_string()),
@@ -291,6 +330,30 @@ impl Symbolizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by review while writing the `elf` fuzz target (the fuzzer had
+    /// not reached it yet): a maps offset or a perf-map size whose sum with
+    /// an address passes u64 is looked up without wrapping.
+    #[test]
+    fn offsets_and_sizes_past_u64_do_not_wrap() {
+        let mut s = Symbolizer::new();
+        let maps = vec![MapEntry {
+            start: 0x1000,
+            end: 0x2000,
+            offset: u64::MAX,
+            path: Some("/nonexistent/storprof-test".into()),
+        }];
+        let perf = vec![PerfMapEntry {
+            start: u64::MAX - 5,
+            size: 100,
+            name: "py::f:x.py".into(),
+        }];
+        s.set_layout(1, maps, perf);
+        // Wrapped, the offset would name the file ("[storprof-test]").
+        assert_eq!(s.user_frames(1, &[0x1800]), ["[unknown]"]);
+        // Wrapped, the entry's end would lie below its start.
+        assert_eq!(s.user_frames(1, &[u64::MAX - 1]), ["py::f:x.py"]);
+    }
 
     #[test]
     fn parses_maps_lines() {

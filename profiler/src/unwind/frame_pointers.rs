@@ -86,12 +86,14 @@ pub fn scan_elf(data: &[u8]) -> Option<PrologueScan> {
     let text = file.section_by_name(".text")?;
     let text_start = text.address();
     let text_data = text.data().ok()?;
+    // A .text whose end lies past u64 is corrupt (the addresses are the file's).
+    let text_end = text_start.checked_add(text_data.len() as u64)?;
     let mut starts: Vec<u64> = file
         .symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.is_definition())
         .map(|s| s.address())
-        .filter(|&a| a >= text_start && a < text_start + text_data.len() as u64)
+        .filter(|&a| a >= text_start && a < text_end)
         .collect();
     starts.sort_unstable();
     starts.dedup();

@@ -172,14 +172,19 @@ impl FileUnwindInfo {
             path: path.to_string(),
             source,
         })?;
+        // Addresses and sizes are the file's word: a section or segment
+        // whose end lies past u64 is corrupt and left out, not wrapped.
         let section = |name: &str| -> (Option<Range<u64>>, Option<SharedBytes>) {
             match file.section_by_name(name) {
-                Some(s) => (
-                    Some(s.address()..s.address() + s.size()),
-                    s.uncompressed_data()
-                        .ok()
-                        .map(|d| SharedBytes::of(bytes, d)),
-                ),
+                Some(s) => match s.address().checked_add(s.size()) {
+                    Some(end) => (
+                        Some(s.address()..end),
+                        s.uncompressed_data()
+                            .ok()
+                            .map(|d| SharedBytes::of(bytes, d)),
+                    ),
+                    None => (None, None),
+                },
                 None => (None, None),
             }
         };
@@ -190,9 +195,12 @@ impl FileUnwindInfo {
         let (_, debug_frame) = section(".debug_frame");
         let exec_segments = file
             .segments()
-            .map(|seg| {
+            .filter_map(|seg| {
                 let (offset, size) = seg.file_range();
-                (offset..offset + size, seg.address().wrapping_sub(offset))
+                Some((
+                    offset..offset.checked_add(size)?,
+                    seg.address().wrapping_sub(offset),
+                ))
             })
             .collect();
         Ok(Self {
@@ -420,6 +428,44 @@ impl DwarfUnwinder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An ELF64 x86-64 header and one PT_LOAD program header at `offset`
+    /// of `size` bytes (no sections).
+    fn elf_with_segment(offset: u64, size: u64) -> Vec<u8> {
+        let mut b = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0];
+        b.resize(16, 0);
+        b.extend(2u16.to_le_bytes()); // ET_EXEC
+        b.extend(0x3eu16.to_le_bytes()); // x86-64
+        b.extend(1u32.to_le_bytes());
+        b.extend(0u64.to_le_bytes()); // entry
+        b.extend(64u64.to_le_bytes()); // phoff
+        b.extend(0u64.to_le_bytes()); // shoff
+        b.extend(0u32.to_le_bytes());
+        for v in [64u16, 56, 1, 64, 0, 0] {
+            b.extend(v.to_le_bytes()); // ehsize, phentsize, phnum, shentsize, shnum, shstrndx
+        }
+        b.extend(1u32.to_le_bytes()); // PT_LOAD
+        b.extend(5u32.to_le_bytes()); // R+X
+        for v in [offset, 0x400000, 0x400000, size, size, 0x1000] {
+            b.extend(v.to_le_bytes());
+        }
+        b
+    }
+
+    /// Found by the `elf` fuzz target: a segment whose file range ends
+    /// past u64 is left out (it panicked in debug builds and wrapped to
+    /// a bogus range in release builds).
+    #[test]
+    fn a_segment_past_u64_is_left_out() {
+        let parse = |elf: Vec<u8>| {
+            FileUnwindInfo::parse("test", &Arc::new(FileBytes::Owned(elf)))
+                .map_err(|e| e.to_string())
+        };
+        let good = parse(elf_with_segment(0, 0x100)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(good.exec_segments, vec![(0..0x100, 0x400000)]);
+        let bad = parse(elf_with_segment(u64::MAX - 0x10, 0x100)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(bad.exec_segments.is_empty(), "{:?}", bad.exec_segments);
+    }
     use crate::symbolize::{Symbolizer, parse_maps};
 
     /// Captures this thread's registers and `len` bytes of its stack, as the
