@@ -105,6 +105,7 @@ pub struct RecordArgs {
     pub as_root: bool,
     /// Write into an existing output directory that is not empty (files of
     /// the same names are replaced); without it such a directory is refused.
+    /// `diagnose`: also replace an existing --bundle file.
     #[arg(long)]
     pub force: bool,
     /// Count syscalls at exit only: cheaper, but no syscall latency.
@@ -252,7 +253,9 @@ pub struct DiagnoseArgs {
     pub record: RecordArgs,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
-    /// Bundle file (default: SESSION_DIR.tar.gz).
+    /// Bundle file (default: SESSION_DIR.tar.gz). An existing file is
+    /// replaced only with --force; a path through another user's symbolic
+    /// link is refused.
     #[arg(long, value_name = "FILE.tar.gz")]
     pub bundle: Option<PathBuf>,
     /// Without a command: dataset directory of the embedded demo
@@ -272,7 +275,7 @@ pub enum KindArg {
     Offcpu,
 }
 
-/// `storprof flamegraph DIR [--kind oncpu|offcpu] [--diff OTHER_DIR] [-o FILE]`
+/// `storprof flamegraph DIR [--kind oncpu|offcpu] [--diff OTHER_DIR] [-o FILE [--force]]`
 #[derive(clap::Args, Debug, Clone)]
 pub struct FlamegraphArgs {
     /// Session directory.
@@ -285,34 +288,52 @@ pub struct FlamegraphArgs {
     /// DIR spends more than OTHER_DIR, blue where less (counts normalized).
     #[arg(long, value_name = "OTHER_DIR")]
     pub diff: Option<PathBuf>,
-    /// Output SVG (default: DIR/flamegraph-KIND.svg, or DIR/flamegraph-KIND-diff.svg).
+    /// Output SVG (default: DIR/flamegraph-KIND.svg, or
+    /// DIR/flamegraph-KIND-diff.svg, replaced when present). Through sudo
+    /// it is the invoking user's; a path through another user's symbolic
+    /// link is refused.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace an existing file at --output (without it, refused).
+    #[arg(long)]
+    pub force: bool,
     /// Stable colours and pretty XML (for diffs and tests).
     #[arg(long)]
     pub deterministic: bool,
 }
 
-/// `storprof bundle DIR [-o FILE.tar.gz]`
+/// `storprof bundle DIR [-o FILE.tar.gz] [--force]`
 #[derive(clap::Args, Debug, Clone)]
 pub struct BundleArgs {
     /// Session directory.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// Output file (default: DIR.tar.gz).
+    /// Output file (default: DIR.tar.gz, replaced when present). Through
+    /// sudo it is the invoking user's; a path through another user's
+    /// symbolic link is refused.
     #[arg(short, long, value_name = "FILE.tar.gz")]
     pub output: Option<PathBuf>,
+    /// Replace an existing file at --output (without it, refused).
+    #[arg(long)]
+    pub force: bool,
 }
 
-/// `storprof merge SESSION... -o DIR [--thresholds FILE]`
+/// `storprof merge SESSION... -o DIR [--force] [--thresholds FILE]`
 #[derive(clap::Args, Debug, Clone)]
 pub struct MergeArgs {
     /// Session directories, one per host (`storprof record --output DIR/<host>` on each host).
     #[arg(value_name = "SESSION", required = true, num_args = 1..)]
     pub sessions: Vec<PathBuf>,
-    /// Output directory for merged.json, report.md and merged.tar.gz.
+    /// Output directory for merged.json, report.md and merged.tar.gz
+    /// (through sudo, the invoking user's). A path through another user's
+    /// symbolic link is refused, an existing directory that is not empty
+    /// needs --force.
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
+    /// Write into an existing output directory that is not empty (files of
+    /// the same names are replaced).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
 }

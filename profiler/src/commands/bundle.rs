@@ -1,7 +1,7 @@
-//! `storprof bundle DIR [-o FILE.tar.gz]`: the evidence bundle.
+//! `storprof bundle DIR [-o FILE.tar.gz] [--force]`: the evidence bundle.
 use crate::{
     cli::{BundleArgs, exit},
-    output::{self, BundleSessionOptions, OutputError},
+    output::{self, BundleSessionOptions, OutputError, bundle::BundleError},
     session::load::LoadError,
 };
 
@@ -9,6 +9,7 @@ use crate::{
 pub fn run(args: &BundleArgs) -> anyhow::Result<i32> {
     let options = BundleSessionOptions {
         output: args.output.clone(),
+        force: args.force,
         ..BundleSessionOptions::default()
     };
     match output::bundle_session(&args.dir, &options) {
@@ -23,6 +24,10 @@ pub fn run(args: &BundleArgs) -> anyhow::Result<i32> {
         Err(OutputError::Load(
             e @ (LoadError::MissingDir(_) | LoadError::NotADir(_) | LoadError::NotASession { .. }),
         )) => {
+            eprintln!("storprof: error: {e}");
+            Ok(exit::USAGE)
+        }
+        Err(OutputError::Bundle(e @ BundleError::UnsafeOutput(_))) => {
             eprintln!("storprof: error: {e}");
             Ok(exit::USAGE)
         }

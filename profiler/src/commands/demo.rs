@@ -330,6 +330,7 @@ pub fn run_demo(options: &DemoOptions) -> anyhow::Result<DemoOutcome> {
         let b = BundleSessionOptions {
             output: None,
             report: report.clone(),
+            force: false,
         };
         output::bundle_session(&outcome.dir, &b)?;
         runs.push(DemoRun {

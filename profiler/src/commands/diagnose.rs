@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     cli::{DiagnoseArgs, exit},
-    output::{self, BundleSessionOptions, ReportOptions, report::render_terminal},
+    output::{self, BundleSessionOptions, ReportOptions, report::render_terminal, safe_path},
     record::{self, RecordError},
 };
 
@@ -26,6 +26,14 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
     };
     if args.record.command.is_empty() && args.record.pids.is_empty() {
         return run_demo(args, thresholds);
+    }
+    // Refused before recording, not after a long run.
+    if let Some(bundle) = &args.bundle
+        && let Err(err) =
+            safe_path::check_output_file(bundle, args.record.force, safe_path::invoking_uid())
+    {
+        eprintln!("storprof: error: --bundle: {err}");
+        return Ok(exit::USAGE);
     }
     let outcome = match record::record(&options) {
         Ok(o) => o,
@@ -49,6 +57,7 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
     let b = BundleSessionOptions {
         output: args.bundle.clone(),
         report,
+        force: args.record.force,
     };
     let (bundle, _) = output::bundle_session(&outcome.dir, &b)?;
     eprintln!("storprof: session {}", outcome.dir.display());

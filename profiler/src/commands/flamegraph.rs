@@ -1,5 +1,5 @@
-//! `storprof flamegraph DIR [--kind oncpu|offcpu] [--diff OTHER_DIR] [-o FILE]`.
-use std::{fs::File, io::BufWriter};
+//! `storprof flamegraph DIR [--kind oncpu|offcpu] [--diff OTHER_DIR] [-o FILE [--force]]`.
+use std::io::BufWriter;
 
 use anyhow::Context;
 
@@ -7,7 +7,7 @@ use crate::{
     cli::{FlamegraphArgs, KindArg, exit},
     output::{
         flamegraph::{self, FlamegraphOptions, Kind},
-        give_to_invoking_user,
+        give_to_invoking_user, safe_path,
     },
     session::{load, model::files},
 };
@@ -49,18 +49,34 @@ pub fn run(args: &FlamegraphArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| args.dir.join(default_name));
-    let file = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    // The default file in the session is storprof's own output, replaced
+    // like `storprof report` replaces it; a named one needs --force.
+    if let Err(err) = safe_path::check_output_file(
+        &out,
+        args.force || args.output.is_none(),
+        safe_path::invoking_uid(),
+    ) {
+        eprintln!("storprof: error: {err}");
+        return Ok(exit::USAGE);
+    }
+    // The other session is loaded before the file is made: a bad one
+    // leaves nothing behind.
+    let other = match &args.diff {
+        None => None,
+        Some(other_dir) => match load::load(other_dir) {
+            Ok(s) => Some((other_dir, s)),
+            Err(e) => {
+                eprintln!("storprof: error: {e}");
+                return Ok(exit::USAGE);
+            }
+        },
+    };
+    let file =
+        safe_path::create_file(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let w = BufWriter::new(file);
-    match &args.diff {
+    match &other {
         None => flamegraph::write(stacks, &options, w),
-        Some(other_dir) => {
-            let other = match load::load(other_dir) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("storprof: error: {e}");
-                    return Ok(exit::USAGE);
-                }
-            };
+        Some((other_dir, other)) => {
             let other_stacks = match kind {
                 Kind::OnCpu => &other.oncpu,
                 Kind::OffCpu => &other.offcpu,

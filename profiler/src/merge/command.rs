@@ -14,6 +14,7 @@ use crate::analysis::analyze;
 use crate::cli::{MergeArgs, exit};
 use crate::commands::load_thresholds;
 use crate::output::bundle::{append, redacted_bytes};
+use crate::output::{give_to_invoking_user, safe_path};
 use crate::session::load::{LoadError, load};
 
 /// Files written into the output directory.
@@ -67,6 +68,13 @@ fn dir_name(dir: &Path) -> String {
 
 /// Runs `storprof merge`.
 pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
+    // Checked first: a refused output costs no analysis.
+    if let Err(err) =
+        safe_path::check_output_dir(&args.output, args.force, safe_path::invoking_uid())
+    {
+        eprintln!("storprof: error: {err}");
+        return Ok(exit::USAGE);
+    }
     let thresholds = load_thresholds(args.thresholds.thresholds.as_deref())?;
     let merged = match merge_sessions(&args.sessions, &thresholds) {
         Ok(m) => m,
@@ -91,6 +99,7 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
         return Ok(exit::USAGE);
     }
     write_outputs(&merged, &args.sessions, &args.output)?;
+    give_outputs_to_invoking_user(&args.output);
     println!(
         "cluster verdict: {} — {}",
         merged.cluster_verdict, merged.cluster_headline
@@ -115,31 +124,42 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-/// Write merged.json, report.md and the bundle into `out`.
+/// Through sudo, hands the files written into `out` to the invoking user,
+/// the directory last (until then they cannot swap a file for a link).
+fn give_outputs_to_invoking_user(out: &Path) {
+    for name in [files::MERGED_JSON, files::REPORT, files::BUNDLE] {
+        give_to_invoking_user(&out.join(name));
+    }
+    give_to_invoking_user(out);
+}
+
+/// Write merged.json, report.md and the bundle into `out`; each file is
+/// created afresh (`O_EXCL | O_NOFOLLOW`: a link in its place is replaced,
+/// not followed).
 pub fn write_outputs(m: &Merged, sessions: &[PathBuf], out: &Path) -> anyhow::Result<()> {
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let json = serde_json::to_string_pretty(m)? + "\n";
     let report = render_markdown(m);
-    fs::write(out.join(files::MERGED_JSON), &json)
+    safe_path::write_file(&out.join(files::MERGED_JSON), json.as_bytes())
         .with_context(|| format!("cannot write {}", out.join(files::MERGED_JSON).display()))?;
-    fs::write(out.join(files::REPORT), &report)
+    safe_path::write_file(&out.join(files::REPORT), report.as_bytes())
         .with_context(|| format!("cannot write {}", out.join(files::REPORT).display()))?;
     let bundle = out.join(files::BUNDLE);
-    let file =
-        fs::File::create(&bundle).with_context(|| format!("cannot write {}", bundle.display()))?;
+    let file = safe_path::create_file(&bundle)
+        .with_context(|| format!("cannot write {}", bundle.display()))?;
     let mut tar = tar::Builder::new(GzEncoder::new(file, Compression::default()));
     let top = "storprof-merged";
     // The same tar entries and redaction as a single-host bundle.
     append(
         &mut tar,
         &format!("{top}/{}", files::MERGED_JSON),
-        json.as_bytes(),
+        &redacted_bytes(Path::new(files::MERGED_JSON), json.into_bytes()),
         &bundle,
     )?;
     append(
         &mut tar,
         &format!("{top}/{}", files::REPORT),
-        report.as_bytes(),
+        &redacted_bytes(Path::new(files::REPORT), report.into_bytes()),
         &bundle,
     )?;
     for (host, dir) in m.hosts.iter().zip(sessions) {

@@ -3,14 +3,14 @@
 //! secrets redacted on the way in.
 //!
 //! ```text
-//! session dir ──► each file: JSON → redact keys + command; text → as is
+//! session dir ──► each file: JSON → redact keys, argv, strings; SVG and
+//!                 folded stacks → as is; other text → redact lines
 //! system.json ──►                                    ──► tar ──► gzip ──► FILE.tar.gz
 //! bench results dir (from the command line) ──► *.json, *.log, *.yaml
 //! ```
 //!
-//! Redaction: names that look like KEY, SECRET, TOKEN, PASSWORD or
-//! credentials, in `NAME=VALUE`, `--name VALUE` and `--name=VALUE` argument
-//! forms, as JSON object keys at any depth, and passwords inside URLs.
+//! Redaction: see [`super::redact`] (secret-looking names in argument,
+//! command-line, config and JSON forms, and credentials in URLs).
 use std::{
     fs::{self, File},
     io::{self, Write},
@@ -19,22 +19,10 @@ use std::{
 
 use flate2::{Compression, write::GzEncoder};
 
-/// What replaces a secret value.
-pub const REDACTED: &str = "<redacted>";
-
-/// Fragments of names whose values are secrets (compared upper-case, with
-/// `-` and `.` read as `_`).
-const SECRET_NAME_PARTS: &[&str] = &[
-    "KEY",
-    "SECRET",
-    "TOKEN",
-    "PASSWORD",
-    "PASSWD",
-    "PASSPHRASE",
-    "CREDENTIAL",
-    "AUTHORIZATION",
-    "SIGNATURE",
-];
+pub use super::redact::{
+    REDACTED, is_secret_name, redact_args, redact_command_line, redact_json, redact_text,
+    redact_url_password,
+};
 
 /// Errors writing a bundle.
 #[derive(Debug, thiserror::Error)]
@@ -51,122 +39,8 @@ pub enum BundleError {
         #[source]
         source: io::Error,
     },
-}
-
-/// True when a variable/option/key name looks like it holds a secret.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper: String = name
-        .trim_start_matches(['-', '+'])
-        .chars()
-        .map(|c| match c {
-            '-' | '.' => '_',
-            c => c.to_ascii_uppercase(),
-        })
-        .collect();
-    SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
-}
-
-/// Replaces `user:password@` in URLs with `user:<redacted>@`.
-pub fn redact_url_password(s: &str) -> String {
-    let Some(scheme_end) = s.find("://") else {
-        return s.to_string();
-    };
-    let rest = &s[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
-        return s.to_string();
-    };
-    let userinfo = &authority[..at];
-    let Some(colon) = userinfo.find(':') else {
-        return s.to_string();
-    };
-    format!(
-        "{}{}:{REDACTED}{}",
-        &s[..scheme_end + 3],
-        &userinfo[..colon],
-        &rest[at..]
-    )
-}
-
-/// Redacts secrets in an argv (see the module docs for the forms).
-pub fn redact_args(args: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut redact_next = false;
-    for arg in args {
-        if redact_next {
-            redact_next = false;
-            // `--token --other` : the next word is an option, not a value.
-            if !arg.starts_with('-') {
-                out.push(REDACTED.to_string());
-                continue;
-            }
-        }
-        if let Some((name, _)) = arg.split_once('=')
-            && is_secret_name(name)
-        {
-            out.push(format!("{name}={REDACTED}"));
-            continue;
-        }
-        if arg.starts_with('-') && !arg.contains('=') && is_secret_name(arg) {
-            redact_next = true;
-        }
-        out.push(redact_url_password(arg));
-    }
-    out
-}
-
-/// Redacts a JSON document: values under secret-looking keys, `command`
-/// arrays of strings as argv, and URL passwords in every string.
-pub fn redact_json(value: &mut serde_json::Value) {
-    use serde_json::Value;
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map.iter_mut() {
-                if is_secret_name(k) && !matches!(v, Value::Object(_) | Value::Array(_)) {
-                    *v = Value::String(REDACTED.to_string());
-                } else if k == "command"
-                    && let Value::Array(items) = v
-                    && items.iter().all(Value::is_string)
-                {
-                    let argv: Vec<String> = items
-                        .iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect();
-                    *items = redact_args(&argv).into_iter().map(Value::String).collect();
-                } else {
-                    redact_json(v);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(redact_json),
-        Value::String(s) => *s = redact_url_password(s),
-        _ => {}
-    }
-}
-
-/// Redacts `NAME=VALUE` words and URL passwords in free text (logs, YAML
-/// lines `key: value` with secret-looking keys).
-pub fn redact_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let (body, nl) = match line.strip_suffix('\n') {
-            Some(b) => (b, "\n"),
-            None => (line, ""),
-        };
-        // YAML-ish `key: value`.
-        if let Some((k, _)) = body.split_once(": ")
-            && !k.trim().contains(' ')
-            && is_secret_name(k.trim())
-        {
-            out.push_str(&format!("{k}: {REDACTED}{nl}"));
-            continue;
-        }
-        let words: Vec<String> = body.split(' ').map(str::to_string).collect();
-        out.push_str(&redact_args(&words).join(" "));
-        out.push_str(nl);
-    }
-    out
+    #[error(transparent)]
+    UnsafeOutput(#[from] super::safe_path::UnsafeOutput),
 }
 
 /// What goes into a bundle.
@@ -182,6 +56,9 @@ pub struct BundleOptions {
     pub system_json: Option<serde_json::Value>,
     /// The bench's own result directory, when the command was `storprof bench`.
     pub bench_results_dir: Option<PathBuf>,
+    /// Replace an existing file at `output` (`--force`). The default
+    /// output, storprof's own earlier bundle, is always replaced.
+    pub force: bool,
 }
 
 impl BundleOptions {
@@ -211,19 +88,24 @@ pub(crate) fn redacted_bytes(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
         "json" => match serde_json::from_slice::<serde_json::Value>(&bytes) {
             Ok(mut v) => {
                 redact_json(&mut v);
-                let mut s = serde_json::to_vec_pretty(&v).unwrap_or(bytes);
+                // Never the raw bytes: they hold the secrets.
+                let mut s = serde_json::to_vec_pretty(&v)
+                    .unwrap_or_else(|_| redact_text(&String::from_utf8_lossy(&bytes)).into_bytes());
                 s.push(b'\n');
                 s
             }
             // Not JSON after all: treat as text.
             Err(_) => redact_text(&String::from_utf8_lossy(&bytes)).into_bytes(),
         },
-        "md" | "log" | "txt" | "yaml" | "yml" | "conf" | "cfg" | "toml" => {
-            redact_text(&String::from_utf8_lossy(&bytes)).into_bytes()
-        }
         // SVGs carry frame names and the (already redacted) report text;
         // folded stacks carry frame names only.
-        _ => bytes,
+        "svg" | "folded" => bytes,
+        // Everything else that is text (report.md, logs, YAML, INI, .env,
+        // files the user left in the session): line by line.
+        _ => match String::from_utf8(bytes) {
+            Ok(text) => redact_text(&text).into_bytes(),
+            Err(e) => e.into_bytes(),
+        },
     }
 }
 
@@ -294,7 +176,14 @@ pub fn write(options: &BundleOptions) -> Result<(PathBuf, Vec<String>), BundleEr
         || "storprof-session".to_string(),
         |n| n.to_string_lossy().to_string(),
     );
-    let file = File::create(&out).map_err(|source| BundleError::Write {
+    // A path through another user's link is refused; the file is created
+    // afresh, never opened through a link.
+    super::safe_path::check_output_file(
+        &out,
+        options.force || options.output.is_none(),
+        super::safe_path::invoking_uid(),
+    )?;
+    let file = super::safe_path::create_file(&out).map_err(|source| BundleError::Write {
         path: out.clone(),
         source,
     })?;
@@ -350,85 +239,4 @@ pub fn write(options: &BundleOptions) -> Result<(PathBuf, Vec<String>), BundleEr
         source,
     })?;
     Ok((out, names))
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn args(s: &[&str]) -> Vec<String> {
-        s.iter().map(|x| x.to_string()).collect()
-    }
-
-    #[test]
-    fn secret_names() {
-        for n in [
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SESSION_TOKEN",
-            "--password",
-            "--s3-secret-key",
-            "++workload.storage.storage_options.secret_access_key",
-            "db.passwd",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-        ] {
-            assert!(is_secret_name(n), "{n}");
-        }
-        for n in ["--data-dir", "dataset.num_files_train", "--reader", "PATH"] {
-            assert!(!is_secret_name(n), "{n}");
-        }
-    }
-
-    #[test]
-    fn redacts_all_argument_forms() {
-        let got = redact_args(&args(&[
-            "env",
-            "AWS_SECRET_ACCESS_KEY=abc123",
-            "storprof",
-            "bench",
-            "--s3-secret-key",
-            "hunter2",
-            "--token=xyz",
-            "--api-key",
-            "--verbose",
-            "++workload.storage.storage_options.access_key_id=AKIA123",
-            "--endpoint",
-            "http://user:pa55@minio:9000/bucket",
-            "--data-dir",
-            "/data/flux",
-        ]));
-        let joined = got.join(" ");
-        for secret in ["abc123", "hunter2", "xyz", "AKIA123", "pa55"] {
-            assert!(!joined.contains(secret), "{secret} leaked: {joined}");
-        }
-        assert_eq!(got[1], "AWS_SECRET_ACCESS_KEY=<redacted>");
-        assert_eq!(got[5], REDACTED);
-        assert_eq!(got[6], "--token=<redacted>");
-        // `--api-key --verbose`: the option after is kept.
-        assert_eq!(got[8], "--verbose");
-        assert_eq!(got[11], "http://user:<redacted>@minio:9000/bucket");
-        assert_eq!(got[13], "/data/flux");
-    }
-
-    #[test]
-    fn redacts_json_and_text() {
-        let mut v = serde_json::json!({
-            "command": ["storprof", "--password", "p"],
-            "storage": {"secret_key": "s", "endpoint": "s3://a:b@host/x", "bucket": "data"},
-            "list": [{"token": 5}]
-        });
-        redact_json(&mut v);
-        let s = v.to_string();
-        assert!(
-            !s.contains("\"p\"") && !s.contains("\"s\"") && !s.contains(":b@") && !s.contains(":5"),
-            "{s}"
-        );
-        assert!(s.contains("\"bucket\":\"data\""));
-        let t = redact_text("secret_key: abc\nrun FOO_TOKEN=zzz ok\nplain: value\n");
-        assert_eq!(
-            t,
-            "secret_key: <redacted>\nrun FOO_TOKEN=<redacted> ok\nplain: value\n"
-        );
-    }
 }

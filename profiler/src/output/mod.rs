@@ -12,6 +12,7 @@
 //! [`write_report`] runs the whole `storprof report` step on a directory.
 pub mod bundle;
 pub mod flamegraph;
+pub mod redact;
 pub mod report;
 pub mod safe_path;
 pub mod system;
@@ -171,6 +172,8 @@ pub fn give_to_invoking_user(path: &Path) {
 pub struct BundleSessionOptions {
     pub output: Option<PathBuf>,
     pub report: ReportOptions,
+    /// Replace an existing file at `output` (`--force`).
+    pub force: bool,
 }
 
 /// Writes the evidence bundle of the session in `dir`: runs the report first
@@ -197,6 +200,7 @@ pub fn bundle_session(
         });
     let mut b = bundle::BundleOptions::new(dir);
     b.output = options.output.clone();
+    b.force = options.force;
     b.system_json = serde_json::to_value(&system).ok();
     b.bench_results_dir = bench_results_dir;
     let (path, names) = bundle::write(&b)?;

@@ -9,7 +9,10 @@
 //!   `--force`;
 //! - each file is unlinked when present (a link, not its target) and
 //!   created with `O_CREAT | O_EXCL | O_NOFOLLOW`, so a link planted in
-//!   between makes the write fail instead of following it.
+//!   between makes the write fail instead of following it;
+//! - an output file named on the command line (`bundle -o`, `flamegraph
+//!   -o`) passes the same symbolic link check, and an existing file (or
+//!   link) of that name is replaced only with `--force`.
 use std::{
     fs,
     io::{self, Write},
@@ -26,12 +29,16 @@ pub enum UnsafeOutput {
     )]
     ForeignSymlink { path: PathBuf, owner: u32 },
     #[error(
-        "{path} exists and is not empty ({entries} entries): pass --force to write the \
-         session into it (files of the same names are replaced)"
+        "{path} exists and is not empty ({entries} entries): pass --force to write \
+         into it (files of the same names are replaced)"
     )]
     NotEmpty { path: PathBuf, entries: usize },
     #[error("{path} exists and is not a directory")]
     NotADirectory { path: PathBuf },
+    #[error("{path} exists: pass --force to replace it")]
+    FileExists { path: PathBuf },
+    #[error("{path} is a directory: name a file to write")]
+    IsADirectory { path: PathBuf },
     #[error("checking {path}: {source}")]
     Io {
         path: PathBuf,
@@ -49,6 +56,49 @@ pub fn invoking_uid() -> u32 {
         .unwrap_or_else(|| unsafe { libc::getuid() })
 }
 
+/// `path` made absolute against the current directory.
+fn absolute(path: &Path) -> Result<PathBuf, UnsafeOutput> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .map_err(|source| UnsafeOutput::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Refuses `absolute` when a component of it is a symbolic link owned by
+/// neither root nor `trusted_uid`; returns the last component's own
+/// metadata (not followed), None when some component does not exist yet.
+fn check_links(absolute: &Path, trusted_uid: u32) -> Result<Option<fs::Metadata>, UnsafeOutput> {
+    let mut prefix = PathBuf::new();
+    let mut last = None;
+    for component in absolute.components() {
+        prefix.push(component);
+        let meta = match fs::symlink_metadata(&prefix) {
+            Ok(m) => m,
+            // The rest does not exist yet: create_dir_all makes it.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(UnsafeOutput::Io {
+                    path: prefix,
+                    source,
+                });
+            }
+        };
+        if meta.file_type().is_symlink() && meta.uid() != 0 && meta.uid() != trusted_uid {
+            return Err(UnsafeOutput::ForeignSymlink {
+                path: prefix,
+                owner: meta.uid(),
+            });
+        }
+        last = Some(meta);
+    }
+    Ok(last)
+}
+
 /// Checks that `dir` may receive a session: no component of its path is a
 /// symbolic link owned by a user other than root or `trusted_uid`, and it
 /// is absent, an empty directory, or (with `force`) any directory.
@@ -57,28 +107,9 @@ pub fn check_output_dir(dir: &Path, force: bool, trusted_uid: u32) -> Result<(),
         path: path.to_path_buf(),
         source,
     };
-    let absolute = if dir.is_absolute() {
-        dir.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .map_err(|e| io_err(dir, e))?
-            .join(dir)
-    };
-    let mut prefix = PathBuf::new();
-    for component in absolute.components() {
-        prefix.push(component);
-        let meta = match fs::symlink_metadata(&prefix) {
-            Ok(m) => m,
-            // The rest does not exist yet: create_dir_all makes it.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_err(&prefix, e)),
-        };
-        if meta.file_type().is_symlink() && meta.uid() != 0 && meta.uid() != trusted_uid {
-            return Err(UnsafeOutput::ForeignSymlink {
-                path: prefix,
-                owner: meta.uid(),
-            });
-        }
+    let absolute = absolute(dir)?;
+    if check_links(&absolute, trusted_uid)?.is_none() {
+        return Ok(());
     }
     let meta = fs::metadata(&absolute).map_err(|e| io_err(&absolute, e))?;
     if !meta.is_dir() {
@@ -98,22 +129,41 @@ pub fn check_output_dir(dir: &Path, force: bool, trusted_uid: u32) -> Result<(),
     Ok(())
 }
 
-/// Writes `bytes` to a fresh `path` (mode 0644): an existing entry of that
-/// name is unlinked first (a symbolic link is removed, not followed), and
-/// the file is created with `O_EXCL | O_NOFOLLOW`.
-pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Checks that the file `path` may be written: no component of its path
+/// is a symbolic link owned by a user other than root or `trusted_uid`
+/// (the file's own name included), it is not a directory, and it does not
+/// exist unless `force` (then [`create_file`] replaces it; a link is
+/// replaced, never followed).
+pub fn check_output_file(path: &Path, force: bool, trusted_uid: u32) -> Result<(), UnsafeOutput> {
+    let absolute = absolute(path)?;
+    match check_links(&absolute, trusted_uid)? {
+        None => Ok(()),
+        Some(meta) if meta.is_dir() => Err(UnsafeOutput::IsADirectory { path: absolute }),
+        Some(_) if !force => Err(UnsafeOutput::FileExists { path: absolute }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Creates a fresh `path` (mode 0644) for writing: an existing entry of
+/// that name is unlinked first (a symbolic link is removed, not
+/// followed), and the file is created with `O_EXCL | O_NOFOLLOW`.
+pub fn create_file(path: &Path) -> io::Result<fs::File> {
     match fs::remove_file(path) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let mut file = fs::OpenOptions::new()
+    fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
-    file.write_all(bytes)
+        .open(path)
+}
+
+/// Writes `bytes` to a fresh `path` (see [`create_file`]).
+pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    create_file(path)?.write_all(bytes)
 }
 
 #[cfg(test)]
@@ -167,6 +217,35 @@ mod tests {
                 matches!(&err, UnsafeOutput::ForeignSymlink { path, .. } if *path == link),
                 "{err}"
             );
+        }
+    }
+
+    #[test]
+    fn an_output_file_is_replaced_only_with_force_and_never_through_a_foreign_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out.tar.gz");
+        check_output_file(&out, false, me()).unwrap();
+        fs::write(&out, "old").unwrap();
+        let err = check_output_file(&out, false, me()).unwrap_err();
+        assert!(matches!(err, UnsafeOutput::FileExists { .. }), "{err}");
+        assert!(err.to_string().contains("pass --force"), "{err}");
+        check_output_file(&out, true, me()).unwrap();
+        assert!(matches!(
+            check_output_file(tmp.path(), true, me()),
+            Err(UnsafeOutput::IsADirectory { .. })
+        ));
+        // The user's own link under the file's name: an existing entry.
+        let link = tmp.path().join("link.svg");
+        std::os::unix::fs::symlink(&out, &link).unwrap();
+        assert!(matches!(
+            check_output_file(&link, false, me()),
+            Err(UnsafeOutput::FileExists { .. })
+        ));
+        check_output_file(&link, true, me()).unwrap();
+        if me() != 0 {
+            // Someone else's link: refused even with --force.
+            let err = check_output_file(&link, true, me() + 1).unwrap_err();
+            assert!(matches!(err, UnsafeOutput::ForeignSymlink { .. }), "{err}");
         }
     }
 

@@ -1,0 +1,220 @@
+//! `storprof record` as root, what it keeps:
+//! - secrets planted in the environment and arguments of a process the
+//!   command starts (and in its own shell command line, and in config
+//!   files left in the session) appear nowhere in report.md or in any file
+//!   of the bundle.
+//!
+//! Root only.
+// Tests may unwrap (a failure is a test failure).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+mod support;
+
+use std::{
+    fs,
+    io::Read,
+    path::Path,
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use support::{STORPROF, assert_root, read_session_json, run_within};
+
+/// Every entry of a tar.gz: (name, bytes).
+fn bundle_entries(tgz: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
+        fs::File::open(tgz).expect("open the bundle"),
+    ));
+    archive
+        .entries()
+        .unwrap()
+        .map(|e| {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().to_string_lossy().into_owned();
+            let mut bytes = Vec::new();
+            e.read_to_end(&mut bytes).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[test]
+#[ignore = "needs root"]
+fn secrets_of_every_traced_process_stay_out_of_the_report_and_the_bundle() {
+    assert_root();
+    let tmp = tempfile::tempdir().unwrap();
+    // Unique, so a hit cannot be anything else.
+    let tag = format!(
+        "{}x{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    );
+    let s = |name: &str| format!("{name}-{tag}");
+    // Only in the child's environment and arguments (the shell reads them
+    // from a file, storprof's own argv never holds them).
+    let child_token = s("childtoken");
+    let child_aws = s("childaws");
+    let child_password = s("childpassword");
+    let child_url_password = s("childurlpw");
+    // Also literally in the shell command line storprof launches.
+    let argv_token = s("argvtoken");
+    let argv_password = s("argvpassword");
+    let argv_key_id = s("AKIAargv");
+    let argv_s3_secret = s("argvs3secret");
+    // In config files left in the session directory.
+    let yaml_secret = s("yamlsecret");
+    let ini_secret = s("inisecret");
+    let env_secret = s("envsecret");
+    let json_secret = s("jsonsecret");
+
+    let secrets_env = tmp.path().join("secrets.env");
+    fs::write(
+        &secrets_env,
+        format!(
+            "CHILD_TOKEN={child_token}\nCHILD_AWS={child_aws}\nCHILD_PW={child_password}\n\
+             CHILD_URL_PW={child_url_password}\n"
+        ),
+    )
+    .unwrap();
+    let marker = tmp.path().join("child-ran");
+    // The child (python3, started by the shell through env) has every
+    // secret in its environment and arguments, and burns CPU for a while so
+    // that it is sampled and named in the session.
+    let busy = format!(
+        "import sys,time\nopen('{}','w').write(' '.join(sys.argv))\nt=time.time()\n\
+         while time.time()-t<0.6: pass",
+        marker.display()
+    );
+    let script = format!(
+        ". {env}; env SECRET_TOKEN=\"$CHILD_TOKEN\" AWS_SECRET_ACCESS_KEY=\"$CHILD_AWS\" \
+         API_TOKEN={argv_token} python3 -c \"$BUSY\" --password \"$CHILD_PW\" \
+         --db-password={argv_password} https://user:\"$CHILD_URL_PW\"@example.invalid/x \
+         s3://{argv_key_id}:{argv_s3_secret}@minio:9000/bucket",
+        env = secrets_env.display()
+    );
+    let session = tmp.path().join("session");
+    let mut record = Command::new(STORPROF);
+    record
+        .args(["record", "--live", "off", "--output"])
+        .arg(&session)
+        .args(["--", "sh", "-c", &script])
+        .env("BUSY", &busy);
+    let out = run_within(record, Duration::from_secs(60), "storprof record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The child ran with the secrets in its argv.
+    let child_argv = fs::read_to_string(&marker).expect("the child ran");
+    assert!(
+        child_argv.contains(&child_password),
+        "child argv: {child_argv}"
+    );
+    // storprof saw the child, and its own session keeps the command as
+    // launched (the user's own directory): the planted secrets are where
+    // storprof can see them.
+    let info: serde_json::Value = read_session_json(&session, "session.json");
+    let comms: Vec<&str> = info["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["comm"].as_str())
+        .collect();
+    assert!(
+        comms.iter().any(|c| c.starts_with("python3")),
+        "the child was not traced: {comms:?}"
+    );
+    assert!(info.to_string().contains(&argv_password));
+
+    // Config files a user left in the session, copied into the bundle.
+    fs::write(
+        session.join("dlio-config.yaml"),
+        format!(
+            "storage:\n  storage_type: s3\n  storage_options:\n    secret_access_key: \
+             {yaml_secret}\n"
+        ),
+    )
+    .unwrap();
+    fs::write(
+        session.join("credentials"),
+        format!("[default]\naws_secret_access_key = {ini_secret}\n"),
+    )
+    .unwrap();
+    fs::write(
+        session.join(".env"),
+        format!("export HF_TOKEN=\"{env_secret}\"\n"),
+    )
+    .unwrap();
+    fs::write(
+        session.join("extra.json"),
+        format!("{{\"storage\": {{\"password\": \"{json_secret}\", \"bucket\": \"b\"}}}}"),
+    )
+    .unwrap();
+
+    let tgz = tmp.path().join("bundle.tar.gz");
+    let mut bundle = Command::new(STORPROF);
+    bundle.arg("bundle").arg(&session).arg("-o").arg(&tgz);
+    let out = run_within(bundle, Duration::from_secs(60), "storprof bundle");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let secrets = [
+        &child_token,
+        &child_aws,
+        &child_password,
+        &child_url_password,
+        &argv_token,
+        &argv_password,
+        &argv_key_id,
+        &argv_s3_secret,
+        &yaml_secret,
+        &ini_secret,
+        &env_secret,
+        &json_secret,
+    ];
+    let entries = bundle_entries(&tgz);
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    for want in [
+        "session/session.json",
+        "session/report.md",
+        "session/system.json",
+        "session/oncpu.folded",
+        "session/dlio-config.yaml",
+        "session/credentials",
+        "session/.env",
+        "session/extra.json",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    for (name, bytes) in &entries {
+        for secret in secrets {
+            assert!(
+                !contains(bytes, secret),
+                "{secret} in {name}:\n{}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+    }
+    // The report on disk (shared as is) holds none either.
+    let report = fs::read_to_string(session.join("report.md")).unwrap();
+    for secret in secrets {
+        assert!(!report.contains(secret.as_str()), "{secret} in report.md");
+    }
+    // What was redacted is still recognisable.
+    assert!(report.contains("API_TOKEN=<redacted>"), "{report}");
+    let json = &entries
+        .iter()
+        .find(|(n, _)| n == "session/extra.json")
+        .unwrap()
+        .1;
+    assert!(contains(json, "\"bucket\": \"b\""));
+}
