@@ -1,8 +1,11 @@
-//! `storprof record` as root, what it keeps:
+//! `storprof record` as root, what it keeps and how it stops the command:
 //! - secrets planted in the environment and arguments of a process the
 //!   command starts (and in its own shell command line, and in config
 //!   files left in the session) appear nowhere in report.md or in any file
-//!   of the bundle.
+//!   of the bundle;
+//! - a command that ignores SIGTERM at `--duration` is killed after the
+//!   grace period: storprof returns promptly, session.json `ended_by` and
+//!   report.md say so; one that obeys SIGTERM is recorded as such.
 //!
 //! Root only.
 // Tests may unwrap (a failure is a test failure).
@@ -217,4 +220,115 @@ fn secrets_of_every_traced_process_stay_out_of_the_report_and_the_bundle() {
         .unwrap()
         .1;
     assert!(contains(json, "\"bucket\": \"b\""));
+}
+
+/// `storprof record --live off --duration 1 [extra] -- sh -c SCRIPT` in
+/// `dir`, within a deadline; returns the output and how long it took.
+fn record_for_a_second(
+    dir: &Path,
+    extra: &[&str],
+    script: &str,
+) -> (std::process::Output, Duration) {
+    let mut cmd = Command::new(STORPROF);
+    cmd.args(["record", "--live", "off", "--duration", "1"])
+        .args(extra)
+        .arg("--output")
+        .arg(dir)
+        .args(["--", "sh", "-c", script]);
+    let started = Instant::now();
+    let out = run_within(cmd, Duration::from_secs(25), "storprof record --duration 1");
+    (out, started.elapsed())
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_command_ignoring_sigterm_at_the_duration_is_killed_after_the_grace_period() {
+    assert_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("session");
+    let pid_file = tmp.path().join("sleep.pid");
+    // The shell ignores SIGTERM, and so does the sleep it starts (ignored
+    // signals are inherited).
+    let script = format!(
+        "trap '' TERM; sleep 30 & echo $! > {}; wait",
+        pid_file.display()
+    );
+    let (out, took) = record_for_a_second(&session, &["--grace", "1"], &script);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The duration, the grace period, then the session: not the 30 s.
+    assert!(took < Duration::from_secs(15), "took {took:?}\n{stderr}");
+    assert_eq!(out.status.code(), Some(128 + 9), "{stderr}");
+    assert!(
+        stderr.contains("still running 1 s after SIGTERM: killed with SIGKILL"),
+        "{stderr}"
+    );
+    let info: serde_json::Value = read_session_json(&session, "session.json");
+    assert_eq!(info["end_reason"], "duration");
+    assert_eq!(info["ended_by"], "duration-sigkill-after-grace");
+    assert_eq!(info["grace_s"], 1.0);
+    assert_eq!(info["exit_signal"], 9);
+    // The sleep the shell left is gone too.
+    let sleep_pid = fs::read_to_string(&pid_file).unwrap();
+    let stat = fs::read_to_string(format!("/proc/{}/stat", sleep_pid.trim()));
+    assert!(
+        stat.as_ref().map_or(true, |s| s
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))),
+        "the sleep still runs: {stat:?}"
+    );
+
+    let out = Command::new(STORPROF)
+        .arg("report")
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = fs::read_to_string(session.join("report.md")).unwrap();
+    assert!(
+        report.contains(
+            "The command ignored SIGTERM at --duration and was killed with SIGKILL after the \
+             1 s grace period."
+        ),
+        "{report}"
+    );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_command_that_obeys_sigterm_at_the_duration_ends_within_the_grace_period() {
+    assert_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("session");
+    // `exec`: the sleep is the command and takes the SIGTERM itself.
+    let (out, took) = record_for_a_second(&session, &[], "exec sleep 30");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(10), "took {took:?}\n{stderr}");
+    // The command's signal passes through, as before.
+    assert_eq!(out.status.code(), Some(128 + 15), "{stderr}");
+    let info: serde_json::Value = read_session_json(&session, "session.json");
+    assert_eq!(info["ended_by"], "duration-sigterm");
+    assert_eq!(info["grace_s"], 5.0);
+    assert_eq!(info["exit_signal"], 15);
+    let out = Command::new(STORPROF)
+        .arg("report")
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = fs::read_to_string(session.join("report.md")).unwrap();
+    assert!(
+        report.contains(
+            "At --duration the command was sent SIGTERM and ended within the 5 s grace period \
+             (signal 15)."
+        ),
+        "{report}"
+    );
 }

@@ -91,9 +91,15 @@ pub struct RecordArgs {
     /// `ip netns` name). Records until --duration or Ctrl-C.
     #[arg(long, value_name = "NAME|PATH")]
     pub netns: Option<String>,
-    /// Stop recording after this many seconds (the command gets SIGTERM).
+    /// Stop recording after this many seconds: the command gets SIGTERM,
+    /// and SIGKILL if it still runs after --grace (the report says so).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// Seconds the command has to exit after storprof's SIGTERM (at
+    /// --duration, after an early verdict) before SIGKILL, and after a
+    /// forwarded Ctrl-C before the recording ends without it.
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub grace: f64,
     /// CPU sampling frequency in Hz.
     #[arg(long, default_value_t = 99, value_name = "HZ")]
     pub freq: u64,
@@ -147,8 +153,8 @@ pub struct RecordArgs {
     /// usual and say the verdict was reached early.
     #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "30")]
     pub until_verdict: Option<f64>,
-    /// After an early verdict: `stop` the workload (SIGTERM, SIGKILL 5 s
-    /// later) or leave it running (`continue`). Default: stop a command
+    /// After an early verdict: `stop` the workload (SIGTERM, SIGKILL
+    /// --grace later) or leave it running (`continue`). Default: stop a command
     /// storprof launched, leave --pid processes running.
     #[arg(long, value_enum, value_name = "ACTION", requires = "until_verdict")]
     pub then: Option<ThenAction>,
@@ -200,6 +206,7 @@ impl RecordArgs {
                 .duration
                 .map(|d| seconds("--duration", d))
                 .transpose()?,
+            grace: seconds("--grace", self.grace)?,
             freq_hz: self.freq.max(1),
             output: self.output.clone().unwrap_or_else(default_output),
             as_root: self.as_root,

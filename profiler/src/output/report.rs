@@ -401,11 +401,46 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
         let _ = writeln!(out, "{}", shell_join(&redact_args(&i.command)));
     }
     out.push_str("```\n\n");
+    if let Some(sentence) = command_ending(i) {
+        let _ = writeln!(out, "{sentence}\n");
+    }
     out.push_str(
         "Flamegraphs: [on-CPU](flamegraph-oncpu.svg), [off-CPU](flamegraph-offcpu.svg); \
          timeline: [timeline.svg](timeline.svg); figures: `verdict.json`.\n",
     );
     out
+}
+
+/// How the command ended, in words, when storprof had a hand in it (its
+/// SIGTERM, its SIGKILL after the grace period, or a command left
+/// running); None for a command that exited on its own or an older session.
+pub fn command_ending(i: &crate::session::model::SessionInfo) -> Option<String> {
+    let grace = i.grace_s.map_or_else(String::new, |g| format!(" {g:.0} s"));
+    let status = match (i.exit_code, i.exit_signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "status unknown".to_string(),
+    };
+    Some(match i.ended_by.as_deref()? {
+        "duration-sigterm" => format!(
+            "At --duration the command was sent SIGTERM and ended within the{grace} grace \
+             period ({status})."
+        ),
+        "duration-sigkill-after-grace" => format!(
+            "The command ignored SIGTERM at --duration and was killed with SIGKILL after \
+             the{grace} grace period."
+        ),
+        "verdict-sigterm" => format!(
+            "After the early verdict the command was sent SIGTERM and ended within the{grace} \
+             grace period ({status})."
+        ),
+        "verdict-sigkill-after-grace" => format!(
+            "After the early verdict the command ignored SIGTERM and was killed with SIGKILL \
+             after the{grace} grace period."
+        ),
+        "left-running" => "The command was still running when the recording ended.".to_string(),
+        _ => return None,
+    })
 }
 
 /// Joins argv for display, single-quoting words with shell metacharacters.
@@ -611,4 +646,40 @@ pub fn render_terminal(analysis: &Analysis) -> String {
         let _ = writeln!(out, "  * {n}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_ending;
+    use crate::session::model::SessionInfo;
+
+    #[test]
+    fn how_the_command_ended_is_said_only_when_storprof_ended_it() {
+        let mut i = SessionInfo::default();
+        // An older session, or a command that exited by itself.
+        assert_eq!(command_ending(&i), None);
+        i.ended_by = Some("exit".into());
+        i.exit_code = Some(0);
+        assert_eq!(command_ending(&i), None);
+        i.ended_by = Some("duration-sigkill-after-grace".into());
+        i.grace_s = Some(5.0);
+        i.exit_code = None;
+        i.exit_signal = Some(9);
+        assert_eq!(
+            command_ending(&i).as_deref(),
+            Some(
+                "The command ignored SIGTERM at --duration and was killed with SIGKILL \
+                 after the 5 s grace period."
+            )
+        );
+        i.ended_by = Some("duration-sigterm".into());
+        i.exit_signal = Some(15);
+        assert_eq!(
+            command_ending(&i).as_deref(),
+            Some(
+                "At --duration the command was sent SIGTERM and ended within the 5 s grace \
+                 period (signal 15)."
+            )
+        );
+    }
 }

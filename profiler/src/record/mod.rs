@@ -41,6 +41,9 @@ use crate::session::model::SESSION_DIR_ENV;
 use recorder::Recorder;
 use run_loop::EndReason;
 
+/// Default of [`RecordOptions::grace`].
+pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Options of one recording. Defaults are documented per field.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -54,6 +57,10 @@ pub struct RecordOptions {
     pub netns: Option<String>,
     /// Stop after this long. Default: until the command exits (or Ctrl-C).
     pub duration: Option<std::time::Duration>,
+    /// Time the command has to exit after storprof's SIGTERM (at
+    /// `duration`, after an early verdict) before SIGKILL, and after a
+    /// forwarded Ctrl-C before the recording ends without it. Default 5 s.
+    pub grace: std::time::Duration,
     /// CPU sampling frequency. Default 99 Hz.
     pub freq_hz: u64,
     /// Session directory to write. Default: `storprof-<timestamp>` in the cwd.
@@ -127,6 +134,7 @@ impl Default for RecordOptions {
             pids: Vec::new(),
             netns: None,
             duration: None,
+            grace: DEFAULT_GRACE,
             freq_hz: 99,
             output: PathBuf::from("storprof-session"),
             as_root: false,
@@ -342,6 +350,15 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     };
     let (ending, early_parts) =
         run_loop::run_loop_live(&mut recorder, options, child_pid, Some(live))?;
+    if ending
+        .ended_by
+        .is_some_and(|e| matches!(e, run_loop::CommandEnd::SigkillAfterGrace(_)))
+    {
+        eprintln!(
+            "storprof: the command was still running {:.0} s after SIGTERM: killed with SIGKILL",
+            options.grace.as_secs_f64()
+        );
+    }
     if let Some(r) = &ending.early {
         eprintln!(
             "storprof: verdict {} ({}) held from {:.1} s to {:.1} s: recording stopped",

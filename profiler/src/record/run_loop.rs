@@ -5,7 +5,10 @@
 //! process is fresh), drains them into the [`Recorder`], rescans a
 //! selected namespace, ticks the time series once a second, and checks the
 //! command, the pending signal (forwarded to the command, which then has
-//! 5 s to exit) and the duration (SIGTERM, then the same 5 s). With a live
+//! the grace period, `--grace`, 5 s by default, to exit) and the duration
+//! (SIGTERM; a command still running after the grace period is killed
+//! with SIGKILL, with the traced processes it leaves, and [`CommandEnd`]
+//! says so in `session.json` `ended_by` and the report). With a live
 //! view or `--until-verdict` ([`LiveContext`]), the recording so far is
 //! analysed every `LiveOptions::interval`, shown, and once the verdict has
 //! held, the loop ends ([`EndReason::Verdict`]), after stopping the
@@ -49,6 +52,47 @@ impl EndReason {
     }
 }
 
+/// Why storprof sent the command SIGTERM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopCause {
+    /// `--duration` ran out.
+    Duration,
+    /// `--until-verdict` held and `--then stop`.
+    Verdict,
+}
+
+/// How the launched command ended (`session.json` `ended_by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandEnd {
+    /// It exited with a status, on its own or after a forwarded Ctrl-C.
+    Exited,
+    /// A signal storprof did not send killed it.
+    Signaled,
+    /// storprof sent SIGTERM and it ended within the grace period.
+    Sigterm(StopCause),
+    /// storprof sent SIGTERM, it was still running after the grace period:
+    /// SIGKILL.
+    SigkillAfterGrace(StopCause),
+    /// Still running when the recording ended (a forwarded Ctrl-C it
+    /// outlived, or `--then continue`).
+    LeftRunning,
+}
+
+impl CommandEnd {
+    /// The name written to `session.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Exited => "exit",
+            Self::Signaled => "signal",
+            Self::Sigterm(StopCause::Duration) => "duration-sigterm",
+            Self::Sigterm(StopCause::Verdict) => "verdict-sigterm",
+            Self::SigkillAfterGrace(StopCause::Duration) => "duration-sigkill-after-grace",
+            Self::SigkillAfterGrace(StopCause::Verdict) => "verdict-sigkill-after-grace",
+            Self::LeftRunning => "left-running",
+        }
+    }
+}
+
 /// How the recording loop ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ending {
@@ -59,6 +103,11 @@ pub struct Ending {
     pub exit_signal: Option<i32>,
     /// The early verdict, when `--until-verdict` reached one.
     pub early: Option<Reached>,
+    /// How the launched command ended (None: no command was launched).
+    pub ended_by: Option<CommandEnd>,
+    /// The grace period between storprof's SIGTERM and SIGKILL, when
+    /// storprof sent a SIGTERM.
+    pub grace: Option<Duration>,
 }
 
 impl Ending {
@@ -68,8 +117,38 @@ impl Ending {
             exit_code,
             exit_signal,
             early: None,
+            ended_by: None,
+            grace: None,
         }
     }
+
+    /// The same, with how the launched command ended.
+    fn with_command(mut self, ended_by: CommandEnd, grace: Option<Duration>) -> Self {
+        self.ended_by = Some(ended_by);
+        self.grace = grace;
+        self
+    }
+}
+
+/// How the command ended, from its wait status and the SIGTERM storprof
+/// sent it, if any.
+fn command_end(signal: Option<i32>, sigterm_for: Option<StopCause>) -> CommandEnd {
+    match (sigterm_for, signal) {
+        (Some(cause), _) => CommandEnd::Sigterm(cause),
+        (None, Some(_)) => CommandEnd::Signaled,
+        (None, None) => CommandEnd::Exited,
+    }
+}
+
+/// SIGKILL for the command that outlived its grace period, then for the
+/// traced processes it leaves (they may ignore SIGTERM too, and hold the
+/// terminal or a pipe); returns its wait status.
+fn kill_after_grace(recorder: &Recorder, pid: i32) -> (Option<i32>, Option<i32>) {
+    log::info!("the command did not exit within the grace period after SIGTERM: SIGKILL");
+    launch::send_signal(pid, libc::SIGKILL);
+    let status = launch::wait_blocking(pid);
+    kill_leftovers(recorder, pid);
+    status
 }
 
 /// What a live update needs besides the recorder.
@@ -100,6 +179,8 @@ fn verdict_parts(
         exit_code: None,
         exit_signal: None,
         early: Some(reached),
+        ended_by: None,
+        grace_s: None,
     };
     session_writer::build_session(
         recorder,
@@ -124,6 +205,8 @@ fn live_status(
         exit_code: None,
         exit_signal: None,
         early: None,
+        ended_by: None,
+        grace_s: None,
     };
     let parts = session_writer::build_session(
         recorder,
@@ -195,6 +278,8 @@ pub(super) fn run_loop_live(
     if let Some(p) = parts.as_mut() {
         p.info.exit_code = ending.exit_code;
         p.info.exit_signal = ending.exit_signal;
+        p.info.ended_by = ending.ended_by.map(|e| e.name().to_string());
+        p.info.grace_s = ending.grace.map(|g| g.as_secs_f64());
     }
     Ok((ending, parts))
 }
@@ -208,6 +293,7 @@ fn run_turns(
     verdict_at: &mut Option<Instant>,
 ) -> Result<Ending, RecordError> {
     let started = Instant::now();
+    let grace = options.grace;
     let mut next_tick = Instant::now() + Duration::from_secs(1);
     let mut interrupted_at: Option<Instant> = None;
     let mut terminated_at: Option<Instant> = None;
@@ -255,7 +341,11 @@ fn run_turns(
                         *parts = Some(verdict_parts(recorder, options, &l.ctx, &reached)?);
                         *early = Some(reached);
                         if then == ThenAction::Continue {
-                            return Ok(Ending::new(EndReason::Verdict, None, None));
+                            let ending = Ending::new(EndReason::Verdict, None, None);
+                            return Ok(match child_pid {
+                                Some(_) => ending.with_command(CommandEnd::LeftRunning, None),
+                                None => ending,
+                            });
                         }
                         match child_pid {
                             Some(pid) => launch::send_signal(pid, libc::SIGTERM),
@@ -272,15 +362,18 @@ fn run_turns(
             }
             l.next = Instant::now() + options.live.interval;
         }
-        // The workload had 5 s to stop after the early verdict.
+        // The workload had the grace period to stop after the early verdict.
         if let Some(t) = *verdict_at
-            && t.elapsed() > Duration::from_secs(5)
+            && t.elapsed() > grace
         {
             if let Some(pid) = child_pid {
-                launch::send_signal(pid, libc::SIGKILL);
-                let status = launch::wait_blocking(pid);
-                kill_leftovers(recorder, pid);
-                return Ok(Ending::new(EndReason::Verdict, status.0, status.1));
+                let status = kill_after_grace(recorder, pid);
+                return Ok(
+                    Ending::new(EndReason::Verdict, status.0, status.1).with_command(
+                        CommandEnd::SigkillAfterGrace(StopCause::Verdict),
+                        Some(grace),
+                    ),
+                );
             }
             return Ok(Ending::new(EndReason::Verdict, None, None));
         }
@@ -301,7 +394,15 @@ fn run_turns(
             } else {
                 EndReason::Exited
             };
-            return Ok(Ending::new(reason, code, signal));
+            let sigterm_for = if verdict_at.is_some() {
+                Some(StopCause::Verdict)
+            } else if terminated_at.is_some() {
+                Some(StopCause::Duration)
+            } else {
+                None
+            };
+            return Ok(Ending::new(reason, code, signal)
+                .with_command(command_end(signal, sigterm_for), sigterm_for.map(|_| grace)));
         }
         if child_pid.is_none()
             && recorder.selector.is_none()
@@ -326,16 +427,27 @@ fn run_turns(
                 None => return Ok(Ending::new(EndReason::Interrupted, None, None)),
             }
         }
-        // After a signal or the duration, give the command 5 s to exit.
-        if let Some(t) = interrupted_at.or(terminated_at)
-            && t.elapsed() > Duration::from_secs(5)
+        // After the duration's SIGTERM, the command has the grace period
+        // to exit; then SIGKILL.
+        if let (Some(t), Some(pid)) = (terminated_at, child_pid)
+            && t.elapsed() > grace
         {
-            let reason = if interrupted_at.is_some() {
-                EndReason::Interrupted
-            } else {
-                EndReason::Duration
-            };
-            return Ok(Ending::new(reason, None, None));
+            let (code, signal) = kill_after_grace(recorder, pid);
+            return Ok(Ending::new(EndReason::Duration, code, signal).with_command(
+                CommandEnd::SigkillAfterGrace(StopCause::Duration),
+                Some(grace),
+            ));
+        }
+        // After a forwarded signal the user sent, the same time; then the
+        // recording ends and the command is left to the user.
+        if let Some(t) = interrupted_at
+            && t.elapsed() > grace
+        {
+            let ending = Ending::new(EndReason::Interrupted, None, None);
+            return Ok(match child_pid {
+                Some(_) => ending.with_command(CommandEnd::LeftRunning, None),
+                None => ending,
+            });
         }
         if let Some(limit) = options.duration
             && started.elapsed() >= limit

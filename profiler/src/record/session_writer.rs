@@ -88,6 +88,9 @@ pub(super) struct EndState<'a> {
     pub exit_code: Option<i32>,
     pub exit_signal: Option<i32>,
     pub early: Option<&'a super::live::Reached>,
+    /// `session.json` `ended_by` and `grace_s`.
+    pub ended_by: Option<&'static str>,
+    pub grace_s: Option<f64>,
 }
 
 impl<'a> From<&'a Ending> for EndState<'a> {
@@ -97,6 +100,8 @@ impl<'a> From<&'a Ending> for EndState<'a> {
             exit_code: ending.exit_code,
             exit_signal: ending.exit_signal,
             early: ending.early.as_ref(),
+            ended_by: ending.ended_by.map(|e| e.name()),
+            grace_s: ending.grace.map(|g| g.as_secs_f64()),
         }
     }
 }
@@ -397,6 +402,8 @@ pub(super) fn build_session(
         exit_code: ending.exit_code,
         exit_signal: ending.exit_signal,
         end_reason: ending.reason.to_string(),
+        ended_by: ending.ended_by.map(str::to_string),
+        grace_s: ending.grace_s,
         recorder_cpu_s: procfs::own_cpu_s(),
         early_verdict: ending.early.map(|r| model::EarlyVerdict {
             verdict: r.verdict.as_str().to_string(),

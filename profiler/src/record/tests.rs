@@ -11,7 +11,7 @@ use super::{
     RecordOptions, UnwindMode,
     recorder::Recorder,
     replay::{ReplayKernel, ReplayStep},
-    run_loop::{EndReason, Ending, run_loop},
+    run_loop::{CommandEnd, EndReason, Ending, StopCause, run_loop},
     session_writer::write_session,
 };
 use crate::{
@@ -183,6 +183,8 @@ fn the_loop_drains_every_step_and_ends_when_the_command_exits() {
             exit_code: Some(0),
             exit_signal: None,
             early: None,
+            ended_by: Some(CommandEnd::Exited),
+            grace: None,
         }
     );
     // The fork made the loader a traced process with its parent known; all
@@ -213,6 +215,47 @@ fn the_duration_ends_the_loop_with_sigterm_to_the_command() {
     let ending = run_loop(&mut recorder, &options, Some(child.id() as i32)).unwrap();
     assert_eq!(ending.reason, EndReason::Duration);
     assert_eq!(ending.exit_signal, Some(libc::SIGTERM));
+    assert_eq!(
+        ending.ended_by,
+        Some(CommandEnd::Sigterm(StopCause::Duration))
+    );
+    assert_eq!(ending.grace, Some(options.grace));
+}
+
+#[test]
+#[allow(clippy::zombie_processes)]
+fn a_command_ignoring_sigterm_at_the_duration_is_killed_after_the_grace_period() {
+    let mut recorder = Recorder::new(
+        Box::new(replay(fake_pid(1), fake_pid(2))),
+        UnwindMode::Fp,
+        None,
+        0,
+    );
+    // `exec`: the sleep inherits the ignored SIGTERM and is the child itself.
+    let child = std::process::Command::new("sh")
+        .args(["-c", "trap '' TERM; exec sleep 30"])
+        .spawn()
+        .unwrap();
+    let options = RecordOptions {
+        duration: Some(std::time::Duration::from_millis(300)),
+        grace: std::time::Duration::from_millis(400),
+        ..RecordOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let ending = run_loop(&mut recorder, &options, Some(child.id() as i32)).unwrap();
+    let took = started.elapsed();
+    assert_eq!(ending.reason, EndReason::Duration);
+    assert_eq!(ending.exit_signal, Some(libc::SIGKILL));
+    assert_eq!(
+        ending.ended_by,
+        Some(CommandEnd::SigkillAfterGrace(StopCause::Duration))
+    );
+    assert_eq!(ending.grace, Some(options.grace));
+    // The duration plus the grace period, not the command's 30 s.
+    assert!(
+        took >= std::time::Duration::from_millis(700) && took < std::time::Duration::from_secs(5),
+        "{took:?}"
+    );
 }
 
 #[test]
@@ -238,6 +281,8 @@ fn the_session_writer_turns_a_replay_into_a_session_directory() {
         exit_code: None,
         exit_signal: Some(libc::SIGINT),
         early: None,
+        ended_by: Some(CommandEnd::Signaled),
+        grace: None,
     };
     write_session(
         &mut recorder,
@@ -253,6 +298,8 @@ fn the_session_writer_turns_a_replay_into_a_session_directory() {
     assert_eq!(info.format_version, model::SESSION_FORMAT_VERSION);
     assert_eq!(info.end_reason, "interrupted");
     assert_eq!(info.exit_signal, Some(libc::SIGINT));
+    assert_eq!(info.ended_by.as_deref(), Some("signal"));
+    assert_eq!(info.grace_s, None);
     assert_eq!(info.command, options.command);
     assert_eq!(info.tracked_pids, vec![main, worker]);
     assert_eq!(info.duration_s, 2.0);

@@ -91,6 +91,18 @@ pub struct SessionInfo {
     /// (Ctrl-C/SIGTERM) or "verdict" (`--until-verdict`).
     #[serde(default)]
     pub end_reason: String,
+    /// How the launched command ended: "exit", "signal" (one storprof did
+    /// not send), "duration-sigterm" (it ended within the grace period
+    /// after the SIGTERM at --duration), "duration-sigkill-after-grace"
+    /// (it outlived the grace period: SIGKILL), "verdict-sigterm",
+    /// "verdict-sigkill-after-grace" (stopped after an early verdict) or
+    /// "left-running". Absent: attached to --pid, or an older session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
+    /// Seconds the command had between storprof's SIGTERM and its SIGKILL
+    /// (`--grace`), when storprof sent a SIGTERM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_s: Option<f64>,
     /// `--until-verdict`: the verdict that held, and over which window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_verdict: Option<EarlyVerdict>,
