@@ -18,7 +18,8 @@
 #
 # Builds take /tmp/storprof-cargo.lock (shared with other builds on this
 # machine); the fuzzing itself does not hold it. FUZZ_JOBS=N runs N targets
-# at once (default 1).
+# at once (default 1); FUZZ_NICE=N runs them at nice N; FUZZ_TARGET_DIR
+# moves the build (default fuzz/target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -29,6 +30,7 @@ LOCK=/tmp/storprof-cargo.lock
 FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-10}
 FUZZ_RSS_MB=${FUZZ_RSS_MB:-2048}
 FUZZ_JOBS=${FUZZ_JOBS:-1}
+FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-fuzz/target}
 
 secs=${1:-60}
 if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
@@ -62,14 +64,14 @@ t_install=$(elapsed "$t0")
 t1=$(now)
 # The fuzz targets load no probes: skip building the eBPF object.
 build_log=$(mktemp)
-if ! STORPROF_SKIP_EBPF=1 flock "$LOCK" cargo +nightly fuzz build -O -s none >"$build_log" 2>&1; then
+if ! STORPROF_SKIP_EBPF=1 flock "$LOCK" cargo +nightly fuzz build -O -s none --target-dir "$FUZZ_TARGET_DIR" >"$build_log" 2>&1; then
   grep -Ev '^\s+(Compiling|Downloaded|Downloading|Fresh)' "$build_log" >&2 || true
   rm -f "$build_log"
   echo "fuzz: building the targets failed" >&2
   exit 1
 fi
 rm -f "$build_log"
-bin_dir=fuzz/target/x86_64-unknown-linux-gnu/release
+bin_dir=$FUZZ_TARGET_DIR/x86_64-unknown-linux-gnu/release
 t_build=$(elapsed "$t1")
 echo "fuzz: tools ready in ${t_install} s, targets built in ${t_build} s"
 
@@ -112,8 +114,8 @@ failed=0
 for t in "${targets[@]}"; do
   read -r rc took <"$logs/$t.rc"
   log=$logs/$t.log
-  execs=$(awk -F: '/stat::number_of_executed_units/ { gsub(/ /, "", $3); print $3 }' "$log" | tail -1)
-  rate=$(awk -F: '/stat::average_exec_per_sec/ { gsub(/ /, "", $3); print $3 }' "$log" | tail -1)
+  execs=$(awk -F: '/stat::number_of_executed_units/ { gsub(/ /, "", $NF); print $NF }' "$log" | tail -1)
+  rate=$(awk -F: '/stat::average_exec_per_sec/ { gsub(/ /, "", $NF); print $NF }' "$log" | tail -1)
   corpus_n=$(find "fuzz/corpus/$t" -type f | wc -l)
   seeds_n=$(find "fuzz/seeds/$t" -type f | wc -l)
   crashes=0

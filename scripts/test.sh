@@ -6,6 +6,7 @@
 #   3. cargo test (unit, golden, integration); root-only tests are #[ignore = "needs root"]:
 #      as root they run too (--include-ignored), otherwise one line at the end says how many were skipped
 #   4. cross-checks of generated data with pyarrow and numpy (scripts/crosscheck.sh)
+#   5. a fuzz smoke: every fuzz target 10 s (scripts/fuzz.sh; builds fuzz/ with nightly)
 # Run as root to include the eBPF integration tests and the scenario suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,4 +68,7 @@ else
   # With the mpi feature on, every ignored test is a root test.
   echo "root-only tests: $(sum_ignored "$test_log") ignored (not root)"
 fi
+step "fuzz smoke (10 s per target)"
+# Every fuzz target briefly (README: Reliability, Fuzzing); a crash fails CI.
+bash scripts/fuzz.sh 10
 echo "disk: target/ holds $(du -sm "$target_fs" 2>/dev/null | cut -f1) MiB after the run"
