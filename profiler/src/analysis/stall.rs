@@ -88,17 +88,12 @@ pub fn detect(session: &Session, t: &Thresholds) -> Option<Stall> {
         return None;
     }
     let bucket_s = series.bucket_ns as f64 / 1e9;
-    let buckets = series
-        .threads
-        .iter()
-        .map(|s| s.on_cpu_ns.len().max(s.read_bytes.len()))
-        .max()
-        .unwrap_or(0);
+    let buckets = series.bucket_count();
     let end_s = (buckets as f64 * bucket_s).max(session.info.duration_s);
     let last_read_s = series
         .threads
         .iter()
-        .filter_map(|s| s.read_bytes.iter().rposition(|&b| b > 0))
+        .filter_map(|s| s.read().last_nonzero())
         .max()
         .map_or(0.0, |b| (b + 1) as f64 * bucket_s);
     let last_handoff_s = waits
@@ -112,11 +107,7 @@ pub fn detect(session: &Session, t: &Thresholds) -> Option<Stall> {
     // stays on a CPU. One that never read is not a stalled data pipeline
     // (its verdict is about its threads), though blocked it may well be.
     let quiet_read_s = end_s - last_read_s;
-    let read_bytes: u64 = series
-        .threads
-        .iter()
-        .flat_map(|s| s.read_bytes.iter())
-        .sum();
+    let read_bytes: u64 = series.threads.iter().map(|s| s.read().total()).sum();
     // Start-up reads (a loader reading an ELF header) are not data.
     let read_data = read_bytes >= t.reader_min_read_bytes;
     if read_data && quiet_read_s >= t.stall_s {
@@ -126,7 +117,7 @@ pub fn detect(session: &Session, t: &Thresholds) -> Option<Stall> {
             .threads
             .iter()
             .filter_map(|s| {
-                let on: u64 = s.on_cpu_ns.iter().skip(first).sum();
+                let on = s.on_cpu().sum(first, buckets);
                 (window_ns > 0.0 && on as f64 >= t.stall_busy_share * window_ns).then(|| {
                     StalledThread {
                         pid: s.pid,
@@ -166,7 +157,7 @@ pub fn detect(session: &Session, t: &Thresholds) -> Option<Stall> {
     let on_cpu_ns: u64 = series
         .threads
         .iter()
-        .map(|s| s.on_cpu_ns.iter().skip(first).sum::<u64>())
+        .map(|s| s.on_cpu().sum(first, buckets))
         .sum();
     if window_ns > 0.0 && on_cpu_ns as f64 >= t.busy_thread_share * window_ns {
         return None;

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::Thresholds;
 use crate::session::{
     load::Session,
-    model::{ThreadStats, WakeEdge},
+    model::{Buckets, ThreadStats, WakeEdge},
 };
 
 /// A thread, by (pid, tid).
@@ -303,16 +303,16 @@ impl<'a> Graph<'a> {
             .collect();
         if let (Some((b0, b1)), Some(ts)) = (buckets, &session.timeseries) {
             for series in &ts.threads {
-                let sum = |v: &[u64]| v.iter().skip(b0).take(b1 - b0).sum::<u64>();
+                let sum = |b: Buckets<'_>| b.sum(b0, b1);
                 let Some(st) = states.get_mut(&(series.pid, series.tid)) else {
                     continue;
                 };
                 let user_share = st.user_share;
                 *st = StateTime {
-                    on_cpu: sum(&series.on_cpu_ns),
-                    runnable: sum(&series.runnable_ns),
-                    sleeping: sum(&series.sleeping_ns),
-                    io: sum(&series.blocked_io_ns),
+                    on_cpu: sum(series.on_cpu()),
+                    runnable: sum(series.runnable()),
+                    sleeping: sum(series.sleeping()),
+                    io: sum(series.blocked_io()),
                     other: 0,
                     user_share,
                 };
@@ -1248,18 +1248,8 @@ fn phases(session: &Session, start_s: f64, end_s: f64, duration: f64) -> Vec<Pha
             .threads
             .iter()
             .map(|s| {
-                let on: u64 = s
-                    .on_cpu_ns
-                    .iter()
-                    .skip(b0)
-                    .take(b1.saturating_sub(b0))
-                    .sum();
-                let read: u64 = s
-                    .read_bytes
-                    .iter()
-                    .skip(b0)
-                    .take(b1.saturating_sub(b0))
-                    .sum();
+                let on = s.on_cpu().sum(b0, b1);
+                let read = s.read().sum(b0, b1);
                 (on as f64 / 1e9 / len_s, s.comm.clone(), u32::from(read > 0))
             })
             .filter(|(cpu, _, _)| *cpu >= 0.05)
@@ -1410,6 +1400,7 @@ mod tests {
                 pid: t.pid,
                 tid: t.tid,
                 comm: t.comm.into(),
+                first_bucket: 0,
                 on_cpu_ns: vec![t.per_bucket[0]; BUCKETS],
                 read_bytes: vec![t.read_bytes / b; BUCKETS],
                 runnable_ns: vec![t.per_bucket[1]; BUCKETS],

@@ -62,20 +62,14 @@ fn panels(ts: &TimeSeries) -> (Vec<Panel>, usize) {
     } else {
         1.0
     };
-    let buckets = ts
-        .threads
-        .iter()
-        .map(|t| t.on_cpu_ns.len().max(t.read_bytes.len()))
-        .chain(ts.devices.iter().map(|d| d.read_bytes.len()))
-        .max()
-        .unwrap_or(0);
+    let buckets = ts.bucket_count();
     let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0) as f64;
 
     // CPU %: busiest threads individually, the rest summed.
     let mut threads: Vec<_> = ts.threads.iter().collect();
     threads.sort_by(|a, b| {
-        let sa: u64 = a.on_cpu_ns.iter().sum();
-        let sb: u64 = b.on_cpu_ns.iter().sum();
+        let sa = a.on_cpu().total();
+        let sb = b.on_cpu().total();
         sb.cmp(&sa).then_with(|| a.tid.cmp(&b.tid))
     });
     let mut cpu = Vec::new();
@@ -83,7 +77,7 @@ fn panels(ts: &TimeSeries) -> (Vec<Panel>, usize) {
         cpu.push(Series {
             label: format!("{} {}/{}", t.comm, t.pid, t.tid),
             values: (0..buckets)
-                .map(|i| at(&t.on_cpu_ns, i) / (bucket_s * 1e9) * 100.0)
+                .map(|i| t.on_cpu().at(i) as f64 / (bucket_s * 1e9) * 100.0)
                 .collect(),
         });
     }
@@ -93,7 +87,8 @@ fn panels(ts: &TimeSeries) -> (Vec<Panel>, usize) {
             label: format!("{} other threads (sum)", rest.len()),
             values: (0..buckets)
                 .map(|i| {
-                    rest.iter().map(|t| at(&t.on_cpu_ns, i)).sum::<f64>() / (bucket_s * 1e9) * 100.0
+                    rest.iter().map(|t| t.on_cpu().at(i) as f64).sum::<f64>() / (bucket_s * 1e9)
+                        * 100.0
                 })
                 .collect(),
         });
@@ -102,7 +97,13 @@ fn panels(ts: &TimeSeries) -> (Vec<Panel>, usize) {
     let reads = vec![Series {
         label: "all traced threads".to_string(),
         values: (0..buckets)
-            .map(|i| ts.threads.iter().map(|t| at(&t.read_bytes, i)).sum::<f64>() / mib)
+            .map(|i| {
+                ts.threads
+                    .iter()
+                    .map(|t| t.read().at(i) as f64)
+                    .sum::<f64>()
+                    / mib
+            })
             .collect(),
     }];
     let devices = ts
@@ -260,6 +261,7 @@ mod tests {
         let ts = TimeSeries {
             bucket_ns: 1_000_000_000,
             start_unix_ns: 0,
+            buckets: 2,
             threads: (0..10)
                 .map(|i| ThreadSeries {
                     pid: 1,

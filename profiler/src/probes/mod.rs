@@ -10,7 +10,7 @@
 pub mod btf;
 pub mod tracefs;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use aya::{
     Ebpf, EbpfLoader,
@@ -23,9 +23,9 @@ use aya::{
 use storprof_common::{
     BlockEvent, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES,
     MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
-    STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_SLOT_ENTRIES, StackFrames, StackKey, SyscallAcc,
-    SyscallKey, ThreadAcc, USER_STACK_PREFIX, UserStackHeader, WakeAcc, WakeKey, lost,
-    py_offcpu_lost, py_tstate, tracepoint_offsets as offsets,
+    STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS,
+    StackFrames, StackKey, SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX, UserStackHeader,
+    WakeAcc, WakeKey, lost, py_offcpu_lost, py_tstate, tracepoint_offsets as offsets,
 };
 
 use crate::session::model::ProbeStatus;
@@ -819,6 +819,100 @@ impl ProbeSet {
         })
     }
 
+    /// Moves everything the maps hold for `tids` (threads that exited a
+    /// while ago: nothing writes their entries any more) out of the maps:
+    /// thread accumulators, syscall statistics (the thread slot is freed
+    /// for a later thread), stack counts, and the wake-up edges they are
+    /// either end of. Without this the maps fill up under process churn
+    /// and later threads go uncounted.
+    pub fn retire_threads(&mut self, tids: &BTreeSet<u32>) -> Result<RetiredThreads, ProbeError> {
+        let mut out = RetiredThreads::default();
+        if tids.is_empty() {
+            return Ok(out);
+        }
+        let mut threads: HashMap<_, u32, ThreadAcc> = self.hash_mut("THREADS")?;
+        for &tid in tids {
+            if let Ok(acc) = threads.get(&tid, 0) {
+                out.threads.push(acc);
+                let _ = threads.remove(&tid);
+            }
+        }
+        self.retire_syscall_slots(tids, &mut out.syscalls)?;
+        let mut hashed: HashMap<_, SyscallKey, SyscallAcc> = self.hash_mut("SYSCALLS")?;
+        take_matching(&mut hashed, |k| tids.contains(&k.tid), &mut out.syscalls);
+        let mut samples: HashMap<_, StackKey, u64> = self.hash_mut("SAMPLES")?;
+        take_matching(&mut samples, |k| tids.contains(&k.tid), &mut out.samples);
+        let mut offcpu: HashMap<_, StackKey, u64> = self.hash_mut("OFFCPU_STACKS")?;
+        take_matching(&mut offcpu, |k| tids.contains(&k.tid), &mut out.offcpu);
+        if self.attached(family::WAKEUPS) {
+            let mut edges: HashMap<_, WakeKey, WakeAcc> = self.hash_mut("WAKE_EDGES")?;
+            take_matching(
+                &mut edges,
+                |k| tids.contains(&k.waker_tid) || tids.contains(&k.wakee_tid),
+                &mut out.wake_edges,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Empties the syscall thread slots that `tids` own, into `out`: the
+    /// statistics are zeroed and the (slot, nr) index cleared before the
+    /// owner entry goes, so the next thread to claim the slot starts clean.
+    fn retire_syscall_slots(
+        &mut self,
+        tids: &BTreeSet<u32>,
+        out: &mut Vec<(SyscallKey, SyscallAcc)>,
+    ) -> Result<(), ProbeError> {
+        let owned: Vec<(u32, u32)> = {
+            let owners: HashMap<_, u32, u32> = self.hash("SYSCALL_SLOT_OWNER")?;
+            tids.iter()
+                .map(|&tid| (tid, tid % SYSCALL_THREAD_SLOTS))
+                .filter(|&(tid, slot)| owners.get(&slot, 0).ok() == Some(tid))
+                .map(|(_, slot)| slot)
+                .filter_map(|slot| {
+                    let used = self
+                        .array::<u32>("SYSCALL_SLOT_USED")
+                        .ok()?
+                        .get(&slot, 0)
+                        .ok()?;
+                    Some((slot, used.min(SYSCALL_SLOT_ENTRIES)))
+                })
+                .collect()
+        };
+        for (slot, used) in owned {
+            let base = slot * SYSCALL_SLOT_ENTRIES;
+            let keys: Vec<(u32, SyscallKey)> = {
+                let keys: Array<_, SyscallKey> = self.array("SYSCALL_POOL_KEY")?;
+                (base..base + used)
+                    .filter_map(|entry| Some((entry, keys.get(&entry, 0).ok()?)))
+                    .collect()
+            };
+            let mut nrs = Vec::new();
+            let mut pool: Array<_, SyscallAcc> = self.array_mut("SYSCALL_POOL")?;
+            for (entry, key) in keys {
+                let Ok(acc) = pool.get(&entry, 0) else {
+                    continue;
+                };
+                out.push((key, acc));
+                nrs.push(key.nr);
+                pool.set(entry, SyscallAcc::ZERO, 0)
+                    .map_err(|source| ProbeError::Map {
+                        name: "SYSCALL_POOL",
+                        source,
+                    })?;
+            }
+            let mut index: Array<_, u32> = self.array_mut("SYSCALL_INDEX")?;
+            for nr in nrs.into_iter().filter(|&nr| nr < SYSCALL_NR_SLOTS) {
+                let _ = index.set(slot * SYSCALL_NR_SLOTS + nr, 0, 0);
+            }
+            let mut used_map: Array<_, u32> = self.array_mut("SYSCALL_SLOT_USED")?;
+            let _ = used_map.set(slot, 0, 0);
+            let mut owners: HashMap<_, u32, u32> = self.hash_mut("SYSCALL_SLOT_OWNER")?;
+            let _ = owners.remove(&slot);
+        }
+        Ok(())
+    }
+
     /// Per-thread per-syscall statistics: the array regions of the claimed
     /// thread slots merged with the hash-map fallback.
     fn syscall_stats(&self) -> Result<Vec<(SyscallKey, SyscallAcc)>, ProbeError> {
@@ -905,6 +999,36 @@ fn recursion_misses(fdinfo: &str) -> Option<u64> {
         line.strip_prefix("recursion_misses:")
             .and_then(|v| v.trim().parse().ok())
     })
+}
+
+/// What [`ProbeSet::retire_threads`] moved out of the maps.
+#[derive(Clone, Debug, Default)]
+pub struct RetiredThreads {
+    pub threads: Vec<ThreadAcc>,
+    pub syscalls: Vec<(SyscallKey, SyscallAcc)>,
+    pub samples: Vec<(StackKey, u64)>,
+    pub offcpu: Vec<(StackKey, u64)>,
+    pub wake_edges: Vec<(WakeKey, WakeAcc)>,
+}
+
+/// Moves the entries of `map` whose key matches into `out`. Keys are
+/// listed first: deleting while walking would restart the walk.
+fn take_matching<K: aya::Pod + Ord, V: aya::Pod>(
+    map: &mut HashMap<&mut MapData, K, V>,
+    matches: impl Fn(&K) -> bool,
+    out: &mut Vec<(K, V)>,
+) {
+    let keys: Vec<K> = map
+        .keys()
+        .filter_map(Result::ok)
+        .filter(|k| matches(k))
+        .collect();
+    for key in keys {
+        if let Ok(value) = map.get(&key, 0) {
+            out.push((key, value));
+        }
+        let _ = map.remove(&key);
+    }
 }
 
 /// Sums entries with the same key (a tid reused during the recording, or a

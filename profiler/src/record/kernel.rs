@@ -4,12 +4,15 @@
 //! [`Kernel`]: the loaded [`ProbeSet`] implements it for real recordings,
 //! [`super::replay::ReplayKernel`] for tests that drive the drain loop and
 //! the session writer from recorded events, without root.
-use std::{collections::BTreeMap, os::fd::RawFd};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    os::fd::RawFd,
+};
 
 use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
 
 use crate::{
-    probes::{MapSnapshot, ProbeError, ProbeSet, UserStackEvent},
+    probes::{MapSnapshot, ProbeError, ProbeSet, RetiredThreads, UserStackEvent},
     session::model::ProbeStatus,
 };
 
@@ -57,6 +60,8 @@ pub trait Kernel {
     fn snapshot(&self, tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError>;
     /// The wake-up edges summed so far.
     fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, ProbeError>;
+    /// Moves the entries of threads that exited out of the maps.
+    fn retire_threads(&mut self, tids: &BTreeSet<u32>) -> Result<RetiredThreads, ProbeError>;
     /// The instruction pointers of a stack id (leaf first; empty: none).
     fn stack(&self, id: i32) -> Vec<u64>;
     /// Drop counters by name.
@@ -115,6 +120,9 @@ impl Kernel for ProbeSet {
     }
     fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, ProbeError> {
         ProbeSet::wake_edges(self)
+    }
+    fn retire_threads(&mut self, tids: &BTreeSet<u32>) -> Result<RetiredThreads, ProbeError> {
+        ProbeSet::retire_threads(self, tids)
     }
     fn stack(&self, id: i32) -> Vec<u64> {
         ProbeSet::stack(self, id)

@@ -19,7 +19,10 @@ pub use super::screen::Screen;
 
 use crate::{
     analysis::{Analysis, Thresholds, VerdictId},
-    session::load::Session,
+    session::{
+        load::Session,
+        model::{Buckets, TimeSeries},
+    },
 };
 
 /// How the live view is shown.
@@ -160,18 +163,12 @@ pub fn status_of(
     let v = &analysis.verdict;
     let ts = session.timeseries.as_ref();
     let bucket_s = ts.map_or(1.0, |t| t.bucket_ns.max(1) as f64 / 1e9);
-    let buckets = ts.map_or(0, |t| {
-        t.threads
-            .iter()
-            .map(|s| s.on_cpu_ns.len())
-            .chain(t.devices.iter().map(|d| d.read_bytes.len()))
-            .max()
-            .unwrap_or(0)
-    });
+    let buckets = ts.map_or(0, TimeSeries::bucket_count);
     let recent = ((recent_s / bucket_s).round() as usize).clamp(1, buckets.max(1));
     let first = buckets.saturating_sub(recent);
     let window_s = (buckets - first) as f64 * bucket_s;
     let sum_from = |v: &[u64]| v.iter().skip(first).sum::<u64>();
+    let sum_recent = |b: Buckets<'_>| b.sum(first, buckets);
     let mib_s = |bytes: u64| {
         if window_s > 0.0 {
             bytes as f64 / (1 << 20) as f64 / window_s
@@ -182,7 +179,7 @@ pub fn status_of(
     let (device_bytes, read_bytes) = ts.map_or((0, 0), |t| {
         (
             t.devices.iter().map(|d| sum_from(&d.read_bytes)).sum(),
-            t.threads.iter().map(|s| sum_from(&s.read_bytes)).sum(),
+            t.threads.iter().map(|s| sum_recent(s.read())).sum(),
         )
     });
     let mut busiest: Vec<LiveThread> = ts
@@ -190,12 +187,12 @@ pub fn status_of(
             t.threads
                 .iter()
                 .map(|s| {
-                    let ns = |v: &[u64]| sum_from(v) as f64;
+                    let ns = |b: Buckets<'_>| sum_recent(b) as f64;
                     let states = [
-                        ("on-cpu", ns(&s.on_cpu_ns)),
-                        ("runnable", ns(&s.runnable_ns)),
-                        ("sleeping", ns(&s.sleeping_ns)),
-                        ("blocked-io", ns(&s.blocked_io_ns)),
+                        ("on-cpu", ns(s.on_cpu())),
+                        ("runnable", ns(s.runnable())),
+                        ("sleeping", ns(s.sleeping())),
+                        ("blocked-io", ns(s.blocked_io())),
                     ];
                     // Off-CPU time is accounted when a thread comes back:
                     // nothing at all means off CPU the whole time.
@@ -224,13 +221,11 @@ pub fn status_of(
 
     let window = analysis.wait.as_ref().and_then(|w| w.window.as_ref());
     // Start-up reads (a loader reading an ELF header) are not data.
-    let total_read: u64 = ts.map_or(0, |t| {
-        t.threads.iter().flat_map(|s| s.read_bytes.iter()).sum()
-    });
+    let total_read: u64 = ts.map_or(0, |t| t.threads.iter().map(|s| s.read().total()).sum());
     let first_read_s = ts.filter(|_| total_read >= DATA_MIN_BYTES).and_then(|t| {
         t.threads
             .iter()
-            .filter_map(|s| s.read_bytes.iter().position(|&b| b > 0))
+            .filter_map(|s| s.read().first_nonzero())
             .min()
             .map(|b| b as f64 * bucket_s)
     });

@@ -4,22 +4,28 @@
 //! the traced set and the symbolizer's view of each process follow them),
 //! the block completions, and the user-stack samples (unwound while their
 //! process is alive); [`Recorder::tick_series`] reads the per-thread maps
-//! and the wake-up edges once a second for the time series. Everything
-//! comes through the [`Kernel`] seam.
+//! and the wake-up edges once a second for the time series, then retires
+//! threads that exited: their entries move from the kernel maps into
+//! [`Retired`], so the maps hold live threads only and never fill up
+//! under churn. Snapshots for the session merge the two. Everything comes
+//! through the [`Kernel`] seam.
 use std::{
     collections::{BTreeMap, BTreeSet},
-    path::PathBuf,
+    path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
-use storprof_common::{BlockEvent, ProcEvent, proc_event};
+use storprof_common::{
+    BlockEvent, ProcEvent, StackKey, SyscallAcc, SyscallKey, ThreadAcc, WakeAcc, WakeKey,
+    proc_event,
+};
 
 use super::{
     RecordError, UnwindMode, aggregate, dwarf_samples::DwarfSamples, kernel::Kernel, launch,
     procfs, python, select,
 };
 use crate::{
-    probes::{self, MapSnapshot},
+    probes::{self, MapSnapshot, RetiredThreads},
     session::model,
     symbolize::Symbolizer,
     unwind::{DwarfUnwinder, StackSample, UnwindEnd},
@@ -37,7 +43,16 @@ pub(super) struct Recorder {
     /// When the layout of a fresh process (or one a sample found stale)
     /// was last read.
     pub(super) layout_read: std::collections::HashMap<u32, Instant>,
-    pub(super) series: Vec<aggregate::ThreadCumulative>,
+    pub(super) series: aggregate::SeriesBuilder,
+    /// Threads whose exit was seen, and when: retired once nothing can
+    /// still write their entries.
+    pub(super) exited: BTreeMap<u32, Instant>,
+    /// What the maps held for retired threads.
+    pub(super) retired: Retired,
+    /// How long after its exit event a thread is retired (`RETIRE_AFTER`).
+    pub(super) retire_after: Duration,
+    /// Ticks so far (the sweep for exits that sent no event runs on some).
+    ticks: u64,
     /// The wake-up edges at the last series tick, and per edge the buckets
     /// in which it grew.
     pub(super) wake_last: aggregate::WakeCumulative,
@@ -82,7 +97,11 @@ impl Recorder {
             block_events: Vec::new(),
             fresh: BTreeMap::new(),
             layout_read: std::collections::HashMap::new(),
-            series: Vec::new(),
+            series: aggregate::SeriesBuilder::default(),
+            exited: BTreeMap::new(),
+            retired: Retired::default(),
+            retire_after: RETIRE_AFTER,
+            ticks: 0,
             wake_last: aggregate::WakeCumulative::new(),
             wake_series: aggregate::WakeSeries::new(),
             parents: BTreeMap::new(),
@@ -127,6 +146,17 @@ impl Recorder {
                     self.symbolizer.snapshot_process(child);
                     self.inherit_unwind(child, event.tgid);
                     self.inherit_python(child, event.tgid);
+                }
+            }
+            proc_event::EXIT => {
+                self.exited.insert(event.tid, Instant::now());
+                if event.tid != event.tgid && self.parents.remove(&event.tid).is_some() {
+                    // A thread gone before its fork event was read looked
+                    // like a process then (no /proc entry told its tgid).
+                    self.tracked.remove(&event.tid);
+                    self.symbolizer.forget_process(event.tid);
+                    self.unwind_decisions.remove(&event.tid);
+                    self.python.forget(event.tid);
                 }
             }
             proc_event::EXEC => {
@@ -285,11 +315,53 @@ impl Recorder {
         tids.into_iter().collect()
     }
 
-    /// Snapshot with the on-CPU slots of every known thread.
+    /// Snapshot with the on-CPU slots of every known thread, retired
+    /// threads included.
     pub(super) fn full_snapshot(&self) -> Result<MapSnapshot, RecordError> {
         let first = self.probes.snapshot(&[])?;
         let tids = Self::known_tids(&first);
-        Ok(self.probes.snapshot(&tids)?)
+        let live = self.probes.snapshot(&tids)?;
+        Ok(self.retired.merged_with(live))
+    }
+
+    /// The wake-up edges summed so far, retired threads' included.
+    pub(super) fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, RecordError> {
+        let live = self.probes.wake_edges()?;
+        Ok(aggregate::merge_wake_edges(
+            self.retired.wake_edges.iter().map(|(k, v)| (*k, *v)),
+            live,
+        ))
+    }
+
+    /// Moves the entries of threads that exited at least `RETIRE_AFTER`
+    /// ago out of the kernel maps. Runs after a tick's snapshots, which
+    /// hold their final counts. Every `EXIT_SWEEP_TICKS` ticks, threads of
+    /// `seen` whose /proc entry is gone count as exited too (an exit event
+    /// lost to a full ring).
+    fn retire_exited(&mut self, seen: &[u32]) -> Result<(), RecordError> {
+        self.ticks += 1;
+        if self.ticks.is_multiple_of(EXIT_SWEEP_TICKS) {
+            let now = Instant::now();
+            for &tid in seen {
+                if !self.exited.contains_key(&tid) && !Path::new(&format!("/proc/{tid}")).exists() {
+                    self.exited.insert(tid, now);
+                }
+            }
+        }
+        let due: BTreeSet<u32> = self
+            .exited
+            .iter()
+            .filter(|(_, t)| t.elapsed() >= self.retire_after)
+            .map(|(&tid, _)| tid)
+            .collect();
+        if due.is_empty() {
+            return Ok(());
+        }
+        let moved = self.probes.retire_threads(&due)?;
+        self.tracked.extend(moved.threads.iter().map(|t| t.tgid));
+        self.retired.add(moved);
+        self.exited.retain(|tid, _| !due.contains(tid));
+        Ok(())
     }
 
     pub(super) fn tick_series(&mut self) -> Result<(), RecordError> {
@@ -309,10 +381,14 @@ impl Recorder {
             &snapshot.syscalls,
             &running,
         ));
+        // Live edges only: a retired edge's last growth is in an earlier
+        // bucket, and one that comes back (a reused tid) counts from zero.
         let wakes = aggregate::wake_cumulative(&self.probes.wake_edges()?);
-        let bucket = u32::try_from(self.series.len().saturating_sub(2)).unwrap_or(u32::MAX);
+        let bucket = self.series.buckets().saturating_sub(1);
         aggregate::add_wake_bucket(&mut self.wake_series, &self.wake_last, &wakes, bucket);
         self.wake_last = wakes;
+        let seen: Vec<u32> = snapshot.threads.iter().map(|t| t.tid).collect();
+        self.retire_exited(&seen)?;
         // DWARF processes' layouts are re-read when their samples need it.
         for tgid in live {
             if !self.is_dwarf_process(tgid) {
@@ -324,9 +400,147 @@ impl Recorder {
     }
 }
 
+/// What the maps held for threads that exited, merged as they retire.
+#[derive(Debug, Default)]
+pub(super) struct Retired {
+    pub(super) threads: Vec<ThreadAcc>,
+    /// Kept compact: a statistic is 368 bytes in the maps, mostly an empty
+    /// latency histogram, and a churning workload retires thousands.
+    syscalls: Vec<CompactSyscall>,
+    pub(super) samples: BTreeMap<StackKey, u64>,
+    pub(super) offcpu: BTreeMap<StackKey, u64>,
+    pub(super) wake_edges: BTreeMap<WakeKey, WakeAcc>,
+}
+
+impl Retired {
+    fn add(&mut self, moved: RetiredThreads) {
+        self.threads.extend(moved.threads);
+        self.syscalls
+            .extend(moved.syscalls.iter().map(CompactSyscall::from_map));
+        for (key, n) in moved.samples {
+            *self.samples.entry(key).or_default() += n;
+        }
+        for (key, ns) in moved.offcpu {
+            *self.offcpu.entry(key).or_default() += ns;
+        }
+        let edges = std::mem::take(&mut self.wake_edges);
+        self.wake_edges = aggregate::merge_wake_edges(edges, moved.wake_edges)
+            .into_iter()
+            .collect();
+    }
+
+    /// `live` (a snapshot of the maps) with the retired threads added;
+    /// entries with one key (a tid reused) are summed.
+    pub(super) fn merged_with(&self, live: MapSnapshot) -> MapSnapshot {
+        let sum = |retired: &BTreeMap<StackKey, u64>, live: Vec<(StackKey, u64)>| {
+            let mut all = retired.clone();
+            for (key, n) in live {
+                *all.entry(key).or_default() += n;
+            }
+            all.into_iter().collect()
+        };
+        let mut threads = self.threads.clone();
+        threads.extend(live.threads);
+        MapSnapshot {
+            threads,
+            syscalls: probes::merge_syscall_stats(
+                self.syscalls
+                    .iter()
+                    .map(CompactSyscall::to_map)
+                    .chain(live.syscalls),
+            ),
+            samples: sum(&self.samples, live.samples),
+            offcpu: sum(&self.offcpu, live.offcpu),
+            oncpu_start: live.oncpu_start,
+        }
+    }
+}
+
+/// A syscall statistic with only the non-empty buckets of its histogram.
+#[derive(Debug)]
+struct CompactSyscall {
+    key: SyscallKey,
+    count: u64,
+    errors: u64,
+    total_ns: u64,
+    bytes: u64,
+    /// (bucket, calls) of the buckets with calls.
+    latency: Box<[(u8, u64)]>,
+}
+
+impl CompactSyscall {
+    fn from_map((key, acc): &(SyscallKey, SyscallAcc)) -> Self {
+        Self {
+            key: *key,
+            count: acc.count,
+            errors: acc.errors,
+            total_ns: acc.total_ns,
+            bytes: acc.bytes,
+            latency: acc
+                .latency_log2_ns
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .filter_map(|(b, n)| Some((u8::try_from(b).ok()?, *n)))
+                .collect(),
+        }
+    }
+
+    fn to_map(&self) -> (SyscallKey, SyscallAcc) {
+        let mut acc = SyscallAcc {
+            count: self.count,
+            errors: self.errors,
+            total_ns: self.total_ns,
+            bytes: self.bytes,
+            ..SyscallAcc::ZERO
+        };
+        for &(bucket, n) in self.latency.iter() {
+            if let Some(slot) = acc.latency_log2_ns.get_mut(usize::from(bucket)) {
+                *slot = n;
+            }
+        }
+        (self.key, acc)
+    }
+}
+
+/// How long after its exit a thread's entries are moved out of the maps:
+/// its last context switch lands microseconds after the exit event, and
+/// the tick between takes the snapshot with its final counts.
+const RETIRE_AFTER: Duration = Duration::from_secs(1);
+/// Every this many ticks, threads in the maps without a /proc entry are
+/// taken as exited.
+const EXIT_SWEEP_TICKS: u64 = 10;
+
 /// How often the layout of a process that exec'ed or forked in the last
 /// two seconds is re-read.
 const FRESH_REREAD: Duration = Duration::from_millis(100);
 /// The shortest time between two reads of a process's layout asked for by
 /// samples in unknown code.
 const ON_DEMAND_REREAD: Duration = Duration::from_millis(20);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compact_syscall_statistic_gives_back_the_one_it_was_made_of() {
+        let mut acc = SyscallAcc {
+            count: 9,
+            errors: 1,
+            total_ns: 12_345,
+            bytes: 4 << 20,
+            ..SyscallAcc::ZERO
+        };
+        acc.latency_log2_ns[3] = 2;
+        acc.latency_log2_ns[39] = 7;
+        let key = SyscallKey {
+            tgid: 5,
+            tid: 6,
+            nr: 17,
+            _pad: 0,
+        };
+        let compact = CompactSyscall::from_map(&(key, acc));
+        assert_eq!(compact.latency.len(), 2);
+        assert_eq!(compact.to_map(), (key, acc));
+    }
+}

@@ -17,7 +17,7 @@ use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc,
 
 use super::kernel::Kernel;
 use crate::{
-    probes::{MapSnapshot, ProbeError, UserStackEvent},
+    probes::{MapSnapshot, ProbeError, RetiredThreads, UserStackEvent},
     session::model::ProbeStatus,
 };
 
@@ -55,6 +55,8 @@ pub struct ReplayKernel {
     pub dwarf: BTreeSet<u32>,
     /// How many drains reached a step.
     pub drains: usize,
+    /// Threads the recorder retired.
+    pub retired: BTreeSet<u32>,
 }
 
 impl ReplayKernel {
@@ -153,6 +155,34 @@ impl Kernel for ReplayKernel {
     }
     fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, ProbeError> {
         Ok(self.current.wake_edges.clone())
+    }
+    fn retire_threads(&mut self, tids: &BTreeSet<u32>) -> Result<RetiredThreads, ProbeError> {
+        // As the kernel does: the entries leave the current maps (later
+        // steps list what the kernel would hold then).
+        let maps = &mut self.current.maps;
+        let mut out = RetiredThreads::default();
+        let (gone, kept) = std::mem::take(&mut maps.threads)
+            .into_iter()
+            .partition(|t| tids.contains(&t.tid));
+        (out.threads, maps.threads) = (gone, kept);
+        let (gone, kept) = std::mem::take(&mut maps.syscalls)
+            .into_iter()
+            .partition(|(k, _)| tids.contains(&k.tid));
+        (out.syscalls, maps.syscalls) = (gone, kept);
+        let (gone, kept) = std::mem::take(&mut maps.samples)
+            .into_iter()
+            .partition(|(k, _)| tids.contains(&k.tid));
+        (out.samples, maps.samples) = (gone, kept);
+        let (gone, kept) = std::mem::take(&mut maps.offcpu)
+            .into_iter()
+            .partition(|(k, _)| tids.contains(&k.tid));
+        (out.offcpu, maps.offcpu) = (gone, kept);
+        let (gone, kept) = std::mem::take(&mut self.current.wake_edges)
+            .into_iter()
+            .partition(|(k, _)| tids.contains(&k.waker_tid) || tids.contains(&k.wakee_tid));
+        (out.wake_edges, self.current.wake_edges) = (gone, kept);
+        self.retired.extend(tids);
+        Ok(out)
     }
     fn stack(&self, id: i32) -> Vec<u64> {
         self.stacks.get(&id).cloned().unwrap_or_default()

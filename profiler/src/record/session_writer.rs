@@ -230,13 +230,14 @@ pub(super) fn build_session(
     };
 
     let bucket_ns = 1_000_000_000;
-    let buckets = recorder.series.len().saturating_sub(1);
+    let buckets = recorder.series.buckets() as usize;
     let timeseries = TimeSeries {
         bucket_ns,
         start_unix_ns: start_unix,
-        threads: aggregate::thread_series(&recorder.series, &|tid| {
-            comms.get(&tid).cloned().unwrap_or_default()
-        }),
+        buckets: recorder.series.buckets(),
+        threads: recorder
+            .series
+            .series(&|tid| comms.get(&tid).cloned().unwrap_or_default()),
         devices: aggregate::device_series(
             &recorder.block_events,
             recorder.start_mono,
@@ -247,6 +248,7 @@ pub(super) fn build_session(
     };
 
     let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();
+    let wake_edges = recorder.wake_edges()?;
     // Folded stacks, symbolized.
     let Recorder {
         probes,
@@ -268,7 +270,6 @@ pub(super) fn build_session(
     let start_mono = *start_mono;
     let dwarf_mode = unwinder.is_some();
     // One kallsyms pass for every kernel address (per stack it cost ~5 ms each).
-    let wake_edges = probes.wake_edges()?;
     let kernel_ips: BTreeSet<u64> = snapshot
         .samples
         .iter()

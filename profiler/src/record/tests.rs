@@ -367,3 +367,109 @@ fn offcpu_quantum_defaults_to_one_sampling_period() {
     };
     assert_eq!(options.offcpu_quantum_us(), 0);
 }
+
+/// The loader of [`replay`] exits after the second step: the recorder
+/// retires it (its entries leave the kernel's maps, as the third step
+/// shows), and the session still has all of it: figures, syscalls,
+/// samples, the wake-up edge and its time series up to its exit.
+#[test]
+fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
+    let (main, worker) = (fake_pid(1), fake_pid(2));
+    let mut kernel = replay(main, worker);
+    let read_call = |tid: u32, count: u64| {
+        (
+            storprof_common::SyscallKey {
+                tgid: tid,
+                tid,
+                nr: 0,
+                _pad: 0,
+            },
+            storprof_common::SyscallAcc {
+                count,
+                bytes: count << 20,
+                ..storprof_common::SyscallAcc::ZERO
+            },
+        )
+    };
+    kernel.steps[0].maps.syscalls = vec![read_call(worker, 2)];
+    kernel.steps[1].maps.syscalls = vec![read_call(worker, 5)];
+    kernel.steps[1].proc_events.push(ProcEvent {
+        kind: proc_event::EXIT,
+        tgid: worker,
+        tid: worker,
+        group_dead: 1,
+        ts: 2,
+    });
+    // After the retirement the kernel holds the trainer alone.
+    let last = &mut kernel.steps[2];
+    last.maps.threads.retain(|t| t.tid == main);
+    last.maps.samples.retain(|(k, _)| k.tid == main);
+    last.wake_edges.clear();
+    let mut recorder = Recorder::new(Box::new(kernel), UnwindMode::Fp, None, 0);
+    recorder.retire_after = std::time::Duration::ZERO;
+    recorder.tracked.insert(main);
+    recorder
+        .series
+        .push(super::aggregate::ThreadCumulative::new());
+    for _ in 0..3 {
+        recorder.drain();
+        recorder.tick_series().unwrap();
+    }
+    assert!(recorder.exited.is_empty());
+    assert_eq!(recorder.retired.threads.len(), 1);
+    assert_eq!(recorder.retired.threads[0].tid, worker);
+    let live = recorder.probes.snapshot(&[]).unwrap();
+    assert!(live.threads.iter().all(|t| t.tid != worker));
+
+    let dir = tempfile::tempdir().unwrap();
+    let options = RecordOptions {
+        command: vec!["python3".to_string(), "train.py".to_string()],
+        unwind: UnwindMode::Fp,
+        ..RecordOptions::default()
+    };
+    let ending = Ending {
+        reason: EndReason::Exited,
+        exit_code: Some(0),
+        exit_signal: None,
+        early: None,
+        ended_by: Some(CommandEnd::Exited),
+        grace: None,
+    };
+    write_session(
+        &mut recorder,
+        &options,
+        dir.path(),
+        &ending,
+        (1_000_000_000, 4_000_000_000, 3_000_000_000),
+        "tracefs at /sys/kernel/tracing",
+    )
+    .unwrap();
+    let threads: Vec<ThreadStats> = read(dir.path(), model::files::THREADS);
+    let loader = threads.iter().find(|t| t.tid == worker).unwrap();
+    assert_eq!(loader.on_cpu_ns, 160_000_000);
+    assert_eq!(loader.samples_user, 7);
+    assert_eq!(loader.read_bytes, 5 << 20);
+    assert_eq!(loader.syscalls.len(), 1);
+    assert_eq!(loader.syscalls[0].count, 5);
+    let trainer = threads.iter().find(|t| t.tid == main).unwrap();
+    assert_eq!(trainer.on_cpu_ns, 30_000_000);
+
+    let waits: model::WaitGraph = read(dir.path(), model::files::WAITS);
+    assert_eq!(waits.edges.len(), 1);
+    assert_eq!(waits.edges[0].blocked_ns, 90_000_000);
+
+    // The loader's series stops at its exit; the trainer's runs on.
+    let ts: model::TimeSeries = read(dir.path(), model::files::TIMESERIES);
+    assert_eq!(ts.buckets, 3);
+    let series = |tid| ts.threads.iter().find(|s| s.tid == tid).unwrap();
+    assert_eq!(series(worker).on_cpu_ns, vec![80_000_000, 80_000_000]);
+    assert_eq!(series(worker).read_bytes, vec![2 << 20, 3 << 20]);
+    assert_eq!(series(main).on_cpu_ns, vec![10_000_000; 3]);
+    let oncpu = std::fs::read_to_string(dir.path().join(model::files::ONCPU_FOLDED)).unwrap();
+    assert!(
+        oncpu
+            .lines()
+            .any(|l| l.starts_with("worker;") && l.ends_with(" 7")),
+        "{oncpu}"
+    );
+}

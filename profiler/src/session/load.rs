@@ -241,13 +241,7 @@ impl Session {
             return (self.info.end_unix_ns - self.info.start_unix_ns) as f64 / 1e9;
         }
         if let Some(ts) = &self.timeseries {
-            let buckets = ts
-                .threads
-                .iter()
-                .map(|t| t.on_cpu_ns.len())
-                .chain(ts.devices.iter().map(|d| d.read_bytes.len()))
-                .max()
-                .unwrap_or(0);
+            let buckets = ts.bucket_count();
             return buckets as f64 * ts.bucket_ns as f64 / 1e9;
         }
         0.0

@@ -45,46 +45,90 @@ pub fn thread_cumulative(
     out
 }
 
-/// Per-thread series from cumulative snapshots taken at bucket boundaries
-/// (snapshot 0 at the start): bucket i = snapshot i+1 − snapshot i.
-pub fn thread_series(
-    snapshots: &[ThreadCumulative],
-    comm_of: &dyn Fn(u32) -> String,
-) -> Vec<ThreadSeries> {
-    let buckets = snapshots.len().saturating_sub(1);
-    let mut tids: BTreeMap<u32, u32> = BTreeMap::new();
-    for snap in snapshots {
-        for (&tid, c) in snap {
-            tids.insert(tid, c.tgid);
-        }
+/// Per-thread series built one cumulative snapshot at a time, stored
+/// sparse: each thread keeps values from its first active bucket to its
+/// last, so memory follows activity rather than threads × seconds, and a
+/// thread gone from the maps (retired at exit) costs nothing more.
+#[derive(Debug, Default)]
+pub struct SeriesBuilder {
+    /// The cumulative counters at the last snapshot.
+    last: ThreadCumulative,
+    /// Snapshots taken so far (buckets = snapshots − 1).
+    snapshots: u32,
+    threads: BTreeMap<u32, SparseThread>,
+}
+
+#[derive(Debug)]
+struct SparseThread {
+    tgid: u32,
+    first_bucket: u32,
+    /// Per bucket from `first_bucket`: on-CPU, read bytes, runnable,
+    /// sleeping, blocked on I/O.
+    values: Vec<[u64; 5]>,
+}
+
+impl SeriesBuilder {
+    /// Buckets closed so far.
+    pub fn buckets(&self) -> u32 {
+        self.snapshots.saturating_sub(1)
     }
-    tids.into_iter()
-        .map(|(tid, tgid)| {
-            let value = |i: usize| snapshots[i].get(&tid).copied().unwrap_or_default();
-            let mut series = ThreadSeries {
-                pid: tgid,
-                tid,
-                comm: comm_of(tid),
-                ..ThreadSeries::default()
-            };
-            for i in 0..buckets {
-                let (a, b) = (value(i), value(i + 1));
-                series
-                    .on_cpu_ns
-                    .push(b.on_cpu_ns.saturating_sub(a.on_cpu_ns));
-                series
-                    .read_bytes
-                    .push(b.read_bytes.saturating_sub(a.read_bytes));
+
+    /// Closes a bucket at `now` (the first call sets the baseline). A
+    /// thread missing from `now` adds nothing; one that shows up again
+    /// (a reused tid) starts from zero.
+    pub fn push(&mut self, now: ThreadCumulative) {
+        if self.snapshots > 0 {
+            let bucket = self.snapshots - 1;
+            for (&tid, b) in &now {
+                let a = self.last.get(&tid).copied().unwrap_or_default();
                 let off = |state: usize| b.off_cpu_ns[state].saturating_sub(a.off_cpu_ns[state]);
-                series.runnable_ns.push(off(offcpu_state::RUNNABLE));
-                series.sleeping_ns.push(off(offcpu_state::SLEEPING));
-                series
-                    .blocked_io_ns
-                    .push(off(offcpu_state::UNINTERRUPTIBLE));
+                let delta = [
+                    b.on_cpu_ns.saturating_sub(a.on_cpu_ns),
+                    b.read_bytes.saturating_sub(a.read_bytes),
+                    off(offcpu_state::RUNNABLE),
+                    off(offcpu_state::SLEEPING),
+                    off(offcpu_state::UNINTERRUPTIBLE),
+                ];
+                if delta == [0; 5] {
+                    continue;
+                }
+                let t = self.threads.entry(tid).or_insert_with(|| SparseThread {
+                    tgid: b.tgid,
+                    first_bucket: bucket,
+                    values: Vec::new(),
+                });
+                t.tgid = b.tgid;
+                let index = (bucket - t.first_bucket) as usize;
+                if t.values.len() <= index {
+                    t.values.resize(index + 1, [0; 5]);
+                }
+                t.values[index] = delta;
             }
-            series
-        })
-        .collect()
+        }
+        self.last = now;
+        self.snapshots = self.snapshots.saturating_add(1);
+    }
+
+    /// The series of every thread that was ever active.
+    pub fn series(&self, comm_of: &dyn Fn(u32) -> String) -> Vec<ThreadSeries> {
+        self.threads
+            .iter()
+            .map(|(&tid, t)| {
+                let column = |i: usize| t.values.iter().map(|v| v[i]).collect::<Vec<u64>>();
+                ThreadSeries {
+                    pid: t.tgid,
+                    tid,
+                    comm: comm_of(tid),
+                    first_bucket: t.first_bucket,
+                    on_cpu_ns: column(0),
+                    read_bytes: column(1),
+                    runnable_ns: column(2),
+                    sleeping_ns: column(3),
+                    blocked_io_ns: column(4),
+                }
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -92,7 +136,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn thread_series_diffs_snapshots() {
+    fn series_diff_snapshots_and_store_only_active_buckets() {
         let c = |on_cpu_ns, read_bytes, sleeping| CumulativeThread {
             tgid: 10,
             on_cpu_ns,
@@ -102,12 +146,35 @@ mod tests {
         let s0 = ThreadCumulative::from([(11, c(0, 0, 0))]);
         let s1 = ThreadCumulative::from([(11, c(400, 4096, 100)), (12, c(5, 0, 0))]);
         let s2 = ThreadCumulative::from([(11, c(900, 4096, 700)), (12, c(5, 1, 0))]);
-        let series = thread_series(&[s0, s1, s2], &|tid| format!("t{tid}"));
-        assert_eq!(series.len(), 2);
+        // Thread 11 exits (retired: gone from the maps); 13 starts late.
+        let s3 = ThreadCumulative::from([(12, c(5, 1, 0)), (13, c(7, 0, 0))]);
+        let s4 = ThreadCumulative::from([(12, c(9, 1, 0)), (13, c(7, 0, 0))]);
+        let mut builder = SeriesBuilder::default();
+        for s in [s0, s1, s2, s3, s4] {
+            builder.push(s);
+        }
+        assert_eq!(builder.buckets(), 4);
+        let series = builder.series(&|tid| format!("t{tid}"));
+        assert_eq!(series.len(), 3);
+        assert_eq!((series[0].tid, series[0].first_bucket), (11, 0));
         assert_eq!(series[0].on_cpu_ns, vec![400, 500]);
         assert_eq!(series[0].read_bytes, vec![4096, 0]);
         assert_eq!(series[0].sleeping_ns, vec![100, 600]);
-        assert_eq!(series[1].on_cpu_ns, vec![5, 0]);
-        assert_eq!(series[1].read_bytes, vec![0, 1]);
+        // 12: active in buckets 0, 1 and 3; the idle bucket 2 is filled in.
+        assert_eq!(
+            (series[1].first_bucket, series[1].comm.as_str()),
+            (0, "t12")
+        );
+        assert_eq!(series[1].on_cpu_ns, vec![5, 0, 0, 4]);
+        assert_eq!(series[1].read_bytes, vec![0, 1, 0, 0]);
+        // 13: one value, at bucket 2 (its first snapshot counts from zero).
+        assert_eq!(
+            (series[2].first_bucket, series[2].on_cpu_ns.clone()),
+            (2, vec![7])
+        );
+        assert_eq!(series[2].on_cpu().at(2), 7);
+        assert_eq!(series[2].on_cpu().at(3), 0);
+        assert_eq!(series[1].on_cpu().sum(1, 4), 4);
+        assert_eq!(series[1].end_bucket(), 4);
     }
 }

@@ -29,15 +29,17 @@ pub fn thread_stats(
     }
     for t in threads {
         let s = entry(&mut out, t.tgid, t.tid);
+        // Two entries for one tid: a thread retired at its exit and a
+        // later one with its tid. Their figures add up.
         s.comm = comm_string(&t.comm);
-        s.on_cpu_ns = t.on_cpu_ns;
+        s.on_cpu_ns += t.on_cpu_ns;
         s.off_cpu_ns = OffCpuNs {
-            runnable: t.off_cpu_ns[0],
-            sleeping: t.off_cpu_ns[1],
-            uninterruptible: t.off_cpu_ns[2],
-            other: t.off_cpu_ns[3],
+            runnable: s.off_cpu_ns.runnable + t.off_cpu_ns[0],
+            sleeping: s.off_cpu_ns.sleeping + t.off_cpu_ns[1],
+            uninterruptible: s.off_cpu_ns.uninterruptible + t.off_cpu_ns[2],
+            other: s.off_cpu_ns.other + t.off_cpu_ns[3],
         };
-        s.page_cache_misses = t.page_cache_pages;
+        s.page_cache_misses += t.page_cache_pages;
     }
     let mut sorted: Vec<&(SyscallKey, SyscallAcc)> = syscalls.iter().collect();
     sorted.sort_by_key(|(k, _)| (k.tid, k.nr));

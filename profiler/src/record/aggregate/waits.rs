@@ -78,11 +78,43 @@ pub fn wake_cumulative(edges: &[(WakeKey, WakeAcc)]) -> WakeCumulative {
         .collect()
 }
 
+/// Two sets of wake-up edges as one, ordered by key: an edge in both (a
+/// retired thread's tid reused) sums its time and wake-ups and spans both
+/// periods; the stacks and comm of its first wake-up are kept.
+pub fn merge_wake_edges(
+    a: impl IntoIterator<Item = (WakeKey, WakeAcc)>,
+    b: impl IntoIterator<Item = (WakeKey, WakeAcc)>,
+) -> Vec<(WakeKey, WakeAcc)> {
+    let mut merged: BTreeMap<WakeKey, WakeAcc> = BTreeMap::new();
+    for (key, acc) in a.into_iter().chain(b) {
+        match merged.entry(key) {
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(acc);
+            }
+            std::collections::btree_map::Entry::Occupied(mut slot) => {
+                let sum = slot.get_mut();
+                let acc_first = acc.first_ns < sum.first_ns;
+                sum.blocked_ns += acc.blocked_ns;
+                sum.count += acc.count;
+                sum.last_ns = sum.last_ns.max(acc.last_ns);
+                if acc_first {
+                    sum.first_ns = acc.first_ns;
+                    sum.first_blocked_ns = acc.first_blocked_ns;
+                    sum.waker_user_stack = acc.waker_user_stack;
+                    sum.waker_kernel_stack = acc.waker_kernel_stack;
+                    sum.waker_comm = acc.waker_comm;
+                }
+            }
+        }
+    }
+    merged.into_iter().collect()
+}
+
 /// Per edge, the buckets in which it grew: (bucket, blocked ns, wake-ups).
 pub type WakeSeries = BTreeMap<WakeKey, Vec<(u32, u64, u64)>>;
 
 /// Adds bucket `bucket` (= `now` − `prev`, two cumulative snapshots taken
-/// at its boundaries, as for [`thread_series`]) to `series`: only edges
+/// at its boundaries, as for [`SeriesBuilder`]) to `series`: only edges
 /// with wake-ups in it, so a long recording keeps what changed.
 pub fn add_wake_bucket(
     series: &mut WakeSeries,
@@ -158,6 +190,36 @@ pub fn wait_graph(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_wake_edges_sum_a_shared_key_and_keep_the_first_wake_up() {
+        let key = |wakee_tid| WakeKey {
+            waker_tid: 1,
+            wakee_tid,
+            ..WakeKey::default()
+        };
+        let acc = |first_ns, last_ns, count, stack| WakeAcc {
+            blocked_ns: 10 * count,
+            count,
+            first_ns,
+            last_ns,
+            first_blocked_ns: first_ns,
+            waker_user_stack: stack,
+            waker_kernel_stack: -1,
+            ..WakeAcc::default()
+        };
+        let retired = [(key(2), acc(100, 200, 3, 7)), (key(3), acc(5, 6, 1, 8))];
+        let live = [(key(2), acc(50, 900, 2, 9)), (key(4), acc(1, 2, 1, 10))];
+        let merged = merge_wake_edges(retired, live);
+        assert_eq!(merged.len(), 3);
+        let (k, m) = merged[0];
+        assert_eq!(k, key(2));
+        assert_eq!((m.count, m.blocked_ns), (5, 50));
+        assert_eq!((m.first_ns, m.last_ns, m.first_blocked_ns), (50, 900, 50));
+        assert_eq!(m.waker_user_stack, 9);
+        assert_eq!(merged[1].0, key(3));
+        assert_eq!(merged[2].1.count, 1);
+    }
 
     #[test]
     fn pending_waits_are_traced_living_unwoken_threads_off_cpu_a_second_or_more() {
