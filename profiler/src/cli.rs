@@ -114,6 +114,11 @@ pub struct RecordArgs {
     /// `diagnose`: also replace an existing --bundle file.
     #[arg(long)]
     pub force: bool,
+    /// Write the session as it stands every SECS seconds while recording,
+    /// so a storprof killed with SIGKILL leaves a partial session that
+    /// `report` reads (0: only at the end).
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub checkpoint: f64,
     /// Count syscalls at exit only: cheaper, but no syscall latency.
     #[arg(long)]
     pub no_syscall_latency: bool,
@@ -211,6 +216,11 @@ impl RecordArgs {
             output: self.output.clone().unwrap_or_else(default_output),
             as_root: self.as_root,
             force: self.force,
+            checkpoint: if self.checkpoint == 0.0 {
+                None
+            } else {
+                Some(seconds("--checkpoint", self.checkpoint)?)
+            },
             syscall_latency: !self.no_syscall_latency,
             unwind: self.unwind,
             stack_bytes: self.stack_bytes,

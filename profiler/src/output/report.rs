@@ -401,6 +401,9 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
         let _ = writeln!(out, "{}", shell_join(&redact_args(&i.command)));
     }
     out.push_str("```\n\n");
+    if let Some(sentence) = checkpoint_note(i) {
+        let _ = writeln!(out, "{sentence}\n");
+    }
     if let Some(sentence) = command_ending(i) {
         let _ = writeln!(out, "{sentence}\n");
     }
@@ -409,6 +412,19 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
          timeline: [timeline.svg](timeline.svg); figures: `verdict.json`.\n",
     );
     out
+}
+
+/// For a session that storprof wrote while recording and never replaced
+/// with the final one (it was killed, or the machine stopped): says so.
+pub fn checkpoint_note(i: &crate::session::model::SessionInfo) -> Option<String> {
+    (i.end_reason == "checkpoint").then(|| {
+        format!(
+            "**Partial session.** storprof did not finish this recording: this is the last \
+             checkpoint it wrote, {:.0} s in (storprof was killed, or the machine stopped). \
+             How the command ended, and anything after that moment, is not in it.",
+            i.duration_s
+        )
+    })
 }
 
 /// How the command ended, in words, when storprof had a hand in it (its
@@ -650,8 +666,21 @@ pub fn render_terminal(analysis: &Analysis) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::command_ending;
+    use super::{checkpoint_note, command_ending};
     use crate::session::model::SessionInfo;
+
+    #[test]
+    fn a_checkpoint_says_it_is_partial() {
+        let mut i = crate::session::model::SessionInfo {
+            duration_s: 61.4,
+            ..Default::default()
+        };
+        assert_eq!(checkpoint_note(&i), None);
+        i.end_reason = "checkpoint".to_string();
+        let note = checkpoint_note(&i).unwrap_or_default();
+        assert!(note.starts_with("**Partial session.**"), "{note}");
+        assert!(note.contains("61 s in"), "{note}");
+    }
 
     #[test]
     fn how_the_command_ended_is_said_only_when_storprof_ended_it() {

@@ -44,6 +44,9 @@ use run_loop::EndReason;
 /// Default of [`RecordOptions::grace`].
 pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Default of [`RecordOptions::checkpoint`].
+pub const DEFAULT_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Options of one recording. Defaults are documented per field.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -70,6 +73,11 @@ pub struct RecordOptions {
     /// Write into an existing directory that is not empty (files of the
     /// same names are replaced). Default false: such a directory is refused.
     pub force: bool,
+    /// Write the session as it stands this often while recording, so a
+    /// storprof killed with SIGKILL (or a machine that stops) leaves a
+    /// readable partial session (`end_reason` "checkpoint"). None: only at
+    /// the end. Default 30 s.
+    pub checkpoint: Option<std::time::Duration>,
     /// Measure syscall latency (a `sys_enter` hook besides `sys_exit`).
     /// Default true; false halves the per-syscall cost but leaves
     /// `total_ns` and the latency histograms empty.
@@ -139,6 +147,7 @@ impl Default for RecordOptions {
             output: PathBuf::from("storprof-session"),
             as_root: false,
             force: false,
+            checkpoint: Some(DEFAULT_CHECKPOINT),
             syscall_latency: true,
             unwind: UnwindMode::Auto,
             stack_bytes: storprof_common::DEFAULT_STACK_BYTES,

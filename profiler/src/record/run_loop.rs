@@ -151,7 +151,8 @@ fn kill_after_grace(recorder: &Recorder, pid: i32) -> (Option<i32>, Option<i32>)
     status
 }
 
-/// What a live update needs besides the recorder.
+/// What a live update (and a checkpoint) needs besides the recorder.
+#[derive(Clone, Copy)]
 pub(super) struct LiveContext<'a> {
     pub dir: &'a Path,
     pub tracefs_line: &'a str,
@@ -165,6 +166,41 @@ struct Live<'a> {
     hold: live::VerdictHold,
     next: Instant,
 }
+
+/// When the next checkpoint is due, and where it goes.
+struct Checkpoints<'a> {
+    ctx: LiveContext<'a>,
+    every: Duration,
+    next: Instant,
+}
+
+/// Writes the session as it stands (`end_reason` "checkpoint"), for a
+/// storprof that never gets to write the final one.
+fn write_checkpoint(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ctx: &LiveContext,
+) -> Result<(), RecordError> {
+    let state = EndState {
+        reason: CHECKPOINT_REASON,
+        exit_code: None,
+        exit_signal: None,
+        early: None,
+        ended_by: None,
+        grace_s: None,
+    };
+    let parts = session_writer::build_session(
+        recorder,
+        options,
+        state,
+        (ctx.start_unix, procfs::unix_ns(), procfs::monotonic_ns()),
+        ctx.tracefs_line,
+    )?;
+    session_writer::write_parts(ctx.dir, &parts)
+}
+
+/// `end_reason` of a session written while recording.
+pub const CHECKPOINT_REASON: &str = "checkpoint";
 
 /// The session as it stands at an early verdict, built before the
 /// workload is stopped (its threads' waits and stacks are the evidence).
@@ -256,6 +292,11 @@ pub(super) fn run_loop_live(
         hold: live::VerdictHold::default(),
         next: Instant::now() + options.live.interval,
     });
+    let mut checkpoints = ctx.zip(options.checkpoint).map(|(ctx, every)| Checkpoints {
+        ctx,
+        every,
+        next: Instant::now() + every,
+    });
     let mut early: Option<Reached> = None;
     let mut parts: Option<SessionParts> = None;
     let mut verdict_at: Option<Instant> = None;
@@ -263,7 +304,7 @@ pub(super) fn run_loop_live(
         recorder,
         options,
         child_pid,
-        &mut live,
+        (&mut live, &mut checkpoints),
         (&mut early, &mut parts),
         &mut verdict_at,
     );
@@ -288,7 +329,7 @@ fn run_turns(
     recorder: &mut Recorder,
     options: &RecordOptions,
     child_pid: Option<i32>,
-    live: &mut Option<Live>,
+    (live, checkpoints): (&mut Option<Live>, &mut Option<Checkpoints>),
     (early, parts): (&mut Option<Reached>, &mut Option<SessionParts>),
     verdict_at: &mut Option<Instant>,
 ) -> Result<Ending, RecordError> {
@@ -320,6 +361,18 @@ fn run_turns(
         if Instant::now() >= next_tick {
             recorder.tick_series()?;
             next_tick += Duration::from_secs(1);
+        }
+        if let Some(c) = checkpoints.as_mut()
+            && Instant::now() >= c.next
+            && early.is_none()
+            && interrupted_at.is_none()
+            && terminated_at.is_none()
+        {
+            // A failed checkpoint costs the partial session only.
+            if let Err(err) = write_checkpoint(recorder, options, &c.ctx) {
+                log::warn!("checkpoint of the session failed: {err}");
+            }
+            c.next = Instant::now() + c.every;
         }
         if let Some(l) = live.as_mut()
             && Instant::now() >= l.next

@@ -116,14 +116,26 @@ pub(super) fn write_json<T: serde::Serialize>(
         path: path.clone(),
         source: std::io::Error::other(e),
     })?;
-    crate::output::safe_path::write_file(&path, (text + "\n").as_bytes())
-        .map_err(|source| RecordError::Write { path, source })
+    replace_file(&path, (text + "\n").as_bytes())
 }
 
 fn write_text(dir: &Path, name: &str, text: &str) -> Result<(), RecordError> {
-    let path = dir.join(name);
-    crate::output::safe_path::write_file(&path, text.as_bytes())
-        .map_err(|source| RecordError::Write { path, source })
+    replace_file(&dir.join(name), text.as_bytes())
+}
+
+/// Writes `bytes` to a new file beside `path` (created exclusively, no
+/// link followed) and renames it over `path`: a storprof killed at any
+/// moment leaves the old file or the new one, never half of one (a
+/// checkpoint is replaced while the recording goes on).
+fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let partial = path.with_file_name(format!(".{name}.partial"));
+    crate::output::safe_path::write_file(&partial, bytes)
+        .and_then(|()| std::fs::rename(&partial, path))
+        .map_err(|source| RecordError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// Builds the session and writes it to `dir`.
@@ -142,7 +154,6 @@ pub(super) fn write_session(
 /// Writes a built session to `dir` and gives it to the sudo user.
 pub(super) fn write_parts(dir: &Path, parts: &SessionParts) -> Result<(), RecordError> {
     use model::files;
-    write_json(dir, files::SESSION, &parts.info)?;
     write_json(dir, files::THREADS, &parts.threads)?;
     write_json(dir, files::IO, &parts.io)?;
     write_json(dir, files::TIMESERIES, &parts.timeseries)?;
@@ -161,6 +172,8 @@ pub(super) fn write_parts(dir: &Path, parts: &SessionParts) -> Result<(), Record
     if let Some(waits) = &parts.waits {
         write_json(dir, files::WAITS, waits)?;
     }
+    // Last: a session.json says the files beside it are complete.
+    write_json(dir, files::SESSION, &parts.info)?;
     chown_session(dir);
     Ok(())
 }
