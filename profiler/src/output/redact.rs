@@ -174,7 +174,7 @@ fn redact_words(words: &[&str]) -> Vec<Option<String>> {
         let has_space = word.contains(char::is_whitespace);
         // `sh -c '...'`, `bash -lc "..."`, `python3 -c "..."`: a program.
         if has_space && i >= 2 && is_dash_c(words[i - 2]) {
-            out.push(Some(redact_command_line(word)));
+            out.push(redacted_line(word));
             continue;
         }
         if let Some(name) = secret_assignment(word) {
@@ -182,7 +182,7 @@ fn redact_words(words: &[&str]) -> Vec<Option<String>> {
             continue;
         }
         if has_space {
-            out.push(Some(redact_command_line(word)));
+            out.push(redacted_line(word));
             continue;
         }
         let name = word.strip_suffix(':').unwrap_or(word);
@@ -207,6 +207,14 @@ fn redact_words(words: &[&str]) -> Vec<Option<String>> {
         out.push(None);
     }
     out
+}
+
+/// A word holding a command line, redacted; None when nothing in it was
+/// (the word is then kept as written: prose with an apostrophe, read as an
+/// unclosed quote, keeps it).
+fn redacted_line(word: &str) -> Option<String> {
+    let redacted = redact_command_line(word);
+    (redacted != word).then_some(redacted)
 }
 
 /// `-c` or a cluster of short options ending the shell's (`-lc`, `-ec`):
@@ -286,9 +294,11 @@ pub fn redact_command_line(line: &str) -> String {
         out.push_str(&line[pos..word.start]);
         let raw = &line[word.start..word.end];
         match replacement {
-            // A quoted word with spaces (a command line, a quoted value):
-            // keep its quotes.
-            Some(r) if word.text.contains(char::is_whitespace) && raw.starts_with(['\'', '"']) => {
+            // A quoted word (a command line, a quoted value): keep its
+            // quotes.
+            Some(r)
+                if raw.len() >= 2 && raw.starts_with(['\'', '"']) && raw.ends_with(&raw[..1]) =>
+            {
                 let q = &raw[..1];
                 out.push_str(&format!("{q}{r}{q}"));
             }
@@ -569,6 +579,38 @@ mod tests {
         assert!(got.contains("Bearer"), "{got}");
     }
 
+    /// Redaction covers what storprof stores: the launched argv, names
+    /// and frames. A reader of another process's environment or command
+    /// line, or a dump of storprof's own environment (which holds the
+    /// user's credentials under `sudo -E`), would store what it never
+    /// sees; this test fails when code starts to read them.
+    #[test]
+    fn no_code_reads_environments_or_other_command_lines() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut dirs = vec![src];
+        let mut offenders = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") || path.ends_with("output/redact.rs")
+                {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                for pattern in ["/environ", "/cmdline", "env::vars()"] {
+                    if text.contains(pattern) {
+                        offenders.push(format!("{}: {pattern}", path.display()));
+                    }
+                }
+            }
+        }
+        assert!(offenders.is_empty(), "{offenders:?}");
+    }
+
     #[test]
     fn unclosed_quotes_and_odd_input_do_not_panic() {
         for s in [
@@ -589,6 +631,19 @@ mod tests {
         assert_eq!(
             redact_command_line("--token 'unclosed"),
             "--token <redacted>"
+        );
+        // An apostrophe in prose is not a quote to take out.
+        let prose = "readers inside read syscalls 96% of the readers' time";
+        assert_eq!(redact_text(prose), prose);
+        assert_eq!(
+            redact_text("the user's password: hunter2 was set"),
+            // (after a redaction, the apostrophe goes)
+            "the users password: <redacted> was set"
+        );
+        // Quoted words keep their quotes (report.md's shell-quoted command).
+        assert_eq!(
+            redact_command_line("env 'AWS_SECRET_ACCESS_KEY=x y' run '--token=z'"),
+            "env 'AWS_SECRET_ACCESS_KEY=<redacted>' run '--token=<redacted>'"
         );
     }
 }
