@@ -265,23 +265,6 @@ pub fn send_signal(pid: i32, signo: i32) {
     unsafe { libc::kill(pid, signo) };
 }
 
-/// Blocking wait for our own child: (exit code, signal).
-pub fn wait_blocking(pid: i32) -> (Option<i32>, Option<i32>) {
-    let mut status = 0;
-    // SAFETY: waiting on our own child with a valid status pointer.
-    let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-    if rc != pid {
-        return (None, None);
-    }
-    if libc::WIFEXITED(status) {
-        (Some(libc::WEXITSTATUS(status)), None)
-    } else if libc::WIFSIGNALED(status) {
-        (None, Some(libc::WTERMSIG(status)))
-    } else {
-        (None, None)
-    }
-}
-
 /// Why storprof may not stop `pid` with a signal, if it may not: it does
 /// not exist or refuses signals from us, it is init (which ignores
 /// SIGTERM), a kernel thread, or storprof itself or one of its ancestors.

@@ -140,13 +140,31 @@ fn command_end(signal: Option<i32>, sigterm_for: Option<StopCause>) -> CommandEn
     }
 }
 
+/// How long storprof waits for a SIGKILLed command to be reaped: a task
+/// in uninterruptible sleep (a hung NFS read) dies only when the I/O
+/// returns, and the session must not wait for that.
+const REAP_AFTER_SIGKILL: Duration = Duration::from_secs(2);
+
 /// SIGKILL for the command that outlived its grace period, then for the
 /// traced processes it leaves (they may ignore SIGTERM too, and hold the
-/// terminal or a pipe); returns its wait status.
+/// terminal or a pipe); returns its wait status (unknown when it was not
+/// reaped within [`REAP_AFTER_SIGKILL`]).
 fn kill_after_grace(recorder: &Recorder, pid: i32) -> (Option<i32>, Option<i32>) {
     log::info!("the command did not exit within the grace period after SIGTERM: SIGKILL");
     launch::send_signal(pid, libc::SIGKILL);
-    let status = launch::wait_blocking(pid);
+    let killed_at = Instant::now();
+    let status = loop {
+        if let Some(status) = launch::try_wait(pid) {
+            break status;
+        }
+        if killed_at.elapsed() > REAP_AFTER_SIGKILL {
+            log::warn!(
+                "the command (pid {pid}) is not gone 2 s after SIGKILL (uninterruptible sleep?)"
+            );
+            break (None, None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     kill_leftovers(recorder, pid);
     status
 }
