@@ -64,13 +64,16 @@ pub struct FoldedStacks {
 }
 
 impl FoldedStacks {
-    /// Sum of all counts.
+    /// Sum of all counts, saturating: the counts come from a file, and a
+    /// sum past u64 panicked (debug) or wrapped to a small total (release).
     pub fn total(&self) -> u64 {
-        self.stacks.iter().map(|(_, n)| n).sum()
+        self.stacks
+            .iter()
+            .fold(0u64, |sum, (_, n)| sum.saturating_add(*n))
     }
 
     pub fn is_empty(&self) -> bool {
-        self.total() == 0
+        self.stacks.iter().all(|(_, n)| *n == 0)
     }
 
     /// Lines in folded format (`stack count`), for inferno.
@@ -402,6 +405,21 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Found by the `session_dir` fuzz target: folded counts whose sum
+    /// passes u64 (loading the session panicked in `is_empty`).
+    #[test]
+    fn folded_counts_past_u64_saturate() {
+        let text = format!("a;b {}\nc 2\n", u64::MAX - 1);
+        let (stacks, warnings) = FoldedStacks::parse(&text, "oncpu.folded");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(stacks.total(), u64::MAX);
+        assert!(!stacks.is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(files::ONCPU_FOLDED), &text).unwrap();
+        let session = load(dir.path()).unwrap();
+        assert_eq!(session.oncpu.total(), u64::MAX);
+    }
 
     #[test]
     fn folded_parse_skips_malformed_lines() {
