@@ -88,6 +88,22 @@ struct Outcome {
     /// The workload is `storprof bench` (its AU must agree within 3 points).
     bench: bool,
     verdict: serde_json::Value,
+    /// session.json's lost events that are not zero, by source.
+    lost: Vec<(String, u64)>,
+}
+
+/// The non-zero lost-event counters of a session.
+fn lost_events(session: &Path) -> Vec<(String, u64)> {
+    let info: serde_json::Value = support::read_session_json(session, "session.json");
+    info["lost_events"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                .filter(|(_, v)| *v > 0)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[test]
@@ -123,6 +139,7 @@ fn scenario_suite() {
             workload_au,
             bench: args.get(1) == Some(&"bench"),
             verdict,
+            lost: lost_events(&session),
         });
     };
 
@@ -364,6 +381,10 @@ fn scenario_suite() {
     // agree within 3 points; pipeline.py's own figure is printed beside
     // the kernel's, not checked (its time.sleep includes re-taking the GIL).
     for o in &outcomes {
+        // Default settings lose nothing on workloads of this size.
+        if !o.lost.is_empty() {
+            wrong.push(format!("{}: events lost: {:?}", o.name, o.lost));
+        }
         match (o.kernel_au, o.workload_au) {
             (Some(k), Some(w)) if o.bench && (k - w).abs() > 3.0 => wrong.push(format!(
                 "{}: kernel AU {k:.1}% vs the bench's {w:.1}% (more than 3 points apart)",

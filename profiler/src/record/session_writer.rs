@@ -262,6 +262,7 @@ pub(super) fn build_session(
 
     let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();
     let wake_edges = recorder.wake_edges()?;
+    let folded_threads = recorder.retired.folded;
     // Folded stacks, symbolized.
     let Recorder {
         probes,
@@ -381,6 +382,14 @@ pub(super) fn build_session(
     );
     let mut notes = python_resolver.notes();
     notes.extend(folded.offcpu_python_note.clone());
+    if folded_threads > 0 {
+        notes.push(format!(
+            "{folded_threads} threads that exited after the first {} are folded into one \
+             entry per thread name (their figures, syscalls, stacks and wake-ups summed), so \
+             storprof's memory stays bounded",
+            super::recorder::RETIRED_THREADS_KEPT
+        ));
+    }
     if let Some(selector) = selector {
         notes.push(format!(
             "processes selected by {}: {} seen",

@@ -87,27 +87,32 @@ pub fn merge_wake_edges(
 ) -> Vec<(WakeKey, WakeAcc)> {
     let mut merged: BTreeMap<WakeKey, WakeAcc> = BTreeMap::new();
     for (key, acc) in a.into_iter().chain(b) {
-        match merged.entry(key) {
-            std::collections::btree_map::Entry::Vacant(slot) => {
-                slot.insert(acc);
-            }
-            std::collections::btree_map::Entry::Occupied(mut slot) => {
-                let sum = slot.get_mut();
-                let acc_first = acc.first_ns < sum.first_ns;
-                sum.blocked_ns += acc.blocked_ns;
-                sum.count += acc.count;
-                sum.last_ns = sum.last_ns.max(acc.last_ns);
-                if acc_first {
-                    sum.first_ns = acc.first_ns;
-                    sum.first_blocked_ns = acc.first_blocked_ns;
-                    sum.waker_user_stack = acc.waker_user_stack;
-                    sum.waker_kernel_stack = acc.waker_kernel_stack;
-                    sum.waker_comm = acc.waker_comm;
-                }
+        add_wake_edge(&mut merged, key, acc);
+    }
+    merged.into_iter().collect()
+}
+
+/// Adds one edge to `edges`, as [`merge_wake_edges`] merges them.
+pub fn add_wake_edge(edges: &mut BTreeMap<WakeKey, WakeAcc>, key: WakeKey, acc: WakeAcc) {
+    match edges.entry(key) {
+        std::collections::btree_map::Entry::Vacant(slot) => {
+            slot.insert(acc);
+        }
+        std::collections::btree_map::Entry::Occupied(mut slot) => {
+            let sum = slot.get_mut();
+            let acc_first = acc.first_ns < sum.first_ns;
+            sum.blocked_ns += acc.blocked_ns;
+            sum.count += acc.count;
+            sum.last_ns = sum.last_ns.max(acc.last_ns);
+            if acc_first {
+                sum.first_ns = acc.first_ns;
+                sum.first_blocked_ns = acc.first_blocked_ns;
+                sum.waker_user_stack = acc.waker_user_stack;
+                sum.waker_kernel_stack = acc.waker_kernel_stack;
+                sum.waker_comm = acc.waker_comm;
             }
         }
     }
-    merged.into_iter().collect()
 }
 
 /// Per edge, the buckets in which it grew: (bucket, blocked ns, wake-ups).
