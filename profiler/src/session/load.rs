@@ -85,10 +85,14 @@ impl FoldedStacks {
     }
 
     /// Parses folded text. Malformed lines are skipped and reported in the
-    /// returned list of warnings (line numbers are 1-based).
+    /// returned list of warnings (line numbers are 1-based), and so are
+    /// lines whose count would take the file's total past u64: the analysis
+    /// adds up counts of one file, and no recording reaches that.
     pub fn parse(text: &str, name: &str) -> (Self, Vec<String>) {
         let mut stacks = Vec::new();
         let mut bad = Vec::new();
+        let mut too_large = Vec::new();
+        let mut total = 0u64;
         for (i, line) in text.lines().enumerate() {
             let line = line.trim_end();
             if line.is_empty() {
@@ -98,13 +102,26 @@ impl FoldedStacks {
                 .rsplit_once(' ')
                 .and_then(|(stack, count)| Some((stack.trim_end(), count.parse::<u64>().ok()?)));
             match parsed {
-                Some((stack, count)) if !stack.is_empty() => {
-                    stacks.push((stack.to_string(), count));
-                }
+                Some((stack, count)) if !stack.is_empty() => match total.checked_add(count) {
+                    Some(sum) => {
+                        total = sum;
+                        stacks.push((stack.to_string(), count));
+                    }
+                    None => too_large.push(i + 1),
+                },
                 _ => bad.push(i + 1),
             }
         }
         let mut warnings = Vec::new();
+        if !too_large.is_empty() {
+            let shown: Vec<String> = too_large.iter().take(5).map(ToString::to_string).collect();
+            warnings.push(format!(
+                "{name}: skipped {} line(s) whose count takes the file's total past 2^64 (line {}{})",
+                too_large.len(),
+                shown.join(", "),
+                if too_large.len() > 5 { ", ..." } else { "" }
+            ));
+        }
         if !bad.is_empty() {
             let shown: Vec<String> = bad.iter().take(5).map(ToString::to_string).collect();
             warnings.push(format!(
@@ -407,18 +424,34 @@ mod tests {
     use super::*;
 
     /// Found by the `session_dir` fuzz target: folded counts whose sum
-    /// passes u64 (loading the session panicked in `is_empty`).
+    /// passes u64 (loading the session panicked in `is_empty`, then the
+    /// analysis in `hot_frames`). The line that passes it is skipped with a
+    /// warning; what remains is analysed.
     #[test]
-    fn folded_counts_past_u64_saturate() {
-        let text = format!("a;b {}\nc 2\n", u64::MAX - 1);
+    fn folded_counts_past_u64_are_skipped() {
+        let text = format!("a;b {}\nc 2\nc;d 1\n", u64::MAX - 1);
         let (stacks, warnings) = FoldedStacks::parse(&text, "oncpu.folded");
-        assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(stacks.total(), u64::MAX);
-        assert!(!stacks.is_empty());
+        assert_eq!(stacks.stacks.len(), 2, "{stacks:?}");
+        assert_eq!(
+            warnings,
+            [
+                "oncpu.folded: skipped 1 line(s) whose count takes the file's total past 2^64 (line 2)"
+            ]
+        );
+        // Built directly (not parsed), the total saturates.
+        let built = FoldedStacks {
+            stacks: vec![("a".into(), u64::MAX), ("b".into(), 1)],
+        };
+        assert_eq!(built.total(), u64::MAX);
+        assert!(!built.is_empty());
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(files::ONCPU_FOLDED), &text).unwrap();
+        std::fs::write(dir.path().join(files::OFFCPU_FOLDED), &text).unwrap();
         let session = load(dir.path()).unwrap();
         assert_eq!(session.oncpu.total(), u64::MAX);
+        let analysis = crate::analysis::analyze(&session, &crate::analysis::Thresholds::default());
+        assert_eq!(analysis.hot_oncpu.total, u64::MAX);
     }
 
     #[test]
