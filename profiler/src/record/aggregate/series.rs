@@ -56,6 +56,11 @@ pub struct SeriesBuilder {
     /// Snapshots taken so far (buckets = snapshots − 1).
     snapshots: u32,
     threads: BTreeMap<u32, SparseThread>,
+    /// Series of threads gone from the maps (retired at exit): their tid
+    /// may come back for a later thread (pid_max is 32,768 on many hosts,
+    /// so a churning workload reuses tids within minutes), which gets a
+    /// series of its own rather than one spanning the gap.
+    ended: Vec<(u32, SparseThread)>,
 }
 
 #[derive(Debug)]
@@ -74,9 +79,16 @@ impl SeriesBuilder {
     }
 
     /// Closes a bucket at `now` (the first call sets the baseline). A
-    /// thread missing from `now` adds nothing; one that shows up again
-    /// (a reused tid) starts from zero.
+    /// thread missing from `now` adds nothing and its series ends; one that
+    /// shows up again (a reused tid) starts a new series from zero.
     pub fn push(&mut self, now: ThreadCumulative) {
+        for tid in self.last.keys() {
+            if !now.contains_key(tid)
+                && let Some(series) = self.threads.remove(tid)
+            {
+                self.ended.push((*tid, series));
+            }
+        }
         if self.snapshots > 0 {
             let bucket = self.snapshots - 1;
             for (&tid, b) in &now {
@@ -109,11 +121,18 @@ impl SeriesBuilder {
         self.snapshots = self.snapshots.saturating_add(1);
     }
 
-    /// The series of every thread that was ever active.
+    /// The series of every thread that was ever active, by tid (a reused
+    /// tid: its earlier threads first).
     pub fn series(&self, comm_of: &dyn Fn(u32) -> String) -> Vec<ThreadSeries> {
-        self.threads
+        let mut all: Vec<(u32, &SparseThread)> = self
+            .ended
             .iter()
-            .map(|(&tid, t)| {
+            .map(|(tid, t)| (*tid, t))
+            .chain(self.threads.iter().map(|(tid, t)| (*tid, t)))
+            .collect();
+        all.sort_by_key(|(tid, t)| (*tid, t.first_bucket));
+        all.into_iter()
+            .map(|(tid, t)| {
                 let column = |i: usize| t.values.iter().map(|v| v[i]).collect::<Vec<u64>>();
                 ThreadSeries {
                     pid: t.tgid,
@@ -176,5 +195,32 @@ mod tests {
         assert_eq!(series[2].on_cpu().at(3), 0);
         assert_eq!(series[1].on_cpu().sum(1, 4), 4);
         assert_eq!(series[1].end_bucket(), 4);
+    }
+
+    #[test]
+    fn a_reused_tid_gets_a_series_of_its_own() {
+        let c = |tgid, on_cpu_ns| CumulativeThread {
+            tgid,
+            on_cpu_ns,
+            ..CumulativeThread::default()
+        };
+        let mut builder = SeriesBuilder::default();
+        builder.push(ThreadCumulative::new());
+        builder.push(ThreadCumulative::from([(7, c(1, 50))]));
+        // Thread 7 retired; 98 idle buckets later a new process gets tid 7.
+        for _ in 0..98 {
+            builder.push(ThreadCumulative::new());
+        }
+        builder.push(ThreadCumulative::from([(7, c(2, 30))]));
+        let series = builder.series(&|_| String::new());
+        assert_eq!(series.len(), 2);
+        assert_eq!((series[0].pid, series[0].first_bucket), (1, 0));
+        assert_eq!(series[0].on_cpu_ns, vec![50]);
+        assert_eq!((series[1].pid, series[1].first_bucket), (2, 99));
+        assert_eq!(
+            series[1].on_cpu_ns,
+            vec![30],
+            "not 100 values across the gap"
+        );
     }
 }
