@@ -21,14 +21,14 @@ sum_ignored() {
 
 # Disk: a full run takes about 12 GiB under target/ (release build with line
 # tables, test binaries, the probe builds, the pyarrow venv, and 7 GiB for
-# the DLIO venv with PyTorch's CUDA runtime packages). Say so up front
-# rather than failing on ENOSPC half-way.
+# the DLIO venv with PyTorch's CUDA runtime packages) and 5.5 GiB under
+# fuzz/target. Say so up front rather than failing on ENOSPC half-way.
 target_fs="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$target_fs"
 free_kib=$(df -Pk "$target_fs" | awk 'NR == 2 { print $4 }')
-echo "disk: $((free_kib / 1024)) MiB free under $target_fs (a full run needs about 13 GiB)"
-if [ "${free_kib:-0}" -lt $((13 * 1024 * 1024)) ]; then
-  echo "warning: less than 13 GiB free; the build may fail with 'No space left on device'" >&2
+echo "disk: $((free_kib / 1024)) MiB free under $target_fs (a full run needs about 19 GiB)"
+if [ "${free_kib:-0}" -lt $((19 * 1024 * 1024)) ]; then
+  echo "warning: less than 19 GiB free; the build may fail with 'No space left on device'" >&2
 fi
 
 step "setup"
