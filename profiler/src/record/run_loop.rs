@@ -199,22 +199,34 @@ fn write_checkpoint(
     options: &RecordOptions,
     ctx: &LiveContext,
 ) -> Result<(), RecordError> {
+    let parts = parts_so_far(recorder, options, ctx, CHECKPOINT_REASON, None)?;
+    session_writer::write_parts(ctx.dir, &parts)
+}
+
+/// The session as it stands now, while the recording goes on, ended for
+/// `reason` (and an early verdict, when that is the reason).
+fn parts_so_far(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ctx: &LiveContext,
+    reason: &'static str,
+    early: Option<&Reached>,
+) -> Result<SessionParts, RecordError> {
     let state = EndState {
-        reason: CHECKPOINT_REASON,
+        reason,
         exit_code: None,
         exit_signal: None,
-        early: None,
+        early,
         ended_by: None,
         grace_s: None,
     };
-    let parts = session_writer::build_session(
+    session_writer::build_session(
         recorder,
         options,
         state,
         (ctx.start_unix, procfs::unix_ns(), procfs::monotonic_ns()),
         ctx.tracefs_line,
-    )?;
-    session_writer::write_parts(ctx.dir, &parts)
+    )
 }
 
 /// `end_reason` of a session written while recording.
@@ -228,20 +240,12 @@ fn verdict_parts(
     ctx: &LiveContext,
     reached: &Reached,
 ) -> Result<SessionParts, RecordError> {
-    let state = EndState {
-        reason: EndReason::Verdict.name(),
-        exit_code: None,
-        exit_signal: None,
-        early: Some(reached),
-        ended_by: None,
-        grace_s: None,
-    };
-    session_writer::build_session(
+    parts_so_far(
         recorder,
         options,
-        state,
-        (ctx.start_unix, procfs::unix_ns(), procfs::monotonic_ns()),
-        ctx.tracefs_line,
+        ctx,
+        EndReason::Verdict.name(),
+        Some(reached),
     )
 }
 
@@ -253,22 +257,7 @@ fn live_status(
 ) -> Result<LiveStatus, RecordError> {
     let built = Instant::now();
     let now_mono = procfs::monotonic_ns();
-    let now_unix = procfs::unix_ns();
-    let state = EndState {
-        reason: "live",
-        exit_code: None,
-        exit_signal: None,
-        early: None,
-        ended_by: None,
-        grace_s: None,
-    };
-    let parts = session_writer::build_session(
-        recorder,
-        options,
-        state,
-        (ctx.start_unix, now_unix, now_mono),
-        ctx.tracefs_line,
-    )?;
+    let parts = parts_so_far(recorder, options, ctx, "live", None)?;
     let session = parts.to_session(ctx.dir);
     let build_s = built.elapsed().as_secs_f64();
     let analysis = crate::analysis::analyze(&session, &options.live.thresholds);

@@ -153,6 +153,35 @@ fn replay(main: u32, worker: u32) -> ReplayKernel {
     kernel
 }
 
+/// Three drains and ticks of `recorder` (tracing `main`) over its replay,
+/// then the session written to a new directory: 2 s of recording.
+fn three_ticks_written(
+    recorder: &mut Recorder,
+    main: u32,
+    options: &RecordOptions,
+    ending: &Ending,
+) -> tempfile::TempDir {
+    recorder.tracked.insert(main);
+    recorder
+        .series
+        .push(super::aggregate::ThreadCumulative::new());
+    for _ in 0..3 {
+        recorder.drain();
+        recorder.tick_series().unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_session(
+        recorder,
+        options,
+        dir.path(),
+        ending,
+        (1_000_000_000, 3_000_000_000, 2_000_000_000),
+        "tracefs at /sys/kernel/tracing",
+    )
+    .unwrap();
+    dir
+}
+
 fn read<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> T {
     let text = std::fs::read_to_string(dir.join(name)).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -262,15 +291,6 @@ fn a_command_ignoring_sigterm_at_the_duration_is_killed_after_the_grace_period()
 fn the_session_writer_turns_a_replay_into_a_session_directory() {
     let (main, worker) = (fake_pid(1), fake_pid(2));
     let mut recorder = Recorder::new(Box::new(replay(main, worker)), UnwindMode::Fp, None, 0);
-    recorder.tracked.insert(main);
-    recorder
-        .series
-        .push(super::aggregate::ThreadCumulative::new());
-    for _ in 0..3 {
-        recorder.drain();
-        recorder.tick_series().unwrap();
-    }
-    let dir = tempfile::tempdir().unwrap();
     let options = RecordOptions {
         command: vec!["python3".to_string(), "train.py".to_string()],
         unwind: UnwindMode::Fp,
@@ -284,15 +304,7 @@ fn the_session_writer_turns_a_replay_into_a_session_directory() {
         ended_by: Some(CommandEnd::Signaled),
         grace: None,
     };
-    write_session(
-        &mut recorder,
-        &options,
-        dir.path(),
-        &ending,
-        (1_000_000_000, 3_000_000_000, 2_000_000_000),
-        "tracefs at /sys/kernel/tracing",
-    )
-    .unwrap();
+    let dir = three_ticks_written(&mut recorder, main, &options, &ending);
 
     let info: SessionInfo = read(dir.path(), model::files::SESSION);
     assert_eq!(info.format_version, model::SESSION_FORMAT_VERSION);
@@ -407,23 +419,7 @@ fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
     last.wake_edges.clear();
     let mut recorder = Recorder::new(Box::new(kernel), UnwindMode::Fp, None, 0);
     recorder.retire_after = std::time::Duration::ZERO;
-    recorder.tracked.insert(main);
-    recorder
-        .series
-        .push(super::aggregate::ThreadCumulative::new());
-    for _ in 0..3 {
-        recorder.drain();
-        recorder.tick_series().unwrap();
-    }
-    assert!(recorder.exited.is_empty());
-    assert_eq!(recorder.retired.threads.len(), 1);
-    assert_eq!(recorder.retired.threads[0].tid, worker);
-    let live = recorder.probes.snapshot(&[]).unwrap();
-    assert!(live.threads.iter().all(|t| t.tid != worker));
-
-    let dir = tempfile::tempdir().unwrap();
     let options = RecordOptions {
-        command: vec!["python3".to_string(), "train.py".to_string()],
         unwind: UnwindMode::Fp,
         ..RecordOptions::default()
     };
@@ -435,15 +431,12 @@ fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
         ended_by: Some(CommandEnd::Exited),
         grace: None,
     };
-    write_session(
-        &mut recorder,
-        &options,
-        dir.path(),
-        &ending,
-        (1_000_000_000, 4_000_000_000, 3_000_000_000),
-        "tracefs at /sys/kernel/tracing",
-    )
-    .unwrap();
+    let dir = three_ticks_written(&mut recorder, main, &options, &ending);
+    assert!(recorder.exited.is_empty());
+    assert_eq!(recorder.retired.threads.len(), 1);
+    assert_eq!(recorder.retired.threads[0].tid, worker);
+    let live = recorder.probes.snapshot(&[]).unwrap();
+    assert!(live.threads.iter().all(|t| t.tid != worker));
     let threads: Vec<ThreadStats> = read(dir.path(), model::files::THREADS);
     let loader = threads.iter().find(|t| t.tid == worker).unwrap();
     assert_eq!(loader.on_cpu_ns, 160_000_000);
