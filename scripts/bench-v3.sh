@@ -14,11 +14,14 @@
 #        __getitem__ reads a whole file (the shape of DLIO's retinanet loader);
 #      - the real DLIO 2.0.0 (PyPI) over the same files, 1 read thread, no
 #        compute (its ImageReader also decodes each JPEG with Pillow).
-#   3. dlrm column-subset reads, page cache warm, one reader, 3 epochs:
-#      storprof bench --reader raw (bytes read, GB/s) beside a C loop that
-#      preads exactly the same byte ranges 3 times (the selected columns'
-#      chunks, taken from the footer by pyarrow) into one reused buffer,
-#      dd-style, and the same loop landing the bytes in distinct memory.
+#   3. dlrm column-subset reads, page cache warm, one reader, 3 epochs of
+#      one file of DLIO's size (4,718,592 rows, 768 row groups, 4.2 GB; its
+#      footer is 9 MB), DLIO's batch of 16,384: storprof bench --reader raw
+#      (bytes read, GB/s over the whole run, and over epochs 2-3, after the
+#      first epoch read and parsed the footer) beside a C loop that preads
+#      exactly the same byte ranges 3 times (the selected columns' chunks,
+#      taken from the footer by pyarrow) into one reused buffer, dd-style,
+#      and the same loop landing the bytes in distinct memory.
 # Usage: scripts/bench-v3.sh [DIR] [FILES] [ROUNDS]   (default /work/bench-v3-data 4000 3)
 # Needs the DLIO venv (scripts/setup-dlio.sh). Figures: median [min..max] of ROUNDS.
 set -euo pipefail
@@ -152,10 +155,10 @@ for i in $(seq "$ROUNDS"); do
         "++hydra.run.dir=$WORK/dlio-run" > "$WORK/dlio.log" 2>&1) || { tail -20 "$WORK/dlio.log"; exit 1; }
     rec dlio_samples_per_s "$(summary "$WORK/dlio-run/summary.json" | awk '{printf "%.0f", $1}')"
 done
-# dlrm: 2 files of 64 row groups (6144 rows each), dlrm_b200's 40-column subset.
-DLRM_ROWS=393216
+# dlrm: 1 file of DLIO's 4,718,592 rows (768 row groups of 6144), dlrm_b200's 40-column subset.
+DLRM_ROWS=4718592
 rm -rf "$DIR/dlrm"
-"$STORPROF" datagen --workload dlrm --data-dir "$DIR" --threads 2 --param dataset.num_files_train=2 \
+"$STORPROF" datagen --workload dlrm --data-dir "$DIR" --threads 2 --param dataset.num_files_train=1 \
     --param "dataset.num_samples_per_file=$DLRM_ROWS" > /dev/null
 cat > "$WORK/ranges.py" <<'EOF'
 import glob, sys, yaml
@@ -173,8 +176,7 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.parquet")):
                 print(f, s, c.total_compressed_size)
 EOF
 "$PY" "$WORK/ranges.py" "$DIR/dlrm/train" benchmark/src/config/workloads/dlrm_b200.yaml > "$WORK/ranges1.txt"
-# Three epochs on both sides: one epoch of these files is ~30 ms, where
-# start-up would weigh.
+# Three epochs on both sides.
 cat "$WORK/ranges1.txt" "$WORK/ranges1.txt" "$WORK/ranges1.txt" > "$WORK/ranges.txt"
 cat > "$WORK/ranges.c" <<'EOF'
 /* pread each "path offset length" line of stdin into one reused buffer. */
@@ -234,10 +236,15 @@ int main(void) {
 }
 EOF
 cc -O2 -o "$WORK/arena" "$WORK/arena.c"
+# Whole run: bytes and GB/s from summary.json; epochs 2-3: the selected
+# bytes of two epochs over their wall time, from per_epoch_stats.json.
 cat > "$WORK/measured.py" <<'EOF'
-import json, sys
-m = json.load(open(sys.argv[1]))["measured"]
-print(m["read_bytes"], f"{m['read_bytes'] / m['elapsed_seconds'] / 1e9:.3f}")
+import datetime, json, sys
+m = json.load(open(sys.argv[1] + "/summary.json"))["measured"]
+e = json.load(open(sys.argv[1] + "/0_per_epoch_stats.json"))
+t = lambda s: datetime.datetime.fromisoformat(s).timestamp()
+steady = 2 * int(sys.argv[2]) / 3 / (t(e["3"]["end"]) - t(e["2"]["start"]))
+print(m["read_bytes"], f"{m['read_bytes'] / m['elapsed_seconds'] / 1e9:.3f}", f"{steady / 1e9:.3f}")
 EOF
 cat "$DIR"/dlrm/train/*.parquet > /dev/null
 for i in $(seq "$ROUNDS"); do
@@ -248,13 +255,13 @@ for i in $(seq "$ROUNDS"); do
     rec pread_ranges_arena_gbps "$(rate "$got_arena" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
     rm -rf "$WORK/dres"
     "$STORPROF" bench --workload dlrm --data-dir "$DIR" --reader raw --read-threads 1 \
-        --computation-time 0 --epochs 3 --param dataset.num_files_train=2 \
-        --param "dataset.num_samples_per_file=$DLRM_ROWS" --param reader.batch_size=6144 \
-        --results-dir "$WORK/dres" > /dev/null
-    got=$("$PY" "$WORK/measured.py" "$WORK/dres/summary.json")
-    rec storprof_dlrm_read_bytes "${got% *}"
+        --computation-time 0 --epochs 3 --param dataset.num_files_train=1 \
+        --param "dataset.num_samples_per_file=$DLRM_ROWS" --results-dir "$WORK/dres" > /dev/null
+    read -r got_bytes got_gbps got_steady < <("$PY" "$WORK/measured.py" "$WORK/dres" "$want")
+    rec storprof_dlrm_read_bytes "$got_bytes"
     rec selected_chunk_bytes "$want"
-    rec storprof_dlrm_gbps "${got#* }"
+    rec storprof_dlrm_gbps "$got_gbps"
+    rec storprof_dlrm_epochs23_gbps "$got_steady"
 done
 uptime
 echo "== medians over $ROUNDS rounds"
@@ -275,5 +282,6 @@ print(f"storprof raw / Python loop: {r / m['python_loop_samples_per_s']:.1f}x")
 print(f"dlrm: storprof read {m['storprof_dlrm_read_bytes']:.0f} B (footers included) for "
       f"{m['selected_chunk_bytes']:.0f} B of selected chunks, "
       f"{m['storprof_dlrm_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's GB/s, "
-      f"{m['storprof_dlrm_gbps'] / m['pread_ranges_arena_gbps']:.2f}x the arena loop's")
+      f"{m['storprof_dlrm_gbps'] / m['pread_ranges_arena_gbps']:.2f}x the arena loop's; "
+      f"epochs 2-3: {m['storprof_dlrm_epochs23_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's")
 EOF

@@ -98,17 +98,18 @@ impl TrainPlan {
         self.samples_per_file * self.files.len() as u64
     }
 
-    /// The batches rank `rank` consumes in `epoch` (1-based), as global sample indices.
+    /// The batches rank `rank` consumes in `epoch` (1-based), as global
+    /// sample indices (materialized: for tests and small epochs).
     pub fn rank_batches(&self, rank: usize, epoch: u32) -> Vec<Vec<u64>> {
         let order = self.rank_epoch_order(rank, epoch);
-        self.batches_of(&order)
-            .into_iter()
-            .map(<[u64]>::to_vec)
+        let mut scratch = Vec::new();
+        (0..self.batches_in(&order))
+            .map(|i| order.batch(i, self.batch_size, &mut scratch).to_vec())
             .collect()
     }
 
     /// Rank `rank`'s samples in the order `epoch` (1-based) reads them.
-    pub fn rank_epoch_order(&self, rank: usize, epoch: u32) -> Vec<u64> {
+    pub fn rank_epoch_order(&self, rank: usize, epoch: u32) -> sampler::EpochOrder {
         let shuffle_seed = self.sample_shuffle.then(|| {
             if self.seed_change_epoch {
                 self.seed.wrapping_add(u64::from(epoch))
@@ -119,16 +120,12 @@ impl TrainPlan {
         sampler::epoch_order(self.total_samples(), rank, self.comm_size, shuffle_seed)
     }
 
-    /// The epoch's batches as slices of its `order` (no copy: a dlrm epoch
-    /// is millions of indices).
-    pub fn batches_of<'a>(&self, order: &'a [u64]) -> Vec<&'a [u64]> {
-        let bs = usize::try_from(self.batch_size)
-            .unwrap_or(usize::MAX)
-            .max(1);
+    /// Batches read in an epoch of `order`: its full batches, at most the
+    /// plan's steps per epoch.
+    pub fn batches_in(&self, order: &sampler::EpochOrder) -> u64 {
         order
-            .chunks_exact(bs)
-            .take(usize::try_from(self.steps_per_epoch).unwrap_or(usize::MAX))
-            .collect()
+            .full_batches(self.batch_size)
+            .min(self.steps_per_epoch)
     }
 }
 
@@ -313,7 +310,11 @@ pub fn run_rank(
     for epoch in 1..=plan.epochs {
         reader.start_epoch(epoch);
         let order = plan.rank_epoch_order(rank, epoch);
-        let batches = plan.batches_of(&order);
+        let batches = Batches {
+            order: &order,
+            count: plan.batches_in(&order),
+            size: plan.batch_size,
+        };
         if collective
             .barrier_agree(stop.load(Ordering::SeqCst))
             .map_err(|_| aborted())?
@@ -323,10 +324,10 @@ pub fn run_rank(
         }
         let start = clock.now();
         if let Some(o) = observer {
-            o.epoch_started(epoch, batches.len() as u64, start);
+            o.epoch_started(epoch, batches.count, start);
         }
         let (block, read, stopped_in_epoch) = run_epoch(
-            plan, rank, reader, collective, clock, &batches, &mut rng, epoch, observer, stop,
+            plan, rank, reader, collective, clock, batches, &mut rng, epoch, observer, stop,
         )?;
         let e = RankEpoch {
             epoch,
@@ -351,6 +352,23 @@ pub fn run_rank(
     })
 }
 
+/// An epoch's batches: the first `count` batches of `size` samples of `order`.
+#[derive(Clone, Copy)]
+struct Batches<'a> {
+    order: &'a sampler::EpochOrder,
+    count: u64,
+    size: u64,
+}
+
+impl<'a> Batches<'a> {
+    fn get<'s>(&self, i: u64, scratch: &'s mut Vec<u64>) -> &'s [u64]
+    where
+        'a: 's,
+    {
+        self.order.batch(i, self.size, scratch)
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_epoch(
     plan: &TrainPlan,
@@ -358,7 +376,7 @@ fn run_epoch(
     reader: &dyn SampleReader,
     collective: &dyn Collective,
     clock: &Clock,
-    batches: &[&[u64]],
+    batches: Batches<'_>,
     rng: &mut Rng,
     epoch: u32,
     observer: Option<&dyn TrainObserver>,
@@ -377,11 +395,12 @@ fn run_epoch(
             receivers.push(rx);
             let stop = &stop;
             s.spawn(move || {
-                for batch in batches.iter().skip(w).step_by(workers) {
+                let mut scratch = Vec::new();
+                for i in (w as u64..batches.count).step_by(workers) {
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
-                    let r = read_batch(plan, reader, batch);
+                    let r = read_batch(plan, reader, batches.get(i, &mut scratch));
                     let failed = r.is_err();
                     if tx.send(r).is_err() || failed {
                         return; // consumer gone, or nothing more worth reading
@@ -420,7 +439,7 @@ fn consume(
     reader: &dyn SampleReader,
     collective: &dyn Collective,
     clock: &Clock,
-    batches: &[&[u64]],
+    batches: Batches<'_>,
     receivers: &[mpsc::Receiver<BatchResult>],
     rng: &mut Rng,
     epoch: u32,
@@ -433,11 +452,12 @@ fn consume(
         ..BlockTimings::default()
     };
     let mut t_load = clock.now();
-    for (step, batch) in batches.iter().enumerate() {
+    let mut scratch = Vec::new();
+    for step in 0..batches.count {
         let stats = if receivers.is_empty() {
-            read_batch(plan, reader, batch)?
+            read_batch(plan, reader, batches.get(step, &mut scratch))?
         } else {
-            receivers[step % receivers.len()]
+            receivers[step as usize % receivers.len()]
                 .recv()
                 .map_err(|_| BenchError::Config("a reader worker stopped early".into()))??
         };
@@ -458,7 +478,7 @@ fn consume(
             .barrier_agree(stop_request.load(Ordering::SeqCst))
             .map_err(|_| BenchError::Aborted { rank })?;
         if let Some(o) = observer {
-            o.step_done(epoch, step as u64 + 1);
+            o.step_done(epoch, step + 1);
         }
         if stop {
             b.end = clock.now();

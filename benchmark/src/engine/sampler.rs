@@ -12,14 +12,75 @@ pub fn shard(total: u64, rank: usize, size: usize) -> std::ops::Range<u64> {
     start..end
 }
 
+/// A rank's sample order for one epoch. The shard in order is not
+/// materialized: a dlrm epoch is millions of indices, and on a VM whose
+/// host reclaims freed memory the first touches of a fresh index vector
+/// took a third of a page-cached epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EpochOrder {
+    /// The shard's samples in ascending order.
+    InOrder(std::ops::Range<u64>),
+    /// The shard's samples shuffled.
+    Shuffled(Vec<u64>),
+}
+
+impl EpochOrder {
+    /// Samples in the epoch.
+    pub fn len(&self) -> u64 {
+        match self {
+            EpochOrder::InOrder(r) => r.end - r.start,
+            EpochOrder::Shuffled(v) => v.len() as u64,
+        }
+    }
+
+    /// True when the shard is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Full batches of `batch_size` samples in the epoch.
+    pub fn full_batches(&self, batch_size: u64) -> u64 {
+        self.len() / batch_size.max(1)
+    }
+
+    /// Batch `i` of `batch_size` samples (clipped to the epoch's end); an
+    /// in-order batch is written into `scratch`, reused between batches.
+    pub fn batch<'a>(&'a self, i: u64, batch_size: u64, scratch: &'a mut Vec<u64>) -> &'a [u64] {
+        let bs = batch_size.max(1);
+        let from = i.saturating_mul(bs).min(self.len());
+        let to = from.saturating_add(bs).min(self.len());
+        match self {
+            EpochOrder::InOrder(r) => {
+                scratch.clear();
+                scratch.extend(r.start + from..r.start + to);
+                scratch
+            }
+            // Indices within the vector's length fit usize.
+            EpochOrder::Shuffled(v) => &v[from as usize..to as usize],
+        }
+    }
+
+    /// Every sample, in order (for tests and small epochs).
+    pub fn to_vec(&self) -> Vec<u64> {
+        match self {
+            EpochOrder::InOrder(r) => r.clone().collect(),
+            EpochOrder::Shuffled(v) => v.clone(),
+        }
+    }
+}
+
 /// The rank's sample order for one epoch: the shard, shuffled with
 /// `seed (+ epoch when seed_change_epoch)` when `shuffle` is set.
-pub fn epoch_order(total: u64, rank: usize, size: usize, shuffle: Option<u64>) -> Vec<u64> {
-    let mut order: Vec<u64> = shard(total, rank, size).collect();
-    if let Some(seed) = shuffle {
-        Rng::new(seed).shuffle(&mut order);
+pub fn epoch_order(total: u64, rank: usize, size: usize, shuffle: Option<u64>) -> EpochOrder {
+    let samples = shard(total, rank, size);
+    match shuffle {
+        None => EpochOrder::InOrder(samples),
+        Some(seed) => {
+            let mut order: Vec<u64> = samples.collect();
+            Rng::new(seed).shuffle(&mut order);
+            EpochOrder::Shuffled(order)
+        }
     }
-    order
 }
 
 /// One read request of a batch: rows (ascending) of one file.
@@ -32,21 +93,37 @@ pub struct FileRows {
 /// Split a batch of global sample indices into per-file row lists, files in
 /// order of first appearance, rows ascending.
 pub fn group_by_file(batch: &[u64], samples_per_file: u64) -> Vec<FileRows> {
+    let per_file = samples_per_file.max(1);
     let mut out: Vec<FileRows> = Vec::new();
+    // Batches mostly stay in one file for many samples in a row (always
+    // without shuffling): divide and look the file up only when it changes
+    // (a dlrm epoch is millions of samples).
+    let mut current = 0;
+    let mut file_samples = 0..0;
+    let mut sorted = true;
     for &g in batch {
-        let file = (g / samples_per_file) as usize;
-        let row = g % samples_per_file;
-        match out.iter_mut().find(|f| f.file == file) {
-            Some(f) => f.rows.push(row),
-            None => out.push(FileRows {
-                file,
-                rows: vec![row],
-            }),
+        if !file_samples.contains(&g) {
+            let file = (g / per_file) as usize;
+            let first = g - g % per_file;
+            file_samples = first..first.saturating_add(per_file);
+            current = out.iter().position(|f| f.file == file).unwrap_or_else(|| {
+                out.push(FileRows {
+                    file,
+                    rows: Vec::new(),
+                });
+                out.len() - 1
+            });
         }
+        let rows = &mut out[current].rows;
+        let row = g - file_samples.start;
+        sorted &= rows.last().is_none_or(|&last| last < row);
+        rows.push(row);
     }
-    for f in &mut out {
-        f.rows.sort_unstable();
-        f.rows.dedup();
+    if !sorted {
+        for f in &mut out {
+            f.rows.sort_unstable();
+            f.rows.dedup();
+        }
     }
     out
 }
@@ -66,12 +143,30 @@ mod tests {
 
     #[test]
     fn shuffle_stays_in_shard() {
-        let o = epoch_order(100, 1, 2, Some(124));
+        let o = epoch_order(100, 1, 2, Some(124)).to_vec();
         let mut s = o.clone();
         s.sort_unstable();
         assert_eq!(s, (50..100).collect::<Vec<_>>());
         assert_ne!(o, s);
-        assert_eq!(epoch_order(100, 1, 2, None), s);
+        assert_eq!(epoch_order(100, 1, 2, None).to_vec(), s);
+    }
+
+    #[test]
+    fn batches_are_the_same_in_order_or_materialized() {
+        let lazy = epoch_order(103, 1, 2, None);
+        let full = EpochOrder::Shuffled(lazy.to_vec());
+        assert_eq!(lazy.full_batches(10), 5);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for i in 0..7 {
+            assert_eq!(
+                lazy.batch(i, 10, &mut a),
+                full.batch(i, 10, &mut b),
+                "batch {i}"
+            );
+        }
+        assert_eq!(lazy.batch(0, 10, &mut a), (52..62).collect::<Vec<_>>());
+        assert_eq!(lazy.batch(5, 10, &mut a), [102]);
+        assert!(lazy.batch(6, 10, &mut a).is_empty());
     }
 
     #[test]

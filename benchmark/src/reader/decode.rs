@@ -239,7 +239,7 @@ impl SampleReader for DecodeParquet {
             })?;
             stats += load_stats;
             let g = &layout.row_groups[rg];
-            for &r in &rs {
+            for &r in rs {
                 let i = (r - g.first_row) as usize;
                 if i >= batch.num_rows() {
                     return Err(corrupt(

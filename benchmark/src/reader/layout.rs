@@ -180,6 +180,27 @@ pub fn selected_ranges(
     out
 }
 
+/// `[start, end)` ranges of `file` as `(offset, len)` spans for a read.
+pub(crate) fn range_spans(
+    file: &str,
+    ranges: &[(u64, u64)],
+) -> Result<Vec<(u64, usize)>, BenchError> {
+    ranges
+        .iter()
+        .map(|&(s, e)| {
+            let len = e
+                .checked_sub(s)
+                .and_then(|l| usize::try_from(l).ok())
+                .ok_or_else(|| BenchError::Corrupt {
+                    path: file.into(),
+                    format: "Parquet",
+                    reason: format!("column chunks from byte {s} to {e}"),
+                })?;
+            Ok((s, len))
+        })
+        .collect()
+}
+
 /// Read `ranges` of `file`, one storage read each. Returns `(file offset,
 /// bytes)` per range and the bytes read.
 pub(crate) fn load_ranges(
@@ -187,19 +208,10 @@ pub(crate) fn load_ranges(
     file: &str,
     ranges: &[(u64, u64)],
 ) -> Result<(Vec<(u64, Bytes)>, u64), BenchError> {
+    let spans = range_spans(file, ranges)?;
+    let total = spans.iter().map(|&(_, len)| len as u64).sum();
     let ra = storage.open(file)?;
-    let mut spans = Vec::with_capacity(ranges.len());
-    let mut total = 0u64;
-    for &(s, e) in ranges {
-        let len = usize::try_from(e - s).map_err(|_| BenchError::Corrupt {
-            path: file.into(),
-            format: "Parquet",
-            reason: format!("column chunks of {} bytes", e - s),
-        })?;
-        spans.push((s, len));
-        total += e - s;
-    }
-    let out = ranges
+    let out = spans
         .iter()
         .map(|&(s, _)| s)
         .zip(ra.read_ranges(&spans)?)

@@ -186,24 +186,33 @@ pub fn make_reader(
     })
 }
 
-/// `rows` grouped by unit (row group), preserving order: `(unit, rows)`.
-pub(crate) fn group_rows(
-    rows: &[u64],
+/// `rows` grouped by unit (row group), preserving order: `(unit, rows)`,
+/// each run of consecutive rows of one unit a slice of `rows`.
+pub(crate) fn group_rows<'a>(
+    rows: &'a [u64],
     mut unit_of: impl FnMut(u64) -> Option<usize>,
     file: &str,
     num_rows: u64,
-) -> Result<Vec<(usize, Vec<u64>)>, BenchError> {
-    let mut out: Vec<(usize, Vec<u64>)> = Vec::new();
-    for &r in rows {
+) -> Result<Vec<(usize, &'a [u64])>, BenchError> {
+    let mut out: Vec<(usize, &'a [u64])> = Vec::new();
+    let mut run_start = 0;
+    let mut run_unit = None;
+    for (i, &r) in rows.iter().enumerate() {
         let u = unit_of(r).ok_or_else(|| BenchError::Corrupt {
             path: file.into(),
             format: "dataset",
             reason: format!("sample {r} requested, file holds {num_rows}"),
         })?;
-        match out.last_mut() {
-            Some((lu, v)) if *lu == u => v.push(r),
-            _ => out.push((u, vec![r])),
+        if run_unit != Some(u) {
+            if let Some(prev) = run_unit {
+                out.push((prev, &rows[run_start..i]));
+            }
+            run_start = i;
+            run_unit = Some(u);
         }
+    }
+    if let Some(last) = run_unit {
+        out.push((last, &rows[run_start..]));
     }
     Ok(out)
 }

@@ -3,7 +3,9 @@
 //! columns' chunks; NPZ: the `x` member's array), without decoding. What the
 //! upstream DLIO fix (storage PR #378) does; with a column subset the fork
 //! reads from the first to the last selected chunk of the group, we read
-//! only the selected chunks (one read per run of adjacent ones).
+//! only the selected chunks (one read per run of adjacent ones) and drop
+//! them at once, as `dd` does: a dlrm epoch is thousands of 25 KB chunks,
+//! and landing each in memory of its own cost as much as reading it.
 use std::{
     collections::{HashMap, HashSet},
     sync::{Arc, Mutex},
@@ -14,7 +16,7 @@ use bytes::Bytes;
 use super::{
     LoadCache, ReadStats, ReaderOptions, SampleReader, group_rows,
     layout::{
-        LayoutCache, load_ranges, load_row_groups, npz_layout_for, parquet_layout,
+        LayoutCache, load_row_groups, npz_layout_for, parquet_layout, range_spans,
         row_groups_range, selected_bytes, selected_leaves, selected_ranges,
     },
 };
@@ -30,11 +32,14 @@ use crate::{
 /// read-ahead of the file's next units, which the shared cache hands to the
 /// read thread that needs them next (or makes it wait for the load in flight).
 /// With a column subset (`read_columns`) a unit is the selected columns'
-/// chunks instead, one read per run of adjacent chunks.
+/// chunks instead, one read per run of adjacent chunks, whose bytes are
+/// not kept ([`Unit::Discarded`]).
 pub struct RawParquet {
     storage: Arc<dyn Storage>,
     layouts: LayoutCache<parquet::ParquetLayout>,
-    cache: LoadCache<UnitBytes>,
+    /// Selected leaf columns per file (`columns` resolved against its schema).
+    leaves: Mutex<HashMap<String, Arc<[usize]>>>,
+    cache: LoadCache<Unit>,
     coalesce: usize,
     in_flight: usize,
     columns: Option<HashSet<String>>,
@@ -50,6 +55,7 @@ impl RawParquet {
         Self {
             storage,
             layouts: LayoutCache::new(),
+            leaves: Mutex::new(HashMap::new()),
             cache: LoadCache::new(options.cache_bytes),
             coalesce: options.coalesce_rgs.max(1),
             in_flight: options.prefetch_workers.max(1),
@@ -80,11 +86,30 @@ impl RawParquet {
     }
 }
 
-/// A unit's bytes: `(file offset, bytes)` of each range read, ascending.
-type UnitBytes = Arc<[(u64, Bytes)]>;
+/// A loaded unit.
+#[derive(Clone)]
+enum Unit {
+    /// Whole row groups: `(file offset, bytes)` of the read, handed out per sample.
+    Kept(Arc<[(u64, Bytes)]>),
+    /// Selected column chunks, read and dropped: only what the read cost.
+    Discarded { requests: u64, bytes: u64 },
+}
 
-/// A unit's bytes and whether this call read them, or the read's error.
-type UnitLoad = Result<(UnitBytes, bool), BenchError>;
+impl Unit {
+    /// Storage requests and bytes of the unit's read.
+    fn read_cost(&self) -> (u64, u64) {
+        match self {
+            Unit::Kept(ranges) => (
+                ranges.len() as u64,
+                ranges.iter().map(|(_, b)| b.len() as u64).sum(),
+            ),
+            Unit::Discarded { requests, bytes } => (*requests, *bytes),
+        }
+    }
+}
+
+/// A unit and whether this call read it, or the read's error.
+type UnitLoad = Result<(Unit, bool), BenchError>;
 
 impl RawParquet {
     /// Row groups of unit `u`.
@@ -107,13 +132,35 @@ impl RawParquet {
             let Some(leaves) = leaves else {
                 let (start, _) = row_groups_range(layout, rgs.clone());
                 let (b, n) = load_row_groups(&*self.storage, file, layout, rgs)?;
-                let unit: UnitBytes = Arc::new([(start, b)]);
-                return Ok((unit, n));
+                return Ok((Unit::Kept(Arc::new([(start, b)])), n));
             };
-            let ranges = selected_ranges(layout, rgs, leaves, self.column_gap);
-            let (out, total) = load_ranges(&*self.storage, file, &ranges)?;
-            Ok((out.into(), total))
+            let spans = range_spans(file, &selected_ranges(layout, rgs, leaves, self.column_gap))?;
+            let bytes = self.storage.open(file)?.read_and_discard(&spans)?;
+            // Nothing is kept: the unit weighs nothing in the cache.
+            let unit = Unit::Discarded {
+                requests: spans.len() as u64,
+                bytes,
+            };
+            Ok((unit, 0))
         })
+    }
+
+    /// The selected leaf columns of `file` (`None`: every column).
+    fn file_leaves(
+        &self,
+        file: &str,
+        layout: &parquet::ParquetLayout,
+    ) -> Result<Option<Arc<[usize]>>, BenchError> {
+        let Some(names) = &self.columns else {
+            return Ok(None);
+        };
+        let mut known = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = known.get(file) {
+            return Ok(Some(l.clone()));
+        }
+        let l: Arc<[usize]> = selected_leaves(layout, names, file)?.into();
+        known.insert(file.to_owned(), l.clone());
+        Ok(Some(l))
     }
 
     /// Load `units` with up to `in_flight` reads at once; results in order.
@@ -163,10 +210,7 @@ impl SampleReader for RawParquet {
     fn read_samples(&self, file: &str, rows: &[u64]) -> Result<ReadStats, BenchError> {
         let mut stats = ReadStats::default();
         let layout = parquet_layout(&*self.storage, &self.layouts, file, &mut stats)?;
-        let leaves = match &self.columns {
-            Some(names) => Some(selected_leaves(&layout, names, file)?),
-            None => None,
-        };
+        let leaves = self.file_leaves(file, &layout)?;
         // Batches ask for runs of rows of one group: try the last group first.
         let mut last: Option<(u64, u64, usize)> = None;
         let group_of = |r: u64| match last {
@@ -194,19 +238,20 @@ impl SampleReader for RawParquet {
             units.push(ahead);
             ahead += 1;
         }
-        let mut loaded: HashMap<usize, UnitBytes> = HashMap::with_capacity(needed);
+        let mut loaded: HashMap<usize, Unit> = HashMap::with_capacity(needed);
         for (i, (&u, r)) in units
             .iter()
             .zip(self.load_units(file, &layout, leaves.as_deref(), &units))
             .enumerate()
         {
-            let (ranges, did_read) = r?;
+            let (unit, did_read) = r?;
             if did_read {
-                stats.bytes_read += ranges.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
-                stats.requests += ranges.len() as u64;
+                let (requests, bytes) = unit.read_cost();
+                stats.bytes_read += bytes;
+                stats.requests += requests;
             }
             if i < needed {
-                loaded.insert(u, ranges);
+                loaded.insert(u, unit);
             }
         }
         for (rg, rs) in groups {
@@ -224,11 +269,15 @@ impl SampleReader for RawParquet {
                 None => g_end - g_start,
             };
             let per_row = group_bytes / g.num_rows.max(1);
-            // Hand out the rows' share of each loaded range in the group
+            // Hand out the rows' share of each kept range in the group
             // (one slice per range, not per sample: dlrm asks for 16,384).
             let lo_row = rs.iter().min().map_or(0, |r| r - g.first_row);
             let hi_row = rs.iter().max().map_or(0, |r| r - g.first_row + 1);
-            for (off, b) in unit.iter() {
+            let kept: &[(u64, Bytes)] = match unit {
+                Unit::Kept(ranges) => ranges,
+                Unit::Discarded { .. } => &[],
+            };
+            for (off, b) in kept {
                 let s = (*off).max(g_start);
                 let e = (off + b.len() as u64).min(g_end);
                 if s >= e {
@@ -341,5 +390,20 @@ mod tests {
         }
         assert!(ra.read_ranges(&[(299_500, 1_000)]).is_err());
         assert!(ra.read_ranges(&[(0, 70_000), (299_500, 1_000)]).is_err());
+    }
+
+    /// Discarded reads count every byte, ranges longer than the reused
+    /// buffer included, and a range past the end is an error naming it.
+    #[test]
+    fn read_and_discard_counts_the_ranges_bytes() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("f"), vec![7u8; 1_500_000]).unwrap();
+        let st = LocalStorage::new(d.path());
+        let ra = st.open("f").unwrap();
+        let ranges = [(0u64, 1_200_000usize), (1_200_000, 5), (1_499_999, 1)];
+        assert_eq!(ra.read_and_discard(&ranges).unwrap(), 1_200_006);
+        assert_eq!(ra.read_and_discard(&[]).unwrap(), 0);
+        let e = ra.read_and_discard(&[(1_499_000, 2_000)]).unwrap_err();
+        assert!(e.to_string().contains("short read"), "{e}");
     }
 }

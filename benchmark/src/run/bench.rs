@@ -776,8 +776,10 @@ fn rank_facts_json(plan: &TrainPlan, rank: &RankResult, host: &str) -> serde_jso
     let mut file_ids = std::collections::BTreeSet::new();
     let mut lo = u64::MAX;
     let mut hi = 0;
-    for batch in plan.rank_batches(rank.rank, 1) {
-        for s in batch {
+    let order = plan.rank_epoch_order(rank.rank, 1);
+    let mut scratch = Vec::new();
+    for i in 0..plan.batches_in(&order) {
+        for &s in order.batch(i, plan.batch_size, &mut scratch) {
             lo = lo.min(s);
             hi = hi.max(s + 1);
             file_ids.insert(s / plan.samples_per_file.max(1));

@@ -68,6 +68,13 @@ pub trait RandomAccess: Send + Sync {
             .map(|&(offset, len)| self.read_range(offset, len))
             .collect()
     }
+    /// Read data ranges `(offset, len)` and drop the bytes, as `dd` and
+    /// `fio` do: for readers that measure the storage and keep nothing.
+    /// Returns the bytes read. Backends read into a reused buffer small
+    /// enough to stay in the CPU cache.
+    fn read_and_discard(&self, ranges: &[(u64, usize)]) -> Result<u64, BenchError> {
+        discard_ranges(self.read_ranges(ranges)?)
+    }
     /// [`RandomAccess::read_into`] of data bytes.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<(), BenchError> {
         self.read_into(buf, offset, ReadKind::Data)
@@ -80,6 +87,14 @@ pub trait RandomAccess: Send + Sync {
     fn path(&self) -> &std::path::Path {
         std::path::Path::new("<object>")
     }
+}
+
+/// Drop buffers that were read only to be measured; their total length.
+pub(crate) fn discard_ranges(read: Vec<Bytes>) -> Result<u64, BenchError> {
+    Ok(read
+        .iter()
+        .map(|b| std::hint::black_box(b).len() as u64)
+        .sum())
 }
 
 /// A streaming writer for one new object (datagen).
