@@ -94,13 +94,28 @@ pub struct FileRows {
 /// order of first appearance, rows ascending.
 pub fn group_by_file(batch: &[u64], samples_per_file: u64) -> Vec<FileRows> {
     let per_file = samples_per_file.max(1);
+    // Batches of an epoch in order are ascending (a dlrm batch is 16,384
+    // samples): split them per file by binary search, without a per-sample
+    // division or branch.
+    if batch.is_sorted_by(|a, b| a < b) {
+        let mut out = Vec::new();
+        let mut rest = batch;
+        while let Some(&first) = rest.first() {
+            let file = first / per_file;
+            let base = file * per_file;
+            let n = rest.partition_point(|&g| g / per_file == file);
+            out.push(FileRows {
+                file: file as usize,
+                rows: rest[..n].iter().map(|&g| g - base).collect(),
+            });
+            rest = &rest[n..];
+        }
+        return out;
+    }
     let mut out: Vec<FileRows> = Vec::new();
-    // Batches mostly stay in one file for many samples in a row (always
-    // without shuffling): divide and look the file up only when it changes
-    // (a dlrm epoch is millions of samples).
+    // Shuffled batches: divide and look the file up only when it changes.
     let mut current = 0;
     let mut file_samples = 0..0;
-    let mut sorted = true;
     for &g in batch {
         if !file_samples.contains(&g) {
             let file = (g / per_file) as usize;
@@ -114,16 +129,11 @@ pub fn group_by_file(batch: &[u64], samples_per_file: u64) -> Vec<FileRows> {
                 out.len() - 1
             });
         }
-        let rows = &mut out[current].rows;
-        let row = g - file_samples.start;
-        sorted &= rows.last().is_none_or(|&last| last < row);
-        rows.push(row);
+        out[current].rows.push(g - file_samples.start);
     }
-    if !sorted {
-        for f in &mut out {
-            f.rows.sort_unstable();
-            f.rows.dedup();
-        }
+    for f in &mut out {
+        f.rows.sort_unstable();
+        f.rows.dedup();
     }
     out
 }
@@ -167,6 +177,40 @@ mod tests {
         assert_eq!(lazy.batch(0, 10, &mut a), (52..62).collect::<Vec<_>>());
         assert_eq!(lazy.batch(5, 10, &mut a), [102]);
         assert!(lazy.batch(6, 10, &mut a).is_empty());
+    }
+
+    /// Ascending batches take the binary-search path; it gives what the
+    /// per-sample path gives for the same samples.
+    #[test]
+    fn sorted_and_unsorted_batches_group_alike() {
+        let sorted: Vec<u64> = (5..23).chain([30, 31, 47]).collect();
+        let mut shuffled = sorted.clone();
+        shuffled.swap(0, 7);
+        shuffled.swap(3, 19);
+        for per_file in [1, 4, 10, 100] {
+            // Files come in order of first appearance: compare by file.
+            let mut from_shuffled = group_by_file(&shuffled, per_file);
+            from_shuffled.sort_by_key(|f| f.file);
+            assert_eq!(
+                group_by_file(&sorted, per_file),
+                from_shuffled,
+                "{per_file} samples per file"
+            );
+        }
+        assert_eq!(
+            group_by_file(&[8, 9, 12], 4),
+            [
+                FileRows {
+                    file: 2,
+                    rows: vec![0, 1]
+                },
+                FileRows {
+                    file: 3,
+                    rows: vec![0]
+                }
+            ]
+        );
+        assert!(group_by_file(&[], 4).is_empty());
     }
 
     #[test]

@@ -187,22 +187,40 @@ pub fn make_reader(
 }
 
 /// `rows` grouped by unit (row group), preserving order: `(unit, rows)`,
-/// each run of consecutive rows of one unit a slice of `rows`.
+/// each run of consecutive rows of one unit a slice of `rows`. `unit_of`
+/// must not decrease with the row (row groups, a file's one array).
 pub(crate) fn group_rows<'a>(
     rows: &'a [u64],
     mut unit_of: impl FnMut(u64) -> Option<usize>,
     file: &str,
     num_rows: u64,
 ) -> Result<Vec<(usize, &'a [u64])>, BenchError> {
+    let beyond = |r: u64| BenchError::Corrupt {
+        path: file.into(),
+        format: "dataset",
+        reason: format!("sample {r} requested, file holds {num_rows}"),
+    };
     let mut out: Vec<(usize, &'a [u64])> = Vec::new();
+    // Ascending rows (what batches read in order ask for, thousands at a
+    // time): each unit's run is found by binary search, and only the last
+    // row needs the bounds check.
+    if rows.is_sorted() {
+        if let Some(&last) = rows.last() {
+            unit_of(last).ok_or_else(|| beyond(last))?;
+        }
+        let mut rest = rows;
+        while let Some(&first) = rest.first() {
+            let unit = unit_of(first).ok_or_else(|| beyond(first))?;
+            let n = rest.partition_point(|&r| unit_of(r) == Some(unit));
+            out.push((unit, &rest[..n]));
+            rest = &rest[n..];
+        }
+        return Ok(out);
+    }
     let mut run_start = 0;
     let mut run_unit = None;
     for (i, &r) in rows.iter().enumerate() {
-        let u = unit_of(r).ok_or_else(|| BenchError::Corrupt {
-            path: file.into(),
-            format: "dataset",
-            reason: format!("sample {r} requested, file holds {num_rows}"),
-        })?;
+        let u = unit_of(r).ok_or_else(|| beyond(r))?;
         if run_unit != Some(u) {
             if let Some(prev) = run_unit {
                 out.push((prev, &rows[run_start..i]));
@@ -235,6 +253,25 @@ mod tests {
     use crate::config::{Accelerator, Workload, load};
     use crate::format::{FluxSchema, write_parquet_file};
     use crate::storage::{S3Options, S3Storage, S3Url};
+
+    /// Ascending rows (binary search per unit) and rows in any order (one
+    /// pass) group alike, and a row beyond the file is an error either way.
+    #[test]
+    fn group_rows_splits_runs_of_one_unit() {
+        let third = |r: u64| (r < 12).then_some((r / 3) as usize);
+        let sorted = [0u64, 1, 2, 5, 6, 9];
+        let got = group_rows(&sorted, third, "f", 12).unwrap();
+        let want: Vec<(usize, &[u64])> = vec![(0, &[0, 1, 2]), (1, &[5]), (2, &[6]), (3, &[9])];
+        assert_eq!(got, want);
+        let unsorted = [5u64, 0, 1, 4];
+        let want: Vec<(usize, &[u64])> = vec![(1, &[5]), (0, &[0, 1]), (1, &[4])];
+        assert_eq!(group_rows(&unsorted, third, "f", 12).unwrap(), want);
+        for rows in [&[3u64, 12][..], &[12, 3]] {
+            let e = group_rows(rows, third, "f", 12).unwrap_err().to_string();
+            assert!(e.contains("sample 12 requested, file holds 12"), "{e}");
+        }
+        assert!(group_rows(&[], third, "f", 12).unwrap().is_empty());
+    }
 
     fn flux(params: &[&str]) -> DlioConfig {
         let params: Vec<String> = params.iter().map(|s| s.to_string()).collect();

@@ -601,10 +601,11 @@ fn write_mlpstorage_files(
         &mlpstorage::RunRecord {
             raw: &p.raw,
             model: &p.cfg.model,
-            workload: opts
-                .workload
-                .filter(|_| opts.config_file.is_none())
-                .map(|w| (w, opts.accelerator)),
+            workload: mlpstorage::embedded_workload(
+                opts.workload,
+                opts.accelerator,
+                opts.config_file.as_deref(),
+            ),
             params: &params,
             command: "run",
             started: *started,

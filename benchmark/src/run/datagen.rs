@@ -369,10 +369,11 @@ fn write_record(
         &RunRecord {
             raw: &raw,
             model: &p.cfg.model,
-            workload: opts
-                .workload
-                .filter(|_| opts.config_file.is_none())
-                .map(|w| (w, opts.accelerator)),
+            workload: mlpstorage::embedded_workload(
+                opts.workload,
+                opts.accelerator,
+                opts.config_file.as_deref(),
+            ),
             params: &params,
             command: "datagen",
             started,

@@ -38,6 +38,18 @@ pub struct RunRecord<'a> {
     pub division: Option<Division>,
 }
 
+/// The embedded workload a run's record names: `None` when a `--config`
+/// file replaced the embedded configurations.
+pub fn embedded_workload(
+    workload: Option<Workload>,
+    accelerator: Accelerator,
+    config_file: Option<&std::path::Path>,
+) -> Option<(Workload, Accelerator)> {
+    workload
+        .filter(|_| config_file.is_none())
+        .map(|w| (w, accelerator))
+}
+
 /// Where a run's record goes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum RecordDir {
