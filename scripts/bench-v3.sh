@@ -23,12 +23,15 @@
 #      taken from the footer by pyarrow) into one reused buffer, dd-style,
 #      and the same loop landing the bytes in distinct memory.
 # Usage: scripts/bench-v3.sh [DIR] [FILES] [ROUNDS]   (default /work/bench-v3-data 4000 3)
+#        PARTS="retinanet dlrm" (default both): parts 1-2 are "retinanet", part 3 "dlrm".
 # Needs the DLIO venv (scripts/setup-dlio.sh). Figures: median [min..max] of ROUNDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-/work/bench-v3-data}
 FILES=${2:-4000}
 ROUNDS=${3:-3}
+PARTS=${PARTS:-retinanet dlrm}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
 STORPROF=${STORPROF:-${CARGO_TARGET_DIR:-target}/release/storprof}
 [ -x "$STORPROF" ] || cargo build -q --release --bin storprof
 STORPROF_SETUP_QUIET=1 bash scripts/setup-dlio.sh
@@ -103,58 +106,62 @@ if __name__ == "__main__":
 EOF
 
 uptime
-for i in $(seq "$ROUNDS"); do
-    echo "== round $i: datagen"
-    rm -rf "$DIR"; sync
-    s=$(now)
-    out=$("$STORPROF" datagen --workload retinanet --data-dir "$DIR" --threads 2 \
-        --param "dataset.num_files_train=$FILES" "${DATAGEN[@]}")
-    sync; e=$(now)
-    rec jpeg_datagen_gbps "$(echo "$out" | sed -n 's/.*: \([0-9.]*\) GB\/s.*/\1/p')"
-    rec jpeg_datagen_sync_gbps "$(rate "$(du -sb "$DIR" | cut -f1)" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
-    rm -rf "$DIR/resnet50"; sync
-    s=$(now)
-    out=$("$STORPROF" datagen --workload resnet50 --accelerator-type h100 --data-dir "$DIR" --threads 2 \
-        --param dataset.num_files_train=8)
-    sync; e=$(now)
-    rec tfrecord_datagen_gbps "$(echo "$out" | sed -n 's/.*: \([0-9.]*\) GB\/s.*/\1/p')"
-    rec tfrecord_datagen_sync_gbps "$(rate "$(du -sb "$DIR/resnet50" | cut -f1)" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
-    rm -rf "$DIR/resnet50"
-    # Peer: two parallel dd writers of the same bytes (1 MiB blocks), the
-    # kernel's buffered-write speed here without any generator.
-    half=$(( $(du -sb "$DIR/retinanet" | cut -f1) / 2 / 1048576 ))
-    sync; s=$(now)
-    dd if=/dev/zero of="$DIR/dd0" bs=1M count="$half" status=none &
-    dd if=/dev/zero of="$DIR/dd1" bs=1M count="$half" status=none
-    wait; e=$(now); sync; e2=$(now)
-    rec dd_2writers_gbps "$(rate $((2 * half * 1048576)) "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
-    rec dd_2writers_sync_gbps "$(rate $((2 * half * 1048576)) "$s" "$e2" 3 | awk '{printf "%.3f", $1/1e9}')"
-    rm -f "$DIR/dd0" "$DIR/dd1"
-done
-find "$DIR/retinanet/train" -name '*.jpeg' | sort > "$WORK/files"
-cat "$DIR"/retinanet/train/*/*.jpeg > /dev/null   # warm the page cache
-for i in $(seq "$ROUNDS"); do
-    echo "== round $i: reads of $FILES page-cached files, one reader"
-    s=$(now); "$WORK/loop" < "$WORK/files" > /dev/null; e=$(now)
-    rec c_loop_samples_per_s "$(rate "$FILES" "$s" "$e" 0)"
-    rm -rf "$WORK/res"
-    "$STORPROF" bench --workload retinanet --data-dir "$DIR" --reader raw --read-threads 1 \
-        --computation-time 0 --epochs 1 --param "dataset.num_files_train=$FILES" "${DATAGEN[@]}" \
-        --results-dir "$WORK/res" > /dev/null
-    rec storprof_raw_samples_per_s "$(summary "$WORK/res/summary.json" | awk '{printf "%.0f", $1}')"
-    rec python_loop_samples_per_s "$("$PY" "$WORK/pyloop.py" "$WORK/files" | awk '{printf "%.0f", $1}')"
-    rec torch_dataloader_samples_per_s "$("$PY" "$WORK/torchloop.py" "$WORK/files" | awk '{printf "%.0f", $1}')"
-    rm -rf "$WORK/dlio-run"
-    mkdir -p "$WORK/cfg/workload"
-    cp benchmark/src/config/workloads/retinanet_b200.yaml "$WORK/cfg/workload/"
-    (cd "$WORK" && "$VENV/bin/dlio_benchmark" --config-dir="$WORK/cfg" workload=retinanet_b200 \
-        ++workload.workflow.generate_data=False ++workload.workflow.checkpoint=False \
-        "++workload.dataset.data_folder=$DIR/retinanet" "++workload.dataset.num_files_train=$FILES" \
-        ++workload.dataset.num_subfolders_train=4 ++workload.train.epochs=1 \
-        ++workload.train.computation_time=0 ++workload.reader.read_threads=1 \
-        "++hydra.run.dir=$WORK/dlio-run" > "$WORK/dlio.log" 2>&1) || { tail -20 "$WORK/dlio.log"; exit 1; }
-    rec dlio_samples_per_s "$(summary "$WORK/dlio-run/summary.json" | awk '{printf "%.0f", $1}')"
-done
+if want retinanet; then
+    for i in $(seq "$ROUNDS"); do
+        echo "== round $i: datagen"
+        rm -rf "$DIR"; sync
+        s=$(now)
+        out=$("$STORPROF" datagen --workload retinanet --data-dir "$DIR" --threads 2 \
+            --param "dataset.num_files_train=$FILES" "${DATAGEN[@]}")
+        sync; e=$(now)
+        rec jpeg_datagen_gbps "$(echo "$out" | sed -n 's/.*: \([0-9.]*\) GB\/s.*/\1/p')"
+        rec jpeg_datagen_sync_gbps "$(rate "$(du -sb "$DIR" | cut -f1)" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
+        rm -rf "$DIR/resnet50"; sync
+        s=$(now)
+        out=$("$STORPROF" datagen --workload resnet50 --accelerator-type h100 --data-dir "$DIR" --threads 2 \
+            --param dataset.num_files_train=8)
+        sync; e=$(now)
+        rec tfrecord_datagen_gbps "$(echo "$out" | sed -n 's/.*: \([0-9.]*\) GB\/s.*/\1/p')"
+        rec tfrecord_datagen_sync_gbps "$(rate "$(du -sb "$DIR/resnet50" | cut -f1)" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
+        rm -rf "$DIR/resnet50"
+        # Peer: two parallel dd writers of the same bytes (1 MiB blocks), the
+        # kernel's buffered-write speed here without any generator.
+        half=$(( $(du -sb "$DIR/retinanet" | cut -f1) / 2 / 1048576 ))
+        sync; s=$(now)
+        dd if=/dev/zero of="$DIR/dd0" bs=1M count="$half" status=none &
+        dd if=/dev/zero of="$DIR/dd1" bs=1M count="$half" status=none
+        wait; e=$(now); sync; e2=$(now)
+        rec dd_2writers_gbps "$(rate $((2 * half * 1048576)) "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
+        rec dd_2writers_sync_gbps "$(rate $((2 * half * 1048576)) "$s" "$e2" 3 | awk '{printf "%.3f", $1/1e9}')"
+        rm -f "$DIR/dd0" "$DIR/dd1"
+    done
+    find "$DIR/retinanet/train" -name '*.jpeg' | sort > "$WORK/files"
+    cat "$DIR"/retinanet/train/*/*.jpeg > /dev/null   # warm the page cache
+    for i in $(seq "$ROUNDS"); do
+        echo "== round $i: reads of $FILES page-cached files, one reader"
+        s=$(now); "$WORK/loop" < "$WORK/files" > /dev/null; e=$(now)
+        rec c_loop_samples_per_s "$(rate "$FILES" "$s" "$e" 0)"
+        rm -rf "$WORK/res"
+        "$STORPROF" bench --workload retinanet --data-dir "$DIR" --reader raw --read-threads 1 \
+            --computation-time 0 --epochs 1 --param "dataset.num_files_train=$FILES" "${DATAGEN[@]}" \
+            --results-dir "$WORK/res" > /dev/null
+        rec storprof_raw_samples_per_s "$(summary "$WORK/res/summary.json" | awk '{printf "%.0f", $1}')"
+        rec python_loop_samples_per_s "$("$PY" "$WORK/pyloop.py" "$WORK/files" | awk '{printf "%.0f", $1}')"
+        rec torch_dataloader_samples_per_s "$("$PY" "$WORK/torchloop.py" "$WORK/files" | awk '{printf "%.0f", $1}')"
+        rm -rf "$WORK/dlio-run"
+        mkdir -p "$WORK/cfg/workload"
+        cp benchmark/src/config/workloads/retinanet_b200.yaml "$WORK/cfg/workload/"
+        (cd "$WORK" && "$VENV/bin/dlio_benchmark" --config-dir="$WORK/cfg" workload=retinanet_b200 \
+            ++workload.workflow.generate_data=False ++workload.workflow.checkpoint=False \
+            "++workload.dataset.data_folder=$DIR/retinanet" "++workload.dataset.num_files_train=$FILES" \
+            ++workload.dataset.num_subfolders_train=4 ++workload.train.epochs=1 \
+            ++workload.train.computation_time=0 ++workload.reader.read_threads=1 \
+            "++hydra.run.dir=$WORK/dlio-run" > "$WORK/dlio.log" 2>&1) || { tail -20 "$WORK/dlio.log"; exit 1; }
+        rec dlio_samples_per_s "$(summary "$WORK/dlio-run/summary.json" | awk '{printf "%.0f", $1}')"
+    done
+fi
+# (not indented: the heredocs below are verbatim)
+if want dlrm; then
 # dlrm: 1 file of DLIO's 4,718,592 rows (768 row groups of 6144), dlrm_b200's 40-column subset.
 DLRM_ROWS=4718592
 rm -rf "$DIR/dlrm"
@@ -263,6 +270,7 @@ for i in $(seq "$ROUNDS"); do
     rec storprof_dlrm_gbps "$got_gbps"
     rec storprof_dlrm_epochs23_gbps "$got_steady"
 done
+fi
 uptime
 echo "== medians over $ROUNDS rounds"
 python3 - "$LOG" <<'EOF'
@@ -274,14 +282,16 @@ for line in open(sys.argv[1]):
 for k, v in vals.items():
     print(f"{k}: {statistics.median(v):g} [{min(v):g}..{max(v):g}]")
 m = {k: statistics.median(v) for k, v in vals.items()}
-r = m["storprof_raw_samples_per_s"]
-print(f"storprof raw / C loop: {r / m['c_loop_samples_per_s']:.2f}")
-print(f"storprof raw / torch DataLoader: {r / m['torch_dataloader_samples_per_s']:.1f}x")
-print(f"storprof raw / DLIO 2.0.0: {r / m['dlio_samples_per_s']:.1f}x")
-print(f"storprof raw / Python loop: {r / m['python_loop_samples_per_s']:.1f}x")
-print(f"dlrm: storprof read {m['storprof_dlrm_read_bytes']:.0f} B (footers included) for "
-      f"{m['selected_chunk_bytes']:.0f} B of selected chunks, "
-      f"{m['storprof_dlrm_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's GB/s, "
-      f"{m['storprof_dlrm_gbps'] / m['pread_ranges_arena_gbps']:.2f}x the arena loop's; "
-      f"epochs 2-3: {m['storprof_dlrm_epochs23_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's")
+if "storprof_raw_samples_per_s" in m:
+    r = m["storprof_raw_samples_per_s"]
+    print(f"storprof raw / C loop: {r / m['c_loop_samples_per_s']:.2f}")
+    print(f"storprof raw / torch DataLoader: {r / m['torch_dataloader_samples_per_s']:.1f}x")
+    print(f"storprof raw / DLIO 2.0.0: {r / m['dlio_samples_per_s']:.1f}x")
+    print(f"storprof raw / Python loop: {r / m['python_loop_samples_per_s']:.1f}x")
+if "storprof_dlrm_gbps" in m:
+    print(f"dlrm: storprof read {m['storprof_dlrm_read_bytes']:.0f} B (footers included) for "
+          f"{m['selected_chunk_bytes']:.0f} B of selected chunks, "
+          f"{m['storprof_dlrm_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's GB/s, "
+          f"{m['storprof_dlrm_gbps'] / m['pread_ranges_arena_gbps']:.2f}x the arena loop's; "
+          f"epochs 2-3: {m['storprof_dlrm_epochs23_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's")
 EOF
