@@ -21,8 +21,10 @@ as_root() {
 # openmpi-bin/libopenmpi-dev/libclang-dev: the `mpi` feature (rsmpi's bindgen) and the mpirun tests.
 # iproute2: `ip netns`/bridge test hosts of tests/multihost.rs.
 # tmux: the live view's terminal test (tests/live.rs).
+# libc6-dbg: libc's symbols, in a separate debug file found by build-id (as
+# perf and gdb find it); without it libc's internal functions have no name.
 APT_PACKAGES=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev bpftrace bpftool
-              build-essential libc6-dev pkg-config python3-venv
+              build-essential libc6-dev libc6-dbg pkg-config python3-venv
               openmpi-bin libopenmpi-dev libclang-dev iproute2 tmux)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

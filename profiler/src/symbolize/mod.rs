@@ -355,6 +355,63 @@ mod tests {
         assert_eq!(s.user_frames(1, &[u64::MAX - 1]), ["py::f:x.py"]);
     }
 
+    /// libc's internal functions (memcpy's AVX-512 variant, the hottest
+    /// frame of a page-cache reader) are named from Debian's separate debug
+    /// file, found by build-id, whose sections are zlib-compressed.
+    #[test]
+    fn libc_internal_functions_are_named_from_the_debug_file() {
+        use object::{Object, ObjectSegment, ObjectSymbol};
+        let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+        let data = std::fs::read(libc).expect("libc");
+        let file = object::File::parse(&*data).expect("libc parses");
+        let id: String = file
+            .build_id()
+            .expect("build id")
+            .expect("libc has a build id")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let debug_path = format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]);
+        let debug = std::fs::read(&debug_path).unwrap_or_else(|e| {
+            panic!("{debug_path}: {e}: libc6-dbg is not installed (scripts/setup.sh installs it)")
+        });
+        let debug = object::File::parse(&*debug).expect("debug file parses");
+        let want = "__memmove_avx512_unaligned_erms";
+        let vaddr = debug
+            .symbols()
+            .find(|s| s.name() == Ok(want))
+            .expect("the debug file has the symbol")
+            .address();
+        assert!(
+            !file.dynamic_symbols().any(|s| s.address() == vaddr),
+            "{want} is exported: the test would not need the debug file"
+        );
+        let offset = file
+            .segments()
+            .find_map(|seg| {
+                let (file_start, _) = seg.file_range();
+                (seg.address()..seg.address() + seg.size())
+                    .contains(&vaddr)
+                    .then(|| vaddr - seg.address() + file_start)
+            })
+            .expect("the symbol lies in a loaded segment");
+        let base = 0x7f00_0000_0000;
+        let mut s = Symbolizer::new();
+        let maps = vec![MapEntry {
+            start: base,
+            end: base + data.len() as u64,
+            offset: 0,
+            path: Some(libc.into()),
+        }];
+        s.set_layout(1, maps, Vec::new());
+        let got = s.user_frames(1, &[base + offset + 16]);
+        // memmove and memcpy share the code: either name is right.
+        assert!(
+            got[0].starts_with("__mem") && got[0].ends_with("_avx512_unaligned_erms"),
+            "{got:?}"
+        );
+    }
+
     #[test]
     fn parses_maps_lines() {
         let text = "\
