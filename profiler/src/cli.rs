@@ -14,6 +14,7 @@
 //!                                                            (commands::diagnose)
 //! FlamegraphArgs  ──────────────► output::flamegraph::FlamegraphOptions (commands::flamegraph)
 //! BundleArgs      ──────────────► output::BundleSessionOptions (commands::bundle)
+//! ExportArgs      ──────────────► output::export::Format     (commands::export)
 //! MergeArgs       ──────────────► merge::command::merge_sessions (merge::command::run)
 //! ThresholdArgs   ──load_thresholds──► analysis::Thresholds  (report, diagnose, merge)
 //! ```
@@ -72,6 +73,8 @@ pub enum Command {
     Flamegraph(FlamegraphArgs),
     /// Pack the evidence bundle (tar.gz, secrets redacted).
     Bundle(BundleArgs),
+    /// Convert a session into pprof, speedscope or Chrome trace (Perfetto) files.
+    Export(ExportArgs),
     /// Merge several hosts' sessions into one diagnosis: per-host verdicts, cluster verdict, stragglers.
     Merge(MergeArgs),
 }
@@ -329,6 +332,29 @@ pub struct BundleArgs {
     /// sudo it is the invoking user's; a path through another user's
     /// symbolic link is refused.
     #[arg(short, long, value_name = "FILE.tar.gz")]
+    pub output: Option<PathBuf>,
+    /// Replace an existing file at --output (without it, refused).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `storprof export DIR --format pprof|speedscope|trace [-o FILE] [--force]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// Session directory.
+    #[arg(value_name = "SESSION_DIR")]
+    pub dir: PathBuf,
+    /// `pprof`: gzip'd profile.proto with on-CPU samples and off-CPU ns
+    /// (go tool pprof, Pyroscope, Parca); `speedscope`: speedscope.app
+    /// JSON; `trace`: Chrome trace JSON of the per-second thread states
+    /// and wake-ups (ui.perfetto.dev, chrome://tracing).
+    #[arg(long, value_enum)]
+    pub format: crate::output::export::Format,
+    /// Output file (default: SESSION_DIR/profile.pb.gz,
+    /// profile.speedscope.json or trace.json, replaced when present).
+    /// Through sudo it is the invoking user's; a path through another
+    /// user's symbolic link is refused.
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Replace an existing file at --output (without it, refused).
     #[arg(long)]

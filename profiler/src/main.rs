@@ -15,6 +15,7 @@ fn main() -> ExitCode {
             | Command::Report(_)
             | Command::Flamegraph(_)
             | Command::Bundle(_)
+            | Command::Export(_)
             | Command::Merge(_)
     ) {
         // Output-only commands end quietly when their reader goes away
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
         Command::Diagnose(args) => storprof::commands::diagnose::run(&args),
         Command::Flamegraph(args) => storprof::commands::flamegraph::run(&args),
         Command::Bundle(args) => storprof::commands::bundle::run(&args),
+        Command::Export(args) => storprof::commands::export::run(&args),
         Command::Merge(args) => storprof::merge::command::run(&args),
     };
     match result {

@@ -1,5 +1,5 @@
 //! The subcommands' runs (`record`, `doctor`, `report`, `flamegraph`,
-//! `bundle`, `diagnose`, and the embedded demo `diagnose` runs without a
+//! `export`, `bundle`, `diagnose`, and the embedded demo `diagnose` runs without a
 //! command): each `run` takes its parsed args from [`crate::cli`], maps them
 //! onto the library options and returns the process exit code (see
 //! [`crate::cli::exit`]).
@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod demo;
 pub mod diagnose;
 pub mod doctor;
+pub mod export;
 pub mod flamegraph;
 pub mod record;
 pub mod report;

@@ -7,10 +7,12 @@
 //! Session + Analysis ──► flamegraph::write   ─► flamegraph-{oncpu,offcpu}.svg
 //!                    ──► timeline::render    ─► timeline.svg
 //!                    ──► report::render_*    ─► report.md, verdict.json
+//! Session ───────────► export::render      ─► pprof, speedscope, Chrome trace
 //! system::collect ─────► system.json ──► bundle::write ─► DIR.tar.gz
 //! ```
 //! [`write_report`] runs the whole `storprof report` step on a directory.
 pub mod bundle;
+pub mod export;
 pub mod flamegraph;
 pub mod redact;
 pub mod report;

@@ -1,0 +1,54 @@
+//! `storprof export DIR --format pprof|speedscope|trace [-o FILE [--force]]`:
+//! loads the session, renders it with [`crate::output::export`] and writes
+//! the file (by default into the session directory, replaced when present,
+//! as `storprof flamegraph` does; a named file needs --force to replace).
+use anyhow::Context;
+
+use crate::{
+    analysis::Thresholds,
+    cli::{ExportArgs, exit},
+    output::{export, give_to_invoking_user, safe_path},
+    session::load,
+};
+
+/// Runs `storprof export`.
+pub fn run(args: &ExportArgs) -> anyhow::Result<i32> {
+    let session = match load::load(&args.dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("storprof: error: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    if !session.is_complete() {
+        eprintln!(
+            "storprof: warning: partial session: missing {}",
+            session.missing.join(", ")
+        );
+    }
+    let out = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.dir.join(args.format.default_file_name()));
+    if let Err(err) = safe_path::check_output_file(
+        &out,
+        args.force || args.output.is_none(),
+        safe_path::invoking_uid(),
+    ) {
+        eprintln!("storprof: error: {err}");
+        return Ok(exit::USAGE);
+    }
+    let roles = export::thread_roles(&session, &Thresholds::default());
+    // Rendered before the file is made: a failure leaves nothing behind.
+    let bytes = export::render(&session, args.format, &roles)
+        .with_context(|| format!("cannot export {}", args.dir.display()))?;
+    safe_path::write_file(&out, &bytes)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    give_to_invoking_user(&out);
+    eprintln!(
+        "storprof: {} written to {}",
+        args.format.label(),
+        out.display()
+    );
+    Ok(exit::OK)
+}
