@@ -203,6 +203,17 @@ fn write_checkpoint(
     session_writer::write_parts(ctx.dir, &parts)
 }
 
+/// Writes a live update's `parts` as the checkpoint: built moments ago,
+/// they are the session as it stands, and building it again would double
+/// the recorder's work in that turn.
+fn write_checkpoint_from_live(
+    mut parts: SessionParts,
+    ctx: &LiveContext,
+) -> Result<(), RecordError> {
+    parts.info.end_reason = CHECKPOINT_REASON.to_string();
+    session_writer::write_parts(ctx.dir, &parts)
+}
+
 /// The session as it stands now, while the recording goes on, ended for
 /// `reason` (and an early verdict, when that is the reason).
 fn parts_so_far(
@@ -249,12 +260,13 @@ fn verdict_parts(
     )
 }
 
-/// Builds and analyses the recording so far.
+/// Builds and analyses the recording so far; the status and the parts it
+/// was built from.
 fn live_status(
     recorder: &mut Recorder,
     options: &RecordOptions,
     ctx: &LiveContext,
-) -> Result<LiveStatus, RecordError> {
+) -> Result<(LiveStatus, SessionParts), RecordError> {
     let built = Instant::now();
     let now_mono = procfs::monotonic_ns();
     let parts = parts_so_far(recorder, options, ctx, "live", None)?;
@@ -266,12 +278,13 @@ fn live_status(
         "live update at {elapsed_s:.1} s: build {build_s:.3} s, analysis {:.3} s",
         built.elapsed().as_secs_f64() - build_s
     );
-    Ok(live::status_of(
+    let status = live::status_of(
         &session,
         &analysis,
         elapsed_s,
         options.live.interval.as_secs_f64().max(5.0),
-    ))
+    );
+    Ok((status, parts))
 }
 
 /// Records until the command exits, the duration ends or a signal arrives.
@@ -369,7 +382,10 @@ fn run_turns(
             recorder.tick_series()?;
             next_tick += Duration::from_secs(1);
         }
+        // With the live view on, a due checkpoint waits for the next live
+        // update (at most its interval) and is written from its parts.
         if let Some(c) = checkpoints.as_mut()
+            && live.is_none()
             && Instant::now() >= c.next
             && early.is_none()
             && interrupted_at.is_none()
@@ -388,7 +404,15 @@ fn run_turns(
             && terminated_at.is_none()
         {
             match live_status(recorder, options, &l.ctx) {
-                Ok(status) => {
+                Ok((status, built)) => {
+                    if let Some(c) = checkpoints.as_mut()
+                        && Instant::now() >= c.next
+                    {
+                        if let Err(err) = write_checkpoint_from_live(built, &c.ctx) {
+                            log::warn!("checkpoint of the session failed: {err}");
+                        }
+                        c.next = Instant::now() + c.every;
+                    }
                     l.screen.show(&status);
                     if let Some(hold) = options.live.until_verdict
                         && let Some(reached) = l.hold.update(&status, hold)

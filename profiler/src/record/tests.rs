@@ -224,6 +224,43 @@ fn the_loop_drains_every_step_and_ends_when_the_command_exits() {
     assert_eq!(bytes, [1 << 20, 1 << 20, 1 << 19]);
 }
 
+/// With the live view on, checkpoints wait for a live update and reuse its
+/// parts: they still get written, a readable session marked "checkpoint"
+/// while the command runs.
+#[test]
+#[allow(clippy::zombie_processes)]
+fn checkpoints_are_written_from_live_updates() {
+    let (main, worker) = (fake_pid(1), fake_pid(2));
+    let mut recorder = Recorder::new(Box::new(replay(main, worker)), UnwindMode::Fp, None, 0);
+    recorder.tracked.insert(main);
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = RecordOptions {
+        checkpoint: Some(std::time::Duration::from_millis(200)),
+        ..RecordOptions::default()
+    };
+    options.live.view = super::live::LiveView::Off;
+    options.live.until_verdict = Some(std::time::Duration::from_secs(3600));
+    options.live.interval = std::time::Duration::from_millis(300);
+    let child = std::process::Command::new("sleep")
+        .arg("1.2")
+        .spawn()
+        .unwrap();
+    let ctx = super::run_loop::LiveContext {
+        dir: dir.path(),
+        tracefs_line: "tracefs at /sys/kernel/tracing",
+        start_unix: 1_000_000_000,
+    };
+    let (ending, _) =
+        super::run_loop::run_loop_live(&mut recorder, &options, Some(child.id() as i32), Some(ctx))
+            .unwrap();
+    assert_eq!(ending.reason, EndReason::Exited);
+    let info: SessionInfo = read(dir.path(), model::files::SESSION);
+    assert_eq!(info.end_reason, super::run_loop::CHECKPOINT_REASON);
+    // The files beside it were written too.
+    let threads: Vec<ThreadStats> = read(dir.path(), model::files::THREADS);
+    assert!(threads.iter().any(|t| t.pid == main), "{threads:?}");
+}
+
 #[test]
 #[allow(clippy::zombie_processes)]
 fn the_duration_ends_the_loop_with_sigterm_to_the_command() {
