@@ -436,22 +436,31 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
         );
     }
 
-    // Counters: each process's on-CPU time per second, in CPUs.
-    let mut on_cpu: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    // Counters: each process's on-CPU time per second, in CPUs, over the
+    // seconds its threads store (sparse, as the series are), then 0 after
+    // each run of them so the counter falls when the process goes quiet.
+    let mut on_cpu: BTreeMap<u32, BTreeMap<usize, u64>> = BTreeMap::new();
     for t in &series.threads {
-        let sums = on_cpu.entry(t.pid).or_insert_with(|| vec![0; buckets]);
-        for (b, sum) in sums.iter_mut().enumerate() {
-            *sum = sum.saturating_add(t.on_cpu().at(b));
+        let sums = on_cpu.entry(t.pid).or_default();
+        for (i, ns) in t.on_cpu_ns.iter().enumerate() {
+            let sum = sums.entry(t.first_bucket as usize + i).or_default();
+            *sum = sum.saturating_add(*ns);
         }
     }
     for (pid, sums) in &on_cpu {
-        for (b, ns) in sums.iter().enumerate() {
+        let ends = sums
+            .keys()
+            .filter(|&&b| !sums.contains_key(&(b + 1)))
+            .map(|&b| (b + 1, 0));
+        let points: BTreeMap<usize, u64> =
+            sums.iter().map(|(&b, &ns)| (b, ns)).chain(ends).collect();
+        for (b, ns) in points {
             let Some((start, _)) = clock.span(b) else {
                 continue;
             };
             events.push(json!({"ph": "C", "name": "on-CPU (CPUs)", "pid": pid,
                                "ts": micros(start),
-                               "args": {"CPUs": round4(*ns as f64 / width_ns as f64)}}));
+                               "args": {"CPUs": round4(ns as f64 / width_ns as f64)}}));
         }
     }
 
@@ -556,6 +565,45 @@ mod tests {
         // A second past the end: nothing.
         assert_eq!(CLOCK.span(2), None);
         assert_eq!(CLOCK.span(1), Some((1_000_000_000, 1_500_000_000)));
+    }
+
+    /// A counter falls to 0 after a process's last active second; a
+    /// series stored far past the recording (a damaged file) costs
+    /// nothing and draws nothing.
+    #[test]
+    fn counters_fall_to_zero_when_a_process_goes_quiet() {
+        use crate::session::model::{SessionInfo, TimeSeries};
+        let mut far = thread(3, vec![1], vec![]);
+        far.pid = 2;
+        far.first_bucket = u32::MAX - 1;
+        let session = Session {
+            info: SessionInfo {
+                duration_s: 3.0,
+                ..SessionInfo::default()
+            },
+            timeseries: Some(TimeSeries {
+                bucket_ns: 1_000_000_000,
+                threads: vec![thread(2, vec![500_000_000], vec![]), far],
+                ..TimeSeries::default()
+            }),
+            ..Session::default()
+        };
+        let v: Value =
+            serde_json::from_slice(&render(&session, &ThreadRoles::new()).unwrap()).unwrap();
+        let counters: Vec<(u64, f64, f64)> = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "C")
+            .map(|e| {
+                (
+                    e["pid"].as_u64().unwrap(),
+                    e["ts"].as_f64().unwrap(),
+                    e["args"]["CPUs"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(counters, [(1, 0.0, 0.5), (1, 1_000_000.0, 0.0)]);
     }
 
     #[test]
