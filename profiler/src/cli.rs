@@ -344,10 +344,7 @@ pub struct ExportArgs {
     /// Session directory.
     #[arg(value_name = "SESSION_DIR")]
     pub dir: PathBuf,
-    /// `pprof`: gzip'd profile.proto with on-CPU samples and off-CPU ns
-    /// (go tool pprof, Pyroscope, Parca); `speedscope`: speedscope.app
-    /// JSON; `trace`: Chrome trace JSON of the per-second thread states
-    /// and wake-ups (ui.perfetto.dev, chrome://tracing).
+    /// The file format to write.
     #[arg(long, value_enum)]
     pub format: crate::output::export::Format,
     /// Output file (default: SESSION_DIR/profile.pb.gz,

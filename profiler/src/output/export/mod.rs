@@ -31,11 +31,13 @@ use crate::{
 /// The formats `storprof export` writes.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// gzip-compressed `perftools.profiles.Profile` (go tool pprof, Pyroscope, Parca).
+    /// gzip'd profile.proto: on-CPU samples and off-CPU ns per thread and
+    /// stack (go tool pprof, Grafana Pyroscope, Parca).
     Pprof,
-    /// speedscope's JSON file format (speedscope.app).
+    /// speedscope's JSON file format: on-CPU and off-CPU profiles (speedscope.app).
     Speedscope,
-    /// Chrome trace event JSON (ui.perfetto.dev, chrome://tracing).
+    /// Chrome trace event JSON: per-second thread states, on-CPU counters,
+    /// wake-ups (ui.perfetto.dev, chrome://tracing).
     Trace,
 }
 
