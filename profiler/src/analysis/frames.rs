@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::session::load::FoldedStacks;
+use crate::session::{load::FoldedStacks, model::FrameModules};
 
 /// One row of a "where the time goes" table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -299,8 +299,37 @@ pub fn function_name(frame: &str) -> &str {
     }
 }
 
-/// The library of a frame: "kernel" for `_[k]`, the `*.so*` module when the
-/// symbolizer named one, a guess from well-known symbol prefixes otherwise.
+/// The library of a frame: "kernel" for `_[k]`, the file the symbolizer
+/// took it from (`modules`, a session's frames.json), the `*.so*` module
+/// or unnamed file in the frame, "Python code" for a Python function, a
+/// guess from well-known symbol prefixes otherwise.
+pub fn library_in(frame: &str, modules: &FrameModules) -> Option<String> {
+    if is_kernel_frame(frame) {
+        return Some("kernel".to_string());
+    }
+    if let Some(module) = modules.modules.get(frame) {
+        return Some(module.clone());
+    }
+    // An address the symbolizer could not name: `[file]` (not the markers
+    // `[unknown]`, `[no stack]` or a thread's `[pid/tid]`).
+    if let Some(file) = frame.strip_prefix('[').and_then(|f| f.strip_suffix(']'))
+        && !file.is_empty()
+        && file != "unknown"
+        && !file.contains(|c: char| c.is_whitespace() || matches!(c, '/' | '[' | ']'))
+    {
+        return Some(file.to_string());
+    }
+    // `function (file.py:LINE)`.
+    if frame.ends_with(')')
+        && let Some(i) = frame.rfind(" (")
+        && frame[i..].contains(".py:")
+    {
+        return Some("Python code".to_string());
+    }
+    library_of(frame)
+}
+
+/// [`library_in`] without a session's frame table: from the name alone.
 pub fn library_of(frame: &str) -> Option<String> {
     if is_kernel_frame(frame) {
         return Some("kernel".to_string());
@@ -355,6 +384,7 @@ pub fn hot_frames(
     stacks: &FoldedStacks,
     include_comm: &dyn Fn(&str) -> bool,
     limit: usize,
+    modules: &FrameModules,
 ) -> HotFrames {
     let mut categories = BTreeMap::new();
     let mut selfs = BTreeMap::new();
@@ -374,7 +404,7 @@ pub fn hot_frames(
             .or_insert(0) += count;
         let leaf = frames.last().copied().unwrap_or(comm);
         *selfs.entry(leaf.to_string()).or_insert(0) += count;
-        let lib = library_of(leaf).unwrap_or_else(|| "unknown".to_string());
+        let lib = library_in(leaf, modules).unwrap_or_else(|| "unknown".to_string());
         *libraries.entry(lib).or_insert(0) += count;
         let unique: BTreeSet<&str> = frames.iter().copied().collect();
         for f in unique {
@@ -540,7 +570,7 @@ mod tests {
              w;main;read;filemap_read_[k] 35\n\
              other;idle 100\n",
         );
-        let h = hot_frames(&f, &|c| c == "w", 10);
+        let h = hot_frames(&f, &|c| c == "w", 10, &FrameModules::default());
         assert_eq!(h.total, 100);
         assert_eq!(h.categories[0].name, "libpython string formatting");
         assert!((h.categories[0].share - 0.45).abs() < 1e-9);
@@ -550,5 +580,47 @@ mod tests {
         assert_eq!(h.inclusive_functions[0].count, 100);
         assert!((share_matching(&f, &["filemap_read"], true) - 0.175).abs() < 1e-9);
         assert!((kernel_leaf_share(&f).unwrap() - 0.175).abs() < 1e-9);
+    }
+
+    /// Libraries come from the session's frame table first, then from
+    /// what the frame itself says; a name alone is only guessed from.
+    #[test]
+    fn libraries_from_the_frame_table_then_the_frame() {
+        let mut modules = FrameModules::default();
+        modules
+            .modules
+            .insert("__memcpy_avx512_unaligned_erms".into(), "libc.so.6".into());
+        modules
+            .modules
+            .insert("list_dealloc".into(), "python3.12".into());
+        let lib = |f: &str| library_in(f, &modules);
+        assert_eq!(
+            lib("__memcpy_avx512_unaligned_erms").as_deref(),
+            Some("libc.so.6")
+        );
+        assert_eq!(lib("list_dealloc").as_deref(), Some("python3.12"));
+        assert_eq!(lib("[libz.so.1]").as_deref(), Some("libz.so.1"));
+        assert_eq!(lib("[python3.12]").as_deref(), Some("python3.12"));
+        assert_eq!(lib("[unknown]"), None);
+        assert_eq!(lib("[no stack]"), None);
+        assert_eq!(lib("[12/34]"), None);
+        assert_eq!(
+            lib("read_batch (/w/loader.py:42)").as_deref(),
+            Some("Python code")
+        );
+        assert_eq!(lib("vfs_read_[k]").as_deref(), Some("kernel"));
+        assert_eq!(
+            lib("_PyEval_EvalFrameDefault").as_deref(),
+            Some("libpython")
+        );
+        assert_eq!(library_of("list_dealloc"), None);
+        let f = folded("w;main;__memcpy_avx512_unaligned_erms 3\nw;main;list_dealloc 1\n");
+        let h = hot_frames(&f, &|_| true, 10, &modules);
+        let libs: Vec<(&str, u64)> = h
+            .libraries
+            .iter()
+            .map(|r| (r.name.as_str(), r.count))
+            .collect();
+        assert_eq!(libs, [("libc.so.6", 3), ("python3.12", 1)]);
     }
 }

@@ -65,16 +65,19 @@ pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
             features.apply_critical_path(w, &stacks);
             stacks
         });
+    let modules = &session.frame_modules;
     let hot_oncpu_readers = match &path {
-        Some(stacks) if !stacks.is_empty() => frames::hot_frames(stacks, &|_| true, HOT_LIMIT),
+        Some(stacks) if !stacks.is_empty() => {
+            frames::hot_frames(stacks, &|_| true, HOT_LIMIT, modules)
+        }
         _ => {
             let readers = features.reader_comms.clone();
             let is_reader = |comm: &str| readers.iter().any(|r| r == comm);
-            frames::hot_frames(&session.oncpu, &is_reader, HOT_LIMIT)
+            frames::hot_frames(&session.oncpu, &is_reader, HOT_LIMIT, modules)
         }
     };
-    let hot_oncpu = frames::hot_frames(&session.oncpu, &|_| true, HOT_LIMIT);
-    let hot_offcpu = frames::hot_frames(&session.offcpu, &|_| true, HOT_LIMIT);
+    let hot_oncpu = frames::hot_frames(&session.oncpu, &|_| true, HOT_LIMIT, modules);
+    let hot_offcpu = frames::hot_frames(&session.offcpu, &|_| true, HOT_LIMIT, modules);
     let mut decision = verdict::decide(&features, &hot_oncpu_readers, thresholds);
     decision.attach_wait(wait.as_ref(), session.info.format_version);
     // The rules gave data; verdict.json carries it in words.

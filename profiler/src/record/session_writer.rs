@@ -42,6 +42,7 @@ pub struct SessionParts {
     pub folded: fold::Folded,
     /// None when the wake-up probe did not attach.
     pub waits: Option<WaitGraph>,
+    pub frame_modules: model::FrameModules,
 }
 
 impl SessionParts {
@@ -75,6 +76,7 @@ impl SessionParts {
             ),
             bench: None,
             waits: self.waits.clone(),
+            frame_modules: self.frame_modules.clone(),
             missing: Vec::new(),
             warnings,
         }
@@ -172,6 +174,7 @@ pub(super) fn write_parts(dir: &Path, parts: &SessionParts) -> Result<(), Record
     if let Some(waits) = &parts.waits {
         write_json(dir, files::WAITS, waits)?;
     }
+    write_json(dir, files::FRAMES, &parts.frame_modules)?;
     // Last: a session.json says the files beside it are complete.
     write_json(dir, files::SESSION, &parts.info)?;
     chown_session(dir);
@@ -353,6 +356,17 @@ pub(super) fn build_session(
             wait
         })
         .collect();
+    // The files the named frames of the folded stacks came from.
+    let known = symbolizer.frame_modules();
+    let frame_modules = model::FrameModules {
+        modules: [&folded.oncpu, &folded.offcpu]
+            .into_iter()
+            .flat_map(|text| text.lines())
+            .filter_map(|line| line.rsplit_once(' ').map(|(stack, _)| stack))
+            .flat_map(|stack| stack.split(';').skip(1))
+            .filter_map(|frame| known.get(frame).map(|m| (frame.to_string(), m.clone())))
+            .collect(),
+    };
     let unwind = model::UnwindStats {
         mode: options.unwind.name().to_string(),
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
@@ -467,6 +481,7 @@ pub(super) fn build_session(
         timeseries,
         folded,
         waits: probes.attached(probes::family::WAKEUPS).then_some(waits),
+        frame_modules,
     })
 }
 

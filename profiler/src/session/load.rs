@@ -18,7 +18,8 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 use super::model::{
-    IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, WaitGraph, files,
+    FrameModules, IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, WaitGraph,
+    files,
 };
 
 /// Why a session directory could not be loaded.
@@ -239,6 +240,9 @@ pub struct Session {
     /// Per-thread folded stacks (`comm;[pid/tid];...`; format 2 on).
     pub oncpu_threads: FoldedStacks,
     pub offcpu_threads: FoldedStacks,
+    /// The file each named user frame came from (frames.json; empty for
+    /// sessions before it).
+    pub frame_modules: FrameModules,
     /// Required files that were absent (a recording killed mid-way).
     pub missing: Vec<&'static str>,
     /// Non-fatal problems: empty folded files, skipped lines, derived values.
@@ -379,6 +383,10 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
     if let Some(text) = read_optional(&path)? {
         session.waits = Some(parse_json(&path, &text)?);
     }
+    let path = dir.join(files::FRAMES);
+    if let Some(text) = read_optional(&path)? {
+        session.frame_modules = parse_json(&path, &text)?;
+    }
     for (name, slot) in [
         (files::ONCPU_THREADS_FOLDED, &mut session.oncpu_threads),
         (files::OFFCPU_THREADS_FOLDED, &mut session.offcpu_threads),
@@ -452,6 +460,27 @@ mod tests {
         assert_eq!(session.oncpu.total(), u64::MAX);
         let analysis = crate::analysis::analyze(&session, &crate::analysis::Thresholds::default());
         assert_eq!(analysis.hot_oncpu.total, u64::MAX);
+    }
+
+    /// frames.json gives the session its frame table; a session without
+    /// one (recorded before it) loads with an empty table; a malformed one
+    /// is an error naming it.
+    #[test]
+    fn frame_modules_are_loaded_from_frames_json() {
+        let d = tempfile::tempdir().unwrap();
+        let info = serde_json::to_string(&SessionInfo::default()).unwrap();
+        std::fs::write(d.path().join(files::SESSION), info).unwrap();
+        assert!(load(d.path()).unwrap().frame_modules.modules.is_empty());
+        std::fs::write(
+            d.path().join(files::FRAMES),
+            r#"{"modules": {"list_dealloc": "python3.12"}}"#,
+        )
+        .unwrap();
+        let s = load(d.path()).unwrap();
+        assert_eq!(s.frame_modules.modules["list_dealloc"], "python3.12");
+        std::fs::write(d.path().join(files::FRAMES), "{").unwrap();
+        let e = load(d.path()).unwrap_err().to_string();
+        assert!(e.contains(files::FRAMES), "{e}");
     }
 
     #[test]

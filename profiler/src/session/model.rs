@@ -40,6 +40,16 @@ pub mod files {
     pub const WAITS: &str = "waits.json";
     pub const ONCPU_THREADS_FOLDED: &str = "oncpu-threads.folded";
     pub const OFFCPU_THREADS_FOLDED: &str = "offcpu-threads.folded";
+    pub const FRAMES: &str = "frames.json";
+}
+
+/// `frames.json`: the file each named user frame of the folded stacks came
+/// from (its basename: `libc.so.6`, `python3.12`), which the frame's name
+/// does not tell. Sessions before it have none; their libraries are guessed
+/// from the names.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FrameModules {
+    pub modules: std::collections::BTreeMap<String, String>,
 }
 
 /// Environment variable set for the recorded command: the session directory.

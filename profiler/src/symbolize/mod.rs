@@ -109,6 +109,9 @@ pub struct Symbolizer {
     /// (file, file offset) → frame name.
     user_cache: HashMap<(String, u64), Option<String>>,
     kernel_cache: HashMap<u64, Option<String>>,
+    /// Named user frame → the file it came from (basename): the report's
+    /// libraries, which a frame's name alone does not tell.
+    frame_modules: HashMap<String, String>,
 }
 
 impl Default for Symbolizer {
@@ -126,7 +129,14 @@ impl Symbolizer {
             perf_maps: HashMap::new(),
             user_cache: HashMap::new(),
             kernel_cache: HashMap::new(),
+            frame_modules: HashMap::new(),
         }
+    }
+
+    /// The file each named user frame came from (basename), for the frames
+    /// named so far. A name found in two files keeps the first.
+    pub fn frame_modules(&self) -> &HashMap<String, String> {
+        &self.frame_modules
     }
 
     /// Reads the current layout of `tgid` (keeps the old one when the
@@ -264,12 +274,15 @@ impl Symbolizer {
                     });
                     self.user_cache.insert(key.clone(), name);
                 }
+                let base = path.rsplit('/').next().unwrap_or(&path);
                 match self.user_cache.get(&key).cloned().flatten() {
-                    Some(name) => name,
-                    None => {
-                        let base = path.rsplit('/').next().unwrap_or(&path);
-                        format!("[{base}]")
+                    Some(name) => {
+                        if !self.frame_modules.contains_key(&name) {
+                            self.frame_modules.insert(name.clone(), base.to_string());
+                        }
+                        name
                     }
+                    None => format!("[{base}]"),
                 }
             }
             _ => self
@@ -409,6 +422,10 @@ mod tests {
         assert!(
             got[0].starts_with("__mem") && got[0].ends_with("_avx512_unaligned_erms"),
             "{got:?}"
+        );
+        assert_eq!(
+            s.frame_modules().get(&got[0]).map(String::as_str),
+            Some("libc.so.6")
         );
     }
 
