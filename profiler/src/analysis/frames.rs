@@ -41,6 +41,32 @@ pub struct HotFrames {
     pub inclusive_functions: Vec<FrameShare>,
     /// Libraries / modules of the leaf frame ("kernel" for `_[k]` frames).
     pub libraries: Vec<FrameShare>,
+    /// Leaf frames without a name (`[file]`, `[unknown]`), each with its count.
+    #[serde(default)]
+    pub unnamed: Vec<FrameShare>,
+    /// Everything that ends in a frame without a name (`unnamed` lists the
+    /// largest only).
+    #[serde(default)]
+    pub unnamed_total: u64,
+}
+
+/// True for a frame the symbolizer could not name: `[file]` (no symbol for
+/// the address in that file), `[unknown]` (no file mapped there), either
+/// with `_[k]`.
+pub fn is_unnamed(frame: &str) -> bool {
+    let f = frame.strip_suffix("_[k]").unwrap_or(frame);
+    f.starts_with('[') && f.ends_with(']') && f != "[no stack]"
+}
+
+/// Why a frame has no name, for the report.
+pub fn why_unnamed(frame: &str) -> &'static str {
+    if is_kernel_frame(frame) {
+        "a kernel address kallsyms does not cover"
+    } else if frame == "[unknown]" {
+        "no file mapped at the address (JIT code without a perf map, or a process whose layout could not be read)"
+    } else {
+        "no symbol for the address in that file (stripped, and no debug file found)"
+    }
 }
 
 /// A friendly category and the frame-name fragments that identify it.
@@ -390,6 +416,7 @@ pub fn hot_frames(
     let mut selfs = BTreeMap::new();
     let mut inclusive = BTreeMap::new();
     let mut libraries = BTreeMap::new();
+    let mut unnamed = BTreeMap::new();
     let mut total = 0;
     for (stack, count) in &stacks.stacks {
         let mut parts = stack.split(';');
@@ -404,6 +431,9 @@ pub fn hot_frames(
             .or_insert(0) += count;
         let leaf = frames.last().copied().unwrap_or(comm);
         *selfs.entry(leaf.to_string()).or_insert(0) += count;
+        if is_unnamed(leaf) {
+            *unnamed.entry(leaf.to_string()).or_insert(0) += count;
+        }
         let lib = library_in(leaf, modules).unwrap_or_else(|| "unknown".to_string());
         *libraries.entry(lib).or_insert(0) += count;
         let unique: BTreeSet<&str> = frames.iter().copied().collect();
@@ -417,6 +447,8 @@ pub fn hot_frames(
         self_functions: top(selfs, total, limit),
         inclusive_functions: top(inclusive, total, limit),
         libraries: top(libraries, total, limit),
+        unnamed_total: unnamed.values().sum(),
+        unnamed: top(unnamed, total, limit),
     }
 }
 
@@ -622,5 +654,29 @@ mod tests {
             .map(|r| (r.name.as_str(), r.count))
             .collect();
         assert_eq!(libs, [("libc.so.6", 3), ("python3.12", 1)]);
+        assert!(h.unnamed.is_empty());
+    }
+
+    /// Leaves without a name are counted by frame; markers and named
+    /// frames are not.
+    #[test]
+    fn unnamed_leaves_are_counted() {
+        let f = folded(
+            "w;main;[libz.so.1] 2\nw;main;[unknown] 1\nw;[unknown]_[k] 1\nw;[no stack] 5\nw;main;f 1\n",
+        );
+        let h = hot_frames(&f, &|_| true, 10, &FrameModules::default());
+        let got: Vec<(&str, u64)> = h
+            .unnamed
+            .iter()
+            .map(|r| (r.name.as_str(), r.count))
+            .collect();
+        assert_eq!(
+            got,
+            [("[libz.so.1]", 2), ("[unknown]", 1), ("[unknown]_[k]", 1)]
+        );
+        assert_eq!(h.unnamed_total, 4);
+        assert!(why_unnamed("[unknown]").starts_with("no file mapped"));
+        assert!(why_unnamed("[libz.so.1]").starts_with("no symbol"));
+        assert!(why_unnamed("[unknown]_[k]").starts_with("a kernel"));
     }
 }

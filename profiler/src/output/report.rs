@@ -101,6 +101,37 @@ fn hot_section(out: &mut String, title: &str, hot: &HotFrames, unit: &str) {
     frames_table(out, &hot.self_functions, unit, 10);
     out.push_str("**Hottest libraries (self)**\n\n");
     frames_table(out, &hot.libraries, unit, 6);
+    unnamed_line(out, hot, unit);
+}
+
+/// How much of `hot` ends in a frame without a name, and why.
+fn unnamed_line(out: &mut String, hot: &HotFrames, unit: &str) {
+    let count = hot.unnamed_total;
+    if count == 0 {
+        let _ = writeln!(out, "Every stack ends in a named frame.\n");
+        return;
+    }
+    // One clause per reason, its frames in the order of their counts.
+    let mut by_reason: Vec<(&str, Vec<String>)> = Vec::new();
+    for r in &hot.unnamed {
+        let why = crate::analysis::frames::why_unnamed(&r.name);
+        let frame = format!("`{}` {}", r.name, pct(r.share));
+        match by_reason.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, frames)) => frames.push(frame),
+            None => by_reason.push((why, vec![frame])),
+        }
+    }
+    let parts: Vec<String> = by_reason
+        .into_iter()
+        .map(|(why, frames)| format!("{}: {why}", frames.join(", ")))
+        .collect();
+    let _ = writeln!(
+        out,
+        "Frames without a name: {} {unit} ({}) end in one: {}.\n",
+        count,
+        pct(count as f64 / hot.total.max(1) as f64),
+        parts.join("; ")
+    );
 }
 
 /// Renders report.md.
