@@ -64,6 +64,10 @@ pub fn why_unnamed(frame: &str) -> &'static str {
         "a kernel address kallsyms does not cover"
     } else if frame == "[unknown]" {
         "no file mapped at the address (JIT code without a perf map, or a process whose layout could not be read)"
+    } else if frame.starts_with("[python") {
+        "a Python frame whose code object was gone when storprof read it"
+    } else if frame.contains(char::is_whitespace) {
+        "a frame storprof could not name"
     } else {
         "no symbol for the address in that file (stripped, and no debug file found)"
     }
@@ -678,5 +682,6 @@ mod tests {
         assert!(why_unnamed("[unknown]").starts_with("no file mapped"));
         assert!(why_unnamed("[libz.so.1]").starts_with("no symbol"));
         assert!(why_unnamed("[unknown]_[k]").starts_with("a kernel"));
+        assert!(why_unnamed("[python: code object gone]").starts_with("a Python frame"));
     }
 }
