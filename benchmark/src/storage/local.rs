@@ -329,6 +329,14 @@ impl LocalFile {
         })
     }
 
+    /// `[offset, offset + len)` within the file, else the short-read error.
+    fn check_range(&self, offset: u64, len: usize) -> Result<(), BenchError> {
+        if offset.checked_add(len as u64).is_none_or(|e| e > self.len) {
+            return Err(self.short_read(offset, len));
+        }
+        Ok(())
+    }
+
     fn short_read(&self, offset: u64, want: usize) -> BenchError {
         io_err(
             &self.path,
@@ -369,9 +377,7 @@ impl LocalFile {
     fn discard_into(&self, ranges: &[(u64, usize)], buf: &mut [u8]) -> Result<u64, BenchError> {
         let mut total = 0u64;
         for &(offset, len) in ranges {
-            if offset.checked_add(len as u64).is_none_or(|e| e > self.len) {
-                return Err(self.short_read(offset, len));
-            }
+            self.check_range(offset, len)?;
             let mut done = 0;
             while done < len {
                 let piece = (len - done).min(buf.len());
@@ -430,12 +436,7 @@ impl RandomAccess for LocalFile {
 
     // Local reads cost the same whatever they are for: `ReadKind` is not used.
     fn read_into(&self, buf: &mut [u8], offset: u64, _: ReadKind) -> Result<(), BenchError> {
-        if offset
-            .checked_add(buf.len() as u64)
-            .is_none_or(|e| e > self.len)
-        {
-            return Err(self.short_read(offset, buf.len()));
-        }
+        self.check_range(offset, buf.len())?;
         if self.dio_align != 0 {
             let tmp = self.read_direct(offset, buf.len())?;
             buf.copy_from_slice(tmp.as_ref());
@@ -462,9 +463,8 @@ impl RandomAccess for LocalFile {
         let mut buf = self.take_buf(total)?;
         let mut at = 0;
         for &(offset, len) in ranges {
-            if offset.checked_add(len as u64).is_none_or(|e| e > self.len)
-                || self.pread_full(&mut buf.as_mut_full()[at..at + len], offset)? < len
-            {
+            self.check_range(offset, len)?;
+            if self.pread_full(&mut buf.as_mut_full()[at..at + len], offset)? < len {
                 return Err(self.short_read(offset, len));
             }
             at += len;
@@ -484,13 +484,9 @@ impl RandomAccess for LocalFile {
 
     fn read_and_discard(&self, ranges: &[(u64, usize)]) -> Result<u64, BenchError> {
         if self.dio_align != 0 {
-            // O_DIRECT needs aligned memory: pooled buffers, reused once dropped.
-            return super::discard_ranges(
-                ranges
-                    .iter()
-                    .map(|&(offset, len)| self.read_bytes(offset, len, ReadKind::Data))
-                    .collect::<Result<_, _>>()?,
-            );
+            // O_DIRECT needs aligned memory: read_ranges' pooled buffers,
+            // reused once dropped.
+            return Ok(super::discard_ranges(self.read_ranges(ranges)?));
         }
         let mut buf = DISCARD_BUFS
             .lock()
@@ -506,9 +502,7 @@ impl RandomAccess for LocalFile {
     }
 
     fn read_bytes(&self, offset: u64, len: usize, _: ReadKind) -> Result<Bytes, BenchError> {
-        if offset.checked_add(len as u64).is_none_or(|e| e > self.len) {
-            return Err(self.short_read(offset, len));
-        }
+        self.check_range(offset, len)?;
         if self.dio_align != 0 {
             return Ok(self.read_direct(offset, len)?.into_bytes());
         }
