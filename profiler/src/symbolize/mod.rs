@@ -91,6 +91,11 @@ pub fn parse_perf_map(text: &str) -> Vec<PerfMapEntry> {
     out
 }
 
+/// The file name of `path` (the part after its last `/`).
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
 /// Makes a symbol usable as a folded-stack frame (no `;`, no newline).
 pub fn clean_frame(name: &str) -> String {
     name.replace([';', '\n'], ":")
@@ -272,17 +277,17 @@ impl Symbolizer {
                             _ => None,
                         }
                     });
+                    // Recorded once per address named, not per frame looked up.
+                    if let Some(name) = &name {
+                        self.frame_modules
+                            .entry(name.clone())
+                            .or_insert_with(|| base_name(&path).to_string());
+                    }
                     self.user_cache.insert(key.clone(), name);
                 }
-                let base = path.rsplit('/').next().unwrap_or(&path);
                 match self.user_cache.get(&key).cloned().flatten() {
-                    Some(name) => {
-                        if !self.frame_modules.contains_key(&name) {
-                            self.frame_modules.insert(name.clone(), base.to_string());
-                        }
-                        name
-                    }
-                    None => format!("[{base}]"),
+                    Some(name) => name,
+                    None => format!("[{}]", base_name(&path)),
                 }
             }
             _ => self
