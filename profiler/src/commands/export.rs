@@ -26,18 +26,18 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<i32> {
             session.missing.join(", ")
         );
     }
-    let out = args
-        .output
-        .clone()
-        .unwrap_or_else(|| args.dir.join(args.format.default_file_name()));
-    if let Err(err) = safe_path::check_output_file(
-        &out,
-        args.force || args.output.is_none(),
-        safe_path::invoking_uid(),
+    let out = match super::session_output_file(
+        &args.dir,
+        args.output.as_deref(),
+        args.format.default_file_name(),
+        args.force,
     ) {
-        eprintln!("storprof: error: {err}");
-        return Ok(exit::USAGE);
-    }
+        Ok(out) => out,
+        Err(err) => {
+            eprintln!("storprof: error: {err}");
+            return Ok(exit::USAGE);
+        }
+    };
     let roles = export::thread_roles(&session, &Thresholds::default());
     // Rendered before the file is made: a failure leaves nothing behind.
     let bytes = export::render(&session, args.format, &roles)

@@ -45,20 +45,18 @@ pub fn run(args: &FlamegraphArgs) -> anyhow::Result<i32> {
         None => format!("flamegraph-{}.svg", kind.file_stem()),
         Some(_) => format!("flamegraph-{}-diff.svg", kind.file_stem()),
     };
-    let out = args
-        .output
-        .clone()
-        .unwrap_or_else(|| args.dir.join(default_name));
-    // The default file in the session is storprof's own output, replaced
-    // like `storprof report` replaces it; a named one needs --force.
-    if let Err(err) = safe_path::check_output_file(
-        &out,
-        args.force || args.output.is_none(),
-        safe_path::invoking_uid(),
+    let out = match super::session_output_file(
+        &args.dir,
+        args.output.as_deref(),
+        &default_name,
+        args.force,
     ) {
-        eprintln!("storprof: error: {err}");
-        return Ok(exit::USAGE);
-    }
+        Ok(out) => out,
+        Err(err) => {
+            eprintln!("storprof: error: {err}");
+            return Ok(exit::USAGE);
+        }
+    };
     // The other session is loaded before the file is made: a bad one
     // leaves nothing behind.
     let other = match &args.diff {
