@@ -370,3 +370,139 @@ pub fn run_bench_on(opts: &BenchOptions, s3: &S3Options) -> anyhow::Result<bench
     run_bench_ranks(opts, s3, &bench::InProcess(opts.accelerators))?
         .context("bench: the in-process run produced no report")
 }
+
+/// MLPerf Storage's checkpointing benchmark: each rank writes its shards of
+/// a llama3 checkpoint (fsynced), then reads them back after the page cache
+/// was emptied. Exit codes: 0 done; 1 a runtime error (I/O, not enough free
+/// space, a folder holding foreign files or an earlier run without --force);
+/// 2 a usage error (unknown model, a rank count the layout cannot take, bad
+/// --scale / --block-size-kib).
+#[derive(Args, Debug)]
+pub struct CheckpointArgs {
+    /// Model (DLIO's llama3_<size>.yaml): TP×PP×DP 1×1×8, 8×1×8, 8×32×2, 8×64×2.
+    #[arg(long, value_enum)]
+    pub model: crate::run::checkpoint::layout::LlamaModel,
+    /// Subset mode: 8 processes of the full layout on one host (not llama3-8b).
+    #[arg(long)]
+    pub subset: bool,
+    /// Checkpoints written.
+    #[arg(long, default_value_t = 10)]
+    pub num_checkpoints_write: u32,
+    /// Checkpoints read back (the first ones written).
+    #[arg(long, default_value_t = 10)]
+    pub num_checkpoints_read: u32,
+    /// Folder the checkpoints are written to (a local path).
+    #[arg(long)]
+    pub checkpoint_folder: PathBuf,
+    /// Divide every shard's size by this (≥ 1) to fit a small machine.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Write and read with O_DIRECT (aligned buffers).
+    #[arg(long)]
+    pub odirect: bool,
+    /// Do not fsync files and directories: leave dirty pages to the kernel's writeback.
+    #[arg(long)]
+    pub no_fsync: bool,
+    /// Processes (default: the layout's TP×PP×DP, or 8 with --subset); a
+    /// multiple of TP×PP (subset: of TP). Under mpirun: the MPI world.
+    #[arg(long)]
+    pub ranks: Option<usize>,
+    /// Remove an earlier storprof checkpoint run's files (listed in its
+    /// manifest) from the folder first; other files are never removed.
+    #[arg(long)]
+    pub force: bool,
+    /// KiB per write and read call (DLIO writes 32 MiB chunks).
+    #[arg(long, default_value_t = 32 * 1024)]
+    pub block_size_kib: usize,
+    /// Where summary.json and per_checkpoint.json go (default results/checkpointing/<model>/<YYYYMMDD_HHMMSS>).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
+    /// Client host memory in GiB for the "read back after dropping caches
+    /// when the data per client is under 3× memory" rule (default: MemTotal).
+    #[arg(long)]
+    pub client_memory_gb: Option<f64>,
+}
+
+impl CheckpointArgs {
+    /// The library options these arguments stand for.
+    pub fn options(&self) -> crate::run::checkpoint::CheckpointOptions {
+        crate::run::checkpoint::CheckpointOptions {
+            model: self.model,
+            subset: self.subset,
+            num_checkpoints_write: self.num_checkpoints_write,
+            num_checkpoints_read: self.num_checkpoints_read,
+            folder: PathBuf::from(strip_file_scheme(&self.checkpoint_folder.to_string_lossy())),
+            scale: self.scale,
+            odirect: self.odirect,
+            fsync: !self.no_fsync,
+            ranks: self.ranks,
+            force: self.force,
+            block_size: self.block_size_kib.saturating_mul(1024),
+            results_dir: self.results_dir.clone(),
+            client_memory_bytes: self
+                .client_memory_gb
+                .filter(|g| g.is_finite() && *g > 0.0)
+                .map(|g| (g * 1073741824.0) as u64),
+            ..Default::default()
+        }
+    }
+}
+
+/// `storprof checkpoint`; returns the exit code (0, or 2 for a usage error).
+pub fn run_checkpoint(args: &CheckpointArgs) -> anyhow::Result<i32> {
+    use crate::error::BenchError;
+    use crate::run::checkpoint::{self, Threads, layout::Layout};
+    if args
+        .checkpoint_folder
+        .to_string_lossy()
+        .starts_with("s3://")
+    {
+        eprintln!(
+            "storprof: error: --checkpoint-folder takes a local path; checkpoints to S3 are not implemented"
+        );
+        return Ok(EXIT_USAGE);
+    }
+    let opts = args.options();
+    let usage = |e: &BenchError| {
+        matches!(
+            e,
+            BenchError::BadLayout { .. } | BenchError::BadParam { .. }
+        )
+    };
+    let result = match mpi::launched_world_size() {
+        Some(n) if n > 1 => run_checkpoint_mpi(&opts),
+        _ => Layout::new(opts.model, opts.subset, opts.ranks)
+            .and_then(|layout| checkpoint::run_checkpoint(&opts, &Threads(layout.ranks))),
+    };
+    match result {
+        Ok(_) => Ok(0),
+        Err(e) if usage(&e) => {
+            eprintln!("storprof: error: {e}");
+            Ok(EXIT_USAGE)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("checkpoint")),
+    }
+}
+
+#[cfg(feature = "mpi")]
+fn run_checkpoint_mpi(
+    opts: &crate::run::checkpoint::CheckpointOptions,
+) -> Result<Option<crate::run::checkpoint::CheckpointReport>, crate::error::BenchError> {
+    let world = crate::run::mpi::MpiWorld::init(mpi::timeout_from_env()?)?;
+    match crate::run::checkpoint::run_checkpoint(opts, &world) {
+        Ok(r) => Ok(r),
+        // One rank failing must not leave the others waiting in a barrier.
+        Err(e) => world.fail(&format!("{e}")),
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_checkpoint_mpi(
+    _: &crate::run::checkpoint::CheckpointOptions,
+) -> Result<Option<crate::run::checkpoint::CheckpointReport>, crate::error::BenchError> {
+    Err(crate::error::BenchError::Config(
+        "started by mpirun with several ranks, but this storprof was built without MPI support; \
+         rebuild with `cargo build --release --features storprof/mpi`"
+            .into(),
+    ))
+}

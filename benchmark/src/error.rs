@@ -40,4 +40,42 @@ pub enum BenchError {
         /// The refusal with the largest safe settings.
         message: String,
     },
+    /// A checkpoint layout that the model's TP×PP×DP cannot take.
+    #[error("{model} on {ranks} ranks: {reason}")]
+    BadLayout {
+        model: &'static str,
+        ranks: usize,
+        reason: String,
+    },
+    /// The checkpoint folder's file system has less free space than the run writes.
+    #[error(
+        "{}: not enough free space: the checkpoints need {needed} bytes ({:.2} GiB), \
+         {available} bytes ({:.2} GiB) are available (lower --num-checkpoints-write or raise --scale)",
+        path.display(),
+        *needed as f64 / 1073741824.0,
+        *available as f64 / 1073741824.0
+    )]
+    NoSpace {
+        path: PathBuf,
+        needed: u64,
+        available: u64,
+    },
+    /// The checkpoint folder holds files storprof did not write (nothing is removed).
+    #[error(
+        "{}: the folder holds {count} entries storprof did not write (e.g. {example}); \
+         choose an empty or new folder (--force removes only storprof's own checkpoint files)",
+        path.display()
+    )]
+    ForeignFiles {
+        path: PathBuf,
+        count: usize,
+        example: String,
+    },
+    /// The checkpoint folder holds an earlier storprof checkpoint run.
+    #[error(
+        "{}: the folder holds {files} files of an earlier storprof checkpoint run; \
+         pass --force to remove them first",
+        path.display()
+    )]
+    ExistingCheckpoint { path: PathBuf, files: usize },
 }

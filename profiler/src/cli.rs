@@ -18,7 +18,7 @@
 //! MergeArgs       ──────────────► merge::command::merge_sessions (merge::command::run)
 //! ThresholdArgs   ──load_thresholds──► analysis::Thresholds  (report, diagnose, merge)
 //! ```
-//! The benchmark's subcommands (`datagen`, `bench`, `sweep`) keep their args
+//! The benchmark's subcommands (`datagen`, `bench`, `sweep`, `checkpoint`) keep their args
 //! in `storprof_bench::cli`, next to the library they map onto, so that crate
 //! stands alone. Value enums that are library options themselves
 //! (`record::UnwindMode`, `commands::demo::DemoScale`) derive clap where
@@ -61,6 +61,8 @@ pub enum Command {
     Bench(storprof_bench::cli::BenchArgs),
     /// Run the NP × RT grid of bench runs: table (markdown, CSV), AU projection, SVG plot.
     Sweep(storprof_bench::cli::SweepArgs),
+    /// MLPerf Storage checkpointing: write llama3 checkpoint shards (fsync), read them back.
+    Checkpoint(storprof_bench::cli::CheckpointArgs),
     /// Record a session: run a command (or attach to pids) under the eBPF probes.
     Record(RecordArgs),
     /// Check that this machine can run the probes (root, BTF, tracefs, tracepoints, perf_event).

@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Datagen(args) => storprof_bench::cli::run_datagen(&args).map(|()| exit::OK),
         Command::Bench(args) => storprof_bench::cli::run_bench(&args),
         Command::Sweep(args) => storprof_bench::cli::run_sweep(&args),
+        Command::Checkpoint(args) => storprof_bench::cli::run_checkpoint(&args),
         Command::Record(args) => storprof::commands::record::run(&args),
         Command::Doctor(args) => storprof::commands::doctor::run(&args),
         Command::Report(args) => storprof::commands::report::run(&args),

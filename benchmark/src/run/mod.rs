@@ -9,10 +9,12 @@
 //!              ─► bench::run_bench_on (memory guard, engine, metrics, output files)
 //!  DatagenOptions ─► datagen::run_datagen (format writers over storage)
 //!  SweepOptions ─► sweep::run_sweep: bench runs over the NP × RT grid
+//!  CheckpointOptions ─► checkpoint::run_checkpoint: llama3 shards per rank, fsync, read-back
 //!  mpirun: mpi::MpiWorld is the rank set and collective of bench and datagen
 //!  interrupt: SIGINT/SIGTERM ─► the engine's stop flag
 //! ```
 pub mod bench;
+pub mod checkpoint;
 pub mod datagen;
 pub mod interrupt;
 pub mod memory;
