@@ -309,6 +309,7 @@ fn cli_report_flamegraph_and_bad_dirs() {
     for f in [
         "verdict.json",
         "report.md",
+        "report.html",
         "flamegraph-oncpu.svg",
         "flamegraph-offcpu.svg",
         "timeline.svg",
@@ -375,6 +376,7 @@ fn bundle_holds_everything_and_no_secrets() {
     for want in [
         "session/session.json",
         "session/report.md",
+        "session/report.html",
         "session/verdict.json",
         "session/flamegraph-oncpu.svg",
         "session/timeline.svg",

@@ -3,8 +3,9 @@
 //! secrets redacted on the way in.
 //!
 //! ```text
-//! session dir ──► each file: JSON → redact keys, argv, strings; SVG and
-//!                 folded stacks → as is; other text → redact lines
+//! session dir ──► each file: JSON and report.html's data → redact keys,
+//!                 argv, strings; SVG and folded stacks → as is; other
+//!                 text → redact lines
 //! system.json ──►                                    ──► tar ──► gzip ──► FILE.tar.gz
 //! bench results dir (from the command line) ──► *.json, *.log, *.yaml
 //! ```
@@ -97,6 +98,14 @@ pub(crate) fn redacted_bytes(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
             // Not JSON after all: treat as text.
             Err(_) => redact_text(&String::from_utf8_lossy(&bytes)).into_bytes(),
         },
+        // report.html: its data (JSON) redacted as JSON; the page around
+        // it is storprof's template. Another HTML file: as text.
+        "html" => {
+            let text = String::from_utf8_lossy(&bytes);
+            super::html::redact_page(&text, redact_json)
+                .unwrap_or_else(|| redact_text(&text))
+                .into_bytes()
+        }
         // SVGs carry frame names and the (already redacted) report text;
         // folded stacks carry frame names only.
         "svg" | "folded" => bytes,

@@ -7,6 +7,7 @@
 //! Session + Analysis ──► flamegraph::write   ─► flamegraph-{oncpu,offcpu}.svg
 //!                    ──► timeline::render    ─► timeline.svg
 //!                    ──► report::render_*    ─► report.md, verdict.json
+//!                    ──► html::render        ─► report.html (self-contained)
 //! Session ───────────► export::render      ─► pprof, speedscope, Chrome trace
 //! system::collect ─────► system.json ──► bundle::write ─► DIR.tar.gz
 //! ```
@@ -14,6 +15,7 @@
 pub mod bundle;
 pub mod export;
 pub mod flamegraph;
+pub mod html;
 pub mod redact;
 pub mod report;
 pub mod safe_path;
@@ -35,6 +37,7 @@ use crate::{
 pub mod files {
     pub const VERDICT: &str = "verdict.json";
     pub const REPORT: &str = "report.md";
+    pub const HTML: &str = "report.html";
     pub const FLAMEGRAPH_ONCPU: &str = "flamegraph-oncpu.svg";
     pub const FLAMEGRAPH_OFFCPU: &str = "flamegraph-offcpu.svg";
     pub const TIMELINE: &str = "timeline.svg";
@@ -57,7 +60,7 @@ pub enum OutputError {
 }
 
 /// Options of `storprof report`. Defaults: default thresholds, every output,
-/// non-deterministic (normal) SVGs.
+/// non-deterministic (normal) SVGs, report.html with its default limits.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ReportOptions {
@@ -66,6 +69,8 @@ pub struct ReportOptions {
     pub deterministic: bool,
     pub flamegraphs: bool,
     pub timeline: bool,
+    /// report.html, with these limits (None: not written).
+    pub html: Option<html::HtmlOptions>,
 }
 
 impl Default for ReportOptions {
@@ -75,6 +80,7 @@ impl Default for ReportOptions {
             deterministic: false,
             flamegraphs: true,
             timeline: true,
+            html: Some(html::HtmlOptions::default()),
         }
     }
 }
@@ -97,7 +103,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 }
 
 /// Loads the session in `dir`, analyses it and writes verdict.json,
-/// report.md, the flamegraphs and the timeline into it.
+/// report.md, report.html, the flamegraphs and the timeline into it.
 pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<ReportOutcome, OutputError> {
     let session = load::load(dir)?;
     let analysis = analysis::analyze(&session, &options.thresholds);
@@ -117,6 +123,12 @@ pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<ReportOutcome
         files::REPORT,
         report::render_markdown(&session, &analysis).into_bytes(),
     )?;
+    if let Some(html_options) = &options.html {
+        put(
+            files::HTML,
+            html::render(&session, &analysis, html_options).into_bytes(),
+        )?;
+    }
     if options.flamegraphs {
         for (kind, name, stacks) in [
             (

@@ -134,6 +134,135 @@ fn unnamed_line(out: &mut String, hot: &HotFrames, unit: &str) {
     );
 }
 
+/// An evidence figure's value in words: a fraction as a percentage, a
+/// percentage with two decimals, anything else with its unit.
+pub fn evidence_value(e: &crate::analysis::verdict::Evidence) -> String {
+    match e.unit.as_str() {
+        "fraction" => pct(e.value),
+        "%" => format!("{:.2}%", e.value),
+        unit => format!("{:.2} {unit}", e.value),
+    }
+}
+
+/// One row of the per-process table (report.md and report.html).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProcessRow {
+    pub pid: u32,
+    pub comm: String,
+    pub threads: usize,
+    /// On-CPU time over the recording, % of one CPU.
+    pub cpu_percent: f64,
+    /// Shares (0..1) of the process's thread time.
+    pub runnable_share: f64,
+    pub sleeping_share: f64,
+    pub uninterruptible_share: f64,
+    pub read_mib: f64,
+    pub read_mib_per_s: f64,
+    pub page_cache_miss_mib: f64,
+}
+
+/// The per-process rows from threads.json, by pid.
+pub fn process_rows(session: &Session, f: &Features) -> Vec<ProcessRow> {
+    let duration_ns = (f.duration_s * 1e9).max(1.0);
+    let mut procs: BTreeMap<u32, Vec<&ThreadStats>> = BTreeMap::new();
+    for t in &session.threads {
+        procs.entry(t.pid).or_default().push(t);
+    }
+    let page = session.io.page_cache.page_size.max(1);
+    procs
+        .iter()
+        .map(|(pid, ts)| {
+            let comm = ts
+                .iter()
+                .find(|t| t.tid == *pid)
+                .or(ts.first())
+                .map_or("?", |t| t.comm.as_str());
+            let life: u64 = ts.iter().map(|t| thread_total(t)).sum();
+            let on: u64 = ts.iter().map(|t| t.on_cpu_ns).sum();
+            let runnable: u64 = ts.iter().map(|t| t.off_cpu_ns.runnable).sum();
+            let sleeping: u64 = ts.iter().map(|t| t.off_cpu_ns.sleeping).sum();
+            let d: u64 = ts.iter().map(|t| t.off_cpu_ns.uninterruptible).sum();
+            let read: u64 = ts.iter().map(|t| t.read_bytes).sum();
+            let misses: u64 = ts.iter().map(|t| t.page_cache_misses).sum();
+            ProcessRow {
+                pid: *pid,
+                comm: comm.to_string(),
+                threads: ts.len(),
+                cpu_percent: on as f64 / duration_ns * 100.0,
+                runnable_share: share(runnable, life),
+                sleeping_share: share(sleeping, life),
+                uninterruptible_share: share(d, life),
+                read_mib: read as f64 / MIB,
+                read_mib_per_s: read as f64 / MIB / f.duration_s.max(1e-9),
+                page_cache_miss_mib: misses.saturating_mul(page) as f64 / MIB,
+            }
+        })
+        .collect()
+}
+
+/// How the reader threads were chosen, in words ("n/a" when none were).
+pub fn reader_selection_name(f: &Features) -> String {
+    f.reader_selection.map_or("n/a".to_string(), |s| {
+        serde_json::to_value(s)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    })
+}
+
+/// The system facts of the session: (fact, value) rows.
+pub fn system_rows(session: &Session, f: &Features) -> Vec<(&'static str, String)> {
+    let i = &session.info;
+    let probes: Vec<String> = i
+        .probes
+        .iter()
+        .map(|p| {
+            format!(
+                "{}{}",
+                p.name,
+                if p.attached { "" } else { " (not attached)" }
+            )
+        })
+        .collect();
+    let lost: u64 = i.lost_events.values().sum();
+    vec![
+        ("host", i.hostname.clone()),
+        ("kernel", i.kernel.clone()),
+        ("CPUs", i.num_cpus.to_string()),
+        (
+            "recording",
+            format!(
+                "{:.1} s, ended: {}",
+                f.duration_s,
+                if i.end_reason.is_empty() {
+                    "unknown"
+                } else {
+                    &i.end_reason
+                }
+            ),
+        ),
+        ("sampling", format!("{} Hz", i.freq_hz)),
+        ("storprof", i.storprof_version.clone()),
+        (
+            "probes",
+            if probes.is_empty() {
+                "unknown".to_string()
+            } else {
+                probes.join(", ")
+            },
+        ),
+        ("lost events", lost.to_string()),
+        (
+            "exit",
+            match (i.exit_code, i.exit_signal) {
+                (Some(c), _) => format!("code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "n/a".to_string(),
+            },
+        ),
+    ]
+}
+
 /// Renders report.md.
 pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
     let v = &analysis.verdict;
@@ -180,12 +309,7 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
 
     out.push_str("## Evidence\n\n| figure | value |\n|---|---:|\n");
     for e in &v.evidence {
-        let value = match e.unit.as_str() {
-            "fraction" => pct(e.value),
-            "%" => format!("{:.2}%", e.value),
-            unit => format!("{:.2} {unit}", e.value),
-        };
-        let _ = writeln!(out, "| {} | {} |", cell(&e.text), value);
+        let _ = writeln!(out, "| {} | {} |", cell(&e.text), evidence_value(e));
     }
     out.push('\n');
 
@@ -259,11 +383,7 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
     }
 
     // Per process.
-    let duration_ns = (f.duration_s * 1e9).max(1.0);
-    let mut procs: BTreeMap<u32, Vec<&ThreadStats>> = BTreeMap::new();
-    for t in &session.threads {
-        procs.entry(t.pid).or_default().push(t);
-    }
+    let procs = process_rows(session, f);
     out.push_str("## Processes\n\n");
     if procs.is_empty() {
         out.push_str("_No thread statistics (threads.json missing or empty)._\n\n");
@@ -272,42 +392,26 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
             "| pid | comm | threads | CPU (% of one CPU) | runnable | sleeping | D (I/O) | read syscalls (MiB) | read MiB/s | page-cache misses (MiB) |\n\
              |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         );
-        let page = session.io.page_cache.page_size.max(1);
-        for (pid, ts) in &procs {
-            let comm = ts
-                .iter()
-                .find(|t| t.tid == *pid)
-                .or(ts.first())
-                .map_or("?", |t| t.comm.as_str());
-            let life: u64 = ts.iter().map(|t| thread_total(t)).sum();
-            let on: u64 = ts.iter().map(|t| t.on_cpu_ns).sum();
-            let runnable: u64 = ts.iter().map(|t| t.off_cpu_ns.runnable).sum();
-            let sleeping: u64 = ts.iter().map(|t| t.off_cpu_ns.sleeping).sum();
-            let d: u64 = ts.iter().map(|t| t.off_cpu_ns.uninterruptible).sum();
-            let read: u64 = ts.iter().map(|t| t.read_bytes).sum();
-            let misses: u64 = ts.iter().map(|t| t.page_cache_misses).sum();
+        for p in &procs {
             let _ = writeln!(
                 out,
-                "| {pid} | {} | {} | {:.1}% | {} | {} | {} | {:.1} | {:.2} | {:.1} |",
-                code(comm),
-                ts.len(),
-                on as f64 / duration_ns * 100.0,
-                pct(share(runnable, life)),
-                pct(share(sleeping, life)),
-                pct(share(d, life)),
-                read as f64 / MIB,
-                read as f64 / MIB / f.duration_s.max(1e-9),
-                (misses * page) as f64 / MIB,
+                "| {} | {} | {} | {:.1}% | {} | {} | {} | {:.1} | {:.2} | {:.1} |",
+                p.pid,
+                code(&p.comm),
+                p.threads,
+                p.cpu_percent,
+                pct(p.runnable_share),
+                pct(p.sleeping_share),
+                pct(p.uninterruptible_share),
+                p.read_mib,
+                p.read_mib_per_s,
+                p.page_cache_miss_mib,
             );
         }
         let _ = writeln!(
             out,
             "\nThread-state shares are of each process's thread time; readers (by {}) : {} thread(s), {}.\n",
-            f.reader_selection
-                .map_or("n/a".to_string(), |s| serde_json::to_value(s)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()),
+            reader_selection_name(f),
             f.reader_threads,
             f.reader_comms
                 .iter()
@@ -365,54 +469,7 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
 
     let i = &session.info;
     out.push_str("## System\n\n| fact | value |\n|---|---|\n");
-    let probes: Vec<String> = i
-        .probes
-        .iter()
-        .map(|p| {
-            format!(
-                "{}{}",
-                p.name,
-                if p.attached { "" } else { " (not attached)" }
-            )
-        })
-        .collect();
-    let lost: u64 = i.lost_events.values().sum();
-    let rows = [
-        ("host", i.hostname.clone()),
-        ("kernel", i.kernel.clone()),
-        ("CPUs", i.num_cpus.to_string()),
-        (
-            "recording",
-            format!(
-                "{:.1} s, ended: {}",
-                f.duration_s,
-                if i.end_reason.is_empty() {
-                    "unknown"
-                } else {
-                    &i.end_reason
-                }
-            ),
-        ),
-        ("sampling", format!("{} Hz", i.freq_hz)),
-        ("storprof", i.storprof_version.clone()),
-        (
-            "probes",
-            if probes.is_empty() {
-                "unknown".to_string()
-            } else {
-                probes.join(", ")
-            },
-        ),
-        ("lost events", lost.to_string()),
-        (
-            "exit",
-            match (i.exit_code, i.exit_signal) {
-                (Some(c), _) => format!("code {c}"),
-                (None, Some(s)) => format!("signal {s}"),
-                _ => "n/a".to_string(),
-            },
-        ),
-    ];
+    let rows = system_rows(session, f);
     for (k, val) in rows {
         let _ = writeln!(out, "| {k} | {} |", cell(&val));
     }
