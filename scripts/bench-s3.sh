@@ -4,15 +4,23 @@
 # then per round:
 #   peer:  the server's best GET throughput: every object fetched with N
 #          parallel ranged curl GETs, for each N in CURL_PARALLEL; best N kept
+#   s3dlio: the Rust object-storage library DLIO uses (PyPI, installed into
+#          its own venv, $S3DLIO_VENV), `get_many` of all objects, with its
+#          concurrent range splitting on (its default) and off, each mode in
+#          its own process; only the get_many call is timed
 #   ours:  `storprof bench --reader raw --accelerators 1 --computation-time 0`
-#          for each S3 setting in OURS ("default" = storprof's defaults, or
-#          "PART_MIB:PARALLEL_GETS"), measured MiB/s from summary.json
-# The summary prints medians and each setting's share of curl's best.
+#          for each S3 setting in OURS ("default" = storprof's defaults,
+#          "PART_MIB:PARALLEL_GETS", "huge" or "nohuge" = defaults with
+#          --s3-huge-pages true/false), measured MiB/s from summary.json:
+#          one epoch, so the first epoch is what is measured
+# The summary prints medians and each setting's share of curl's and
+# s3dlio's best.
 # Usage: scripts/bench-s3.sh [FILES] [ROWS_PER_FILE] [ROUNDS]
 # Env: SERVER=moto (default, preinstalled) | s3rver (npm install s3rver@3.7.1 into
 # /work/s3rver; ~2x faster for GETs, see shared/reference/parquet-s3.md §3),
 # CURL_PARALLEL (default "1 2 4 8"), READ_THREADS (default 2),
-# OURS (default "default 16:8"), EXTRA (more bench flags, e.g. "--param reader.prefetch_workers=2").
+# OURS (default "default"), S3DLIO (default "on off": range-splitting modes;
+# "" skips it), S3DLIO_VENV (default /work/s3dlio-venv), EXTRA (more bench flags, e.g. "--param reader.prefetch_workers=2").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FILES=${1:-2}
@@ -21,11 +29,16 @@ ROUNDS=${3:-3}
 SERVER=${SERVER:-moto}
 CURL_PARALLEL=${CURL_PARALLEL:-1 2 4 8}
 RT=${READ_THREADS:-2}
-OURS=${OURS:-default 16:8}
+OURS=${OURS:-default}
+S3DLIO_MODES=${S3DLIO-on off}
+S3DLIO_VENV=${S3DLIO_VENV:-/work/s3dlio-venv}
 EXTRA=${EXTRA:-}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target-bench}
 BIN=$CARGO_TARGET_DIR/release/storprof
 STORPROF_SKIP_EBPF=1 cargo build -q --release -p storprof || { [ -x "$BIN" ] && echo "build failed: using the existing $BIN" >&2; }
+if [ -n "$S3DLIO_MODES" ] && ! "$S3DLIO_VENV/bin/python" -c 'import s3dlio' 2>/dev/null; then
+  python3 -m venv "$S3DLIO_VENV" && "$S3DLIO_VENV/bin/pip" install -q s3dlio==0.10.0
+fi
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 EP=http://127.0.0.1:$PORT
 WORK=$(mktemp -d)
@@ -67,6 +80,19 @@ curl_all() { # $1 = ranged GETs in flight per object
   e=$(date +%s.%N)
   python3 -c "print(f'{$total/($e-$s)/2**20:.1f}')"
 }
+cat > "$WORK/s3dlio_get.py" <<'PY'
+import sys, time
+import s3dlio
+uris = sys.argv[1:]
+s3dlio.stat_object(uris[0])  # client built and connected before the clock starts
+start = time.perf_counter()
+got = s3dlio.get_many(uris)
+elapsed = time.perf_counter() - start
+total = sum(len(body) for _, body in got)
+print(f"{total / elapsed / 2**20:.1f}")
+PY
+URIS=()
+for k in $KEYS; do URIS+=("s3://bench/$k"); done
 for i in $(seq "$ROUNDS"); do
   echo "== round $i"
   for n in $CURL_PARALLEL; do
@@ -74,12 +100,23 @@ for i in $(seq "$ROUNDS"); do
   done
   # Warm-up, not counted: the first bench after the curl loop ran slower
   # whatever its setting (server and page cache settling), which favoured
-  # whichever setting came second.
+  # whichever setting came second. s3dlio and every storprof setting run
+  # after it.
   nice "$BIN" bench --workload flux --data-dir s3://bench/ds --s3-endpoint "$EP" --accelerators 1 \
     --computation-time 0 --reader raw --results-dir "$WORK/warmup-$i" "${P[@]}" > /dev/null
+  for mode in $S3DLIO_MODES; do
+    [ "$mode" = on ] && split=1 || split=0
+    v=$(AWS_ENDPOINT_URL=$EP S3DLIO_ENABLE_RANGE_OPTIMIZATION=$split nice "$S3DLIO_VENV/bin/python" "$WORK/s3dlio_get.py" "${URIS[@]}")
+    echo "  s3dlio get_many, range splitting $mode: $v MiB/s"; echo "s3dlio_split_$mode $v" >> "$LOG"
+  done
   for cfg in $OURS; do
     flags=()
-    if [ "$cfg" != default ]; then flags=(--s3-part-mib "${cfg%%:*}" --s3-parallel-gets "${cfg##*:}"); fi
+    case $cfg in
+      default) ;;
+      huge) flags=(--s3-huge-pages true) ;;
+      nohuge) flags=(--s3-huge-pages false) ;;
+      *) flags=(--s3-part-mib "${cfg%%:*}" --s3-parallel-gets "${cfg##*:}") ;;
+    esac
     R=$WORK/results-$i-${cfg/:/_}
     # shellcheck disable=SC2086
     nice "$BIN" bench --workload flux --data-dir s3://bench/ds --s3-endpoint "$EP" --accelerators 1 \
@@ -101,7 +138,14 @@ for k, v in runs.items():
     print(f"{k:14s} median {med[k]:8.1f} MiB/s [{min(v):.1f}..{max(v):.1f}]")
 best = max((k for k in med if k.startswith("curl")), key=med.get)
 print(f"best curl: {best} at {med[best]:.1f} MiB/s")
+peer = [k for k in med if k.startswith("s3dlio")]
+best_peer = max(peer, key=med.get) if peer else None
+if best_peer:
+    print(f"best s3dlio: {best_peer} at {med[best_peer]:.1f} MiB/s")
 for k in med:
     if k.startswith("raw_"):
-        print(f"{k} / best curl: {med[k]/med[best]*100:.0f}%")
+        line = f"{k} / best curl: {med[k]/med[best]*100:.0f}%"
+        if best_peer:
+            line += f", / best s3dlio: {med[k]/med[best_peer]*100:.0f}%"
+        print(line)
 PY

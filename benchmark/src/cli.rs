@@ -46,6 +46,9 @@ pub struct S3Args {
     /// Reads larger than this many MiB are split into parallel parts [default: 64].
     #[arg(long)]
     pub s3_part_mib: Option<usize>,
+    /// Transparent huge pages for the S3 read buffers [default: false].
+    #[arg(long, value_name = "BOOL")]
+    pub s3_huge_pages: Option<bool>,
 }
 
 impl S3Args {
@@ -57,6 +60,7 @@ impl S3Args {
             region: self.s3_region.clone(),
             parallel_gets: self.s3_parallel_gets.unwrap_or(d.parallel_gets),
             part_size: self.s3_part_mib.map_or(d.part_size, |m| m.max(1) << 20),
+            huge_pages: self.s3_huge_pages.unwrap_or(d.huge_pages),
             ..d
         }
     }

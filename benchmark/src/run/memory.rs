@@ -57,6 +57,16 @@ impl ReaderMemory {
     }
 }
 
+impl ReaderMemory {
+    /// Fetches in flight at once over all ranks: one read buffer each.
+    pub fn fetches_in_flight(&self) -> u64 {
+        self.accelerators
+            .max(1)
+            .saturating_mul(self.read_threads.max(1))
+            .saturating_mul(self.prefetch_depth.max(1))
+    }
+}
+
 /// Estimated peak reader memory of a run, in bytes:
 /// `accelerators × (read_threads × prefetch_depth × bytes_per_fetch × copies
 /// + cache + overhead) + shared`.
@@ -265,6 +275,18 @@ mod tests {
             per_rank_overhead: 0,
             shared_bytes: 0,
         }
+    }
+
+    #[test]
+    fn one_read_buffer_per_fetch_in_flight() {
+        assert_eq!(study(8, 8).fetches_in_flight(), 8 * 8 * 2);
+        // read_threads 0 reads in the consumer: still one fetch at a time.
+        let m = ReaderMemory {
+            read_threads: 0,
+            prefetch_depth: 1,
+            ..study(1, 0)
+        };
+        assert_eq!(m.fetches_in_flight(), 1);
     }
 
     #[test]

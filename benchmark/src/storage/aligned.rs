@@ -21,8 +21,16 @@ unsafe impl Sync for AlignedBuf {}
 const HUGE: usize = 2 << 20;
 
 impl AlignedBuf {
-    /// Allocate `len` bytes (at least one page). Returns `None` if mmap fails.
+    /// Allocate `len` bytes (at least one page), huge pages advised when
+    /// large. Returns `None` if mmap fails.
     pub fn new(len: usize) -> Option<Self> {
+        Self::with_huge_pages(len, true)
+    }
+
+    /// Allocate `len` bytes (at least one page); `huge_pages` advises
+    /// `MADV_HUGEPAGE` on mappings of 2 MiB or more. Returns `None` if mmap
+    /// fails.
+    pub fn with_huge_pages(len: usize, huge_pages: bool) -> Option<Self> {
         let map_len = len.max(1).checked_next_multiple_of(4096)?;
         // SAFETY: anonymous private mapping, no file; arguments are valid.
         let p = unsafe {
@@ -38,7 +46,7 @@ impl AlignedBuf {
         if p == libc::MAP_FAILED {
             return None;
         }
-        if map_len >= HUGE {
+        if huge_pages && map_len >= HUGE {
             // SAFETY: advising our own fresh mapping; failure is harmless.
             unsafe { libc::madvise(p, map_len, libc::MADV_HUGEPAGE) };
         }
@@ -48,6 +56,35 @@ impl AlignedBuf {
             len,
             start: 0,
         })
+    }
+
+    /// Fault in every page of the mapping now (zero-filled by the kernel),
+    /// so later writes into it take no page fault: one
+    /// `MADV_POPULATE_WRITE` (Linux 5.14+), else a write to every page.
+    pub fn populate(&mut self) {
+        // SAFETY: advising our own mapping of exactly map_len bytes.
+        let r = unsafe {
+            libc::madvise(
+                self.ptr.as_ptr().cast(),
+                self.map_len,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if r != 0 {
+            for off in (0..self.map_len).step_by(4096) {
+                // SAFETY: off < map_len, inside our uniquely owned mapping;
+                // volatile so the store of the byte already there is kept.
+                unsafe {
+                    let p = self.ptr.as_ptr().add(off);
+                    p.write_volatile(p.read_volatile());
+                }
+            }
+        }
+    }
+
+    /// Start of the mapping (tests check that data landed in a given buffer).
+    pub fn base_addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
     }
 
     /// Capacity of the mapping.

@@ -29,7 +29,7 @@ mod s3;
 
 pub use aligned::AlignedBuf;
 pub use local::{LocalStorage, dio_alignment};
-pub use pool::{BufferPool, DEFAULT_POOL_BYTES, PooledBuf};
+pub use pool::{BufferPool, DEFAULT_POOL_BYTES, PoolStats, PooledBuf, reserve_plan};
 pub use s3::{RequestCounts, S3Counters, S3Options, S3Storage, S3Url, is_loopback_endpoint};
 
 /// What a read is for. Backends that count requests (S3) count metadata
@@ -133,6 +133,22 @@ pub trait Storage: Send + Sync {
     /// Requests issued so far, per kind, for backends that count them (S3).
     /// Default `None`.
     fn request_counts(&self) -> Option<RequestCounts> {
+        None
+    }
+    /// Before a run: map and fault in the read buffers its fetches need at
+    /// once (`in_flight` fetches of up to `bytes_per_fetch` bytes), so the
+    /// first epoch's reads land in touched memory as later ones do. Returns
+    /// the buffers mapped. Default: nothing (backends that read into fresh
+    /// buffers per read).
+    fn reserve_read_buffers(
+        &self,
+        _in_flight: u64,
+        _bytes_per_fetch: u64,
+    ) -> Result<usize, BenchError> {
+        Ok(0)
+    }
+    /// What the read-buffer pool did so far, for backends that report it (S3).
+    fn read_buffer_stats(&self) -> Option<PoolStats> {
         None
     }
     /// Whether paths name objects of a remote store rather than local files

@@ -37,7 +37,7 @@ use object_store::{
     memory::InMemory, path::Path as ObjPath,
 };
 
-use super::{BufferPool, ObjectWriter, RandomAccess, ReadKind, Storage};
+use super::{BufferPool, ObjectWriter, PoolStats, RandomAccess, ReadKind, Storage, reserve_plan};
 use crate::error::BenchError;
 
 /// Options of the S3 backend (documented defaults in [`Default`]). Unset
@@ -80,6 +80,10 @@ pub struct S3Options {
     pub part_size: usize,
     /// Part GETs in flight per storage read. Default 4.
     pub parallel_gets: usize,
+    /// Advise transparent huge pages (`MADV_HUGEPAGE`) on the read buffers.
+    /// Default false: the buffers are reserved and faulted in before the
+    /// run, so huge pages could only save TLB misses in the body copies.
+    pub huge_pages: bool,
 }
 
 impl Default for S3Options {
@@ -97,6 +101,7 @@ impl Default for S3Options {
             retry_timeout: Duration::from_secs(60),
             part_size: 64 << 20,
             parallel_gets: 4,
+            huge_pages: false,
         }
     }
 }
@@ -384,7 +389,7 @@ impl S3Storage {
             runtime: Arc::new(runtime),
             sizes: Arc::new(Mutex::new(HashMap::new())),
             counters: Arc::new(S3Counters::default()),
-            pool: BufferPool::default(),
+            pool: BufferPool::default().with_huge_pages(opts.huge_pages),
             part_size: opts.part_size.max(1 << 20),
             parallel_gets: opts.parallel_gets.max(1),
         })
@@ -526,6 +531,24 @@ impl Storage for S3Storage {
 
     fn request_counts(&self) -> Option<RequestCounts> {
         Some(self.counters.snapshot())
+    }
+
+    fn reserve_read_buffers(
+        &self,
+        in_flight: u64,
+        bytes_per_fetch: u64,
+    ) -> Result<usize, BenchError> {
+        let (count, len) = reserve_plan(in_flight, bytes_per_fetch, SMALL_READ_BYTES as u64);
+        self.pool.reserve(count, len).ok_or_else(|| {
+            io_other(
+                format!("cannot map {count} read buffers of {len} bytes"),
+                &self.url.url(),
+            )
+        })
+    }
+
+    fn read_buffer_stats(&self) -> Option<PoolStats> {
+        Some(self.pool.stats())
     }
 
     fn is_remote(&self) -> bool {
@@ -842,6 +865,49 @@ mod tests {
         assert_eq!(c.data_get_requests, 4 + 1);
         assert_eq!(c.data_get_bytes, (data.len() - 3 + 16) as u64);
         assert_eq!(c.get_requests, 1 + 4 + 1);
+    }
+
+    #[test]
+    fn reserved_buffers_receive_the_bodies_without_a_second_buffer() {
+        let st = memory_storage(1 << 20, 2);
+        let data = pattern();
+        st.put("a.bin", &data).unwrap();
+        st.put("b.bin", &data).unwrap();
+        // Two reads in flight of up to the whole object: two buffers.
+        assert_eq!(st.reserve_read_buffers(2, data.len() as u64).unwrap(), 2);
+        // Tiny fetches are not pooled: nothing to reserve.
+        assert_eq!(st.reserve_read_buffers(4, 4096).unwrap(), 0);
+        let pooled: Vec<usize> = {
+            let (x, y) = (
+                st.pool.take(data.len()).unwrap(),
+                st.pool.take(data.len()).unwrap(),
+            );
+            vec![x.base_addr(), y.base_addr()]
+        };
+        let before = st.read_buffer_stats().unwrap();
+        let (a, b) = (st.open("a.bin").unwrap(), st.open("b.bin").unwrap());
+        for _epoch in 0..2 {
+            let ba = a.read_range(0, data.len()).unwrap();
+            let bb = b.read_range(1, data.len() - 1).unwrap();
+            assert_eq!(&ba[..], &data[..]);
+            assert_eq!(&bb[..], &data[1..]);
+            // Each body lies at the start of a reserved buffer: the part
+            // GETs wrote it there, nothing was assembled elsewhere.
+            for got in [&ba, &bb] {
+                assert!(
+                    pooled.contains(&(got.as_ptr() as usize)),
+                    "not in a pooled buffer"
+                );
+            }
+            assert_ne!(ba.as_ptr(), bb.as_ptr());
+        }
+        let s = st.read_buffer_stats().unwrap();
+        assert_eq!(
+            s.mapped_buffers, before.mapped_buffers,
+            "no read mapped a buffer: {s:?}"
+        );
+        assert_eq!(s.reused_buffers - before.reused_buffers, 4);
+        assert_eq!(s.reserved_buffers, 2);
     }
 
     #[test]
