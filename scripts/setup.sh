@@ -26,9 +26,11 @@ as_root() {
 # golang-go: `go tool pprof`, the real reader of `storprof export --format
 # pprof`, which tests/export.rs runs on the exported profiles.
 # fio: the peer of `storprof checkpoint` in scripts/bench-checkpoint.sh.
+# chromium: headless, opens report.html in tests/html.rs (clicks, screenshot).
 APT_PACKAGES=(llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev bpftrace bpftool
               build-essential libc6-dev libc6-dbg pkg-config python3-venv
-              openmpi-bin libopenmpi-dev libclang-dev iproute2 tmux golang-go fio)
+              openmpi-bin libopenmpi-dev libclang-dev iproute2 tmux golang-go fio
+              chromium)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
