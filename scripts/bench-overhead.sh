@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Probe overhead, side by side in one run (not a timed test):
 #   - a static pread storm (tests/helpers/pread_n.c: N preads of 512 B of one
-#     page-cached file, 1M+ syscalls/s) plain, under `storprof record`
-#     (enter+exit hooks, and --no-syscall-latency: exit hook only), and under
-#     bpftrace counting syscalls per tid (syscount-style, the peer);
+#     page-cached file, 1M+ syscalls/s) plain, under `storprof record` (the
+#     default: exit hook, time switched out inside calls from the scheduler;
+#     --syscall-timing exact: enter+exit hooks; --syscall-timing off: exit
+#     hook, counts only), and under bpftrace counting syscalls per tid
+#     (syscount-style, the peer);
 #   - a CPU-bound run (a fixed amount of arithmetic, static) plain and under
 #     `storprof record`.
-# Each case runs REPS times; the table shows the median time and the ratio to
+# Each case runs once per round, REPS interleaved rounds; the table shows the median time and the ratio to
 # plain: for the storm, the helper's own loop time (so the one-off cost of
 # loading/attaching/writing the session is left out; it is shown separately);
 # for the CPU-bound run, wall time of the whole `storprof record` invocation. Run as root: sudo scripts/bench-overhead.sh [N] [REPS]
@@ -57,28 +59,41 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 STORM=("$WORK/pread_n" "$WORK/data" "$N" 512)
 BPFTRACE_PROG='tracepoint:raw_syscalls:sys_enter /pid == cpid/ { @[tid, args->id] = count(); }'
-declare -A RESULT SPREAD CPU
-run_case() { # name, command... (median and min..max of REPS runs; CPU time median)
+declare -A RESULT SPREAD CPU TIMES CPUS
+CASES=()
+declare -A CMD
+add_case() { # name, command... (run later, once per round)
     local name=$1; shift
-    local times=() cpus=()
-    for _ in $(seq "$REPS"); do
+    CASES+=("$name")
+    CMD[$name]=$(printf '%q ' "$@")
+}
+add_case storm_plain "${STORM[@]}"
+add_case storm_record "$STORPROF" record -o "$WORK/s1" -- "${STORM[@]}"
+add_case storm_record_exact "$STORPROF" record --syscall-timing exact -o "$WORK/s5" -- "${STORM[@]}"
+add_case storm_record_timing_off "$STORPROF" record --syscall-timing off -o "$WORK/s2" -- "${STORM[@]}"
+add_case storm_bpftrace bpftrace -q -e "$BPFTRACE_PROG" -c "${STORM[*]}"
+add_case cpu_plain "$WORK/spin" "$SPIN"
+add_case cpu_record "$STORPROF" record -o "$WORK/s3" -- "$WORK/spin" "$SPIN"
+# Startup/teardown of record itself (load, attach, write), for reference.
+add_case record_true "$STORPROF" record -o "$WORK/s4" -- /bin/true
+
+# Rounds are interleaved (every case once per round), so a noisy moment
+# hits all cases alike; each case's figure is its median over the rounds.
+for round in $(seq "$REPS"); do
+    for name in "${CASES[@]}"; do
         # A fresh session directory each time (record refuses a full one).
         rm -rf "$WORK"/s[0-9]
-        times+=("$(secs "$@")"); cpus+=("$(cat "$WORK/cpu")")
+        eval "set -- ${CMD[$name]}"
+        TIMES[$name]+="$(secs "$@") "
+        CPUS[$name]+="$(cat "$WORK/cpu") "
     done
-    RESULT[$name]=$(printf '%s\n' "${times[@]}" | median)
-    SPREAD[$name]=$(printf '%s\n' "${times[@]}" | sort -n | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.3f..%.3f", lo, hi}')
-    CPU[$name]=$(printf '%s\n' "${cpus[@]}" | median)
-}
-run_case storm_plain "${STORM[@]}"
-run_case storm_record "$STORPROF" record -o "$WORK/s1" -- "${STORM[@]}"
-run_case storm_record_exit_only "$STORPROF" record --no-syscall-latency -o "$WORK/s2" -- "${STORM[@]}"
-run_case storm_bpftrace bpftrace -q -e "$BPFTRACE_PROG" -c "${STORM[*]}"
-run_case cpu_plain "$WORK/spin" "$SPIN"
-run_case cpu_record "$STORPROF" record -o "$WORK/s3" -- "$WORK/spin" "$SPIN"
-
-# Startup/teardown of record itself (load, attach, write), for reference.
-run_case record_true "$STORPROF" record -o "$WORK/s4" -- /bin/true
+    echo "round $round/$REPS done" >&2
+done
+for name in "${CASES[@]}"; do
+    RESULT[$name]=$(printf '%s\n' ${TIMES[$name]} | median)
+    SPREAD[$name]=$(printf '%s\n' ${TIMES[$name]} | sort -n | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.3f..%.3f", lo, hi}')
+    CPU[$name]=$(printf '%s\n' ${CPUS[$name]} | median)
+done
 
 printf '\n%-34s %10s %14s %8s %12s %8s\n' case "median s" "min..max" ratio "ns/syscall" "cpu s"
 row() { # name base
@@ -89,7 +104,8 @@ row() { # name base
 }
 row storm_plain storm_plain
 row storm_record storm_plain
-row storm_record_exit_only storm_plain
+row storm_record_exact storm_plain
+row storm_record_timing_off storm_plain
 row storm_bpftrace storm_plain
 row cpu_plain cpu_plain
 row cpu_record cpu_plain

@@ -10,7 +10,7 @@ use std::{
     process::Command,
 };
 
-use storprof::session::model::{IoStats, SessionInfo, ThreadStats};
+use storprof::session::model::{IoStats, SessionInfo, SyscallStats, ThreadStats};
 
 mod support;
 use support::{
@@ -83,8 +83,9 @@ fn pread_calls_are_counted_exactly() {
         n * b,
         "no other read-family bytes in a static helper"
     );
+    // One time per call (a page-cached read that never left the CPU
+    // counts 0 by default).
     assert_eq!(pread.latency_log2_ns.iter().sum::<u64>(), n);
-    assert!(pread.total_ns > 0);
     let info: SessionInfo = read_json(&session, "session.json");
     assert_eq!(info.tracked_pids, vec![t.pid]);
     assert_eq!(info.exit_code, Some(0));
@@ -94,6 +95,80 @@ fn pread_calls_are_counted_exactly() {
         info.lost_events
     );
     assert!(info.probes.iter().all(|p| p.attached), "{:?}", info.probes);
+}
+
+/// The clock_nanosleep (glibc's nanosleep) and pread64 statistics of a `sleep_n` run recorded with
+/// `options`.
+fn sleep_n_syscalls(options: &[&str], n: u64, ms: u64) -> (SyscallStats, SyscallStats) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("data");
+    std::fs::write(&file, vec![7u8; 4096]).unwrap();
+    let session = tmp.path().join("session");
+    let helper = helper("sleep_n");
+    record_with(
+        &session,
+        options,
+        [
+            helper.to_str().unwrap(),
+            file.to_str().unwrap(),
+            &n.to_string(),
+            &ms.to_string(),
+        ],
+    );
+    let threads: Vec<ThreadStats> = read_json(&session, "threads.json");
+    assert_eq!(threads.len(), 1, "one thread expected: {threads:?}");
+    let by_name = |name: &str| {
+        threads[0]
+            .syscalls
+            .iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} counted: {:?}", threads[0].syscalls))
+    };
+    (by_name("clock_nanosleep"), by_name("pread64"))
+}
+
+#[test]
+#[ignore = "needs root"]
+fn blocked_syscall_time_comes_from_the_scheduler() {
+    assert_root();
+    let (n, ms) = (20u64, 20u64);
+    let slept_ns = n * ms * 1_000_000;
+    let (sleep, pread) = sleep_n_syscalls(&[], n, ms);
+    assert_eq!((sleep.count, pread.count), (n, n));
+    assert_eq!(sleep.latency_log2_ns.iter().sum::<u64>(), n);
+    assert_eq!(pread.latency_log2_ns.iter().sum::<u64>(), n);
+    // Each sleep is its time switched out: at least the nap, at most the
+    // nap plus a generous scheduling delay.
+    assert!(
+        sleep.total_ns >= slept_ns && sleep.total_ns < slept_ns * 3 / 2 + 200_000_000,
+        "nanosleep time {} ns for {slept_ns} ns of naps",
+        sleep.total_ns
+    );
+    // Page-cached reads hardly ever leave the CPU.
+    assert!(
+        pread.total_ns < slept_ns / 100,
+        "pread64 time {} ns",
+        pread.total_ns
+    );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn exact_syscall_timing_times_every_call() {
+    assert_root();
+    let (n, ms) = (10u64, 20u64);
+    let slept_ns = n * ms * 1_000_000;
+    let (sleep, pread) = sleep_n_syscalls(&["--syscall-timing", "exact"], n, ms);
+    assert_eq!((sleep.count, pread.count), (n, n));
+    assert!(sleep.total_ns >= slept_ns, "{}", sleep.total_ns);
+    // Every call takes some time from entry to exit, blocked or not.
+    assert!(pread.total_ns > 0);
+    assert_eq!(pread.latency_log2_ns.iter().sum::<u64>(), n);
+    assert_eq!(pread.latency_log2_ns.first().copied().unwrap_or(0), 0);
+    let (sleep, pread) = sleep_n_syscalls(&["--syscall-timing", "off"], n, ms);
+    assert_eq!((sleep.count, pread.count), (n, n));
+    assert_eq!((sleep.total_ns, pread.total_ns), (0, 0));
 }
 
 #[test]

@@ -30,7 +30,7 @@ use clap::{Parser, Subcommand};
 use crate::analysis::Thresholds;
 use crate::commands::demo::DemoScale;
 use crate::record::{
-    RecordOptions, UnwindMode,
+    RecordOptions, SyscallTiming, UnwindMode,
     args::default_output,
     live::{LiveOptions, LiveView, ThenAction},
 };
@@ -124,8 +124,14 @@ pub struct RecordArgs {
     /// `report` reads (0: only at the end).
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub checkpoint: f64,
-    /// Count syscalls at exit only: cheaper, but no syscall latency.
-    #[arg(long)]
+    /// How each syscall's time is measured: `blocked` (default: the time
+    /// its thread spent switched out inside it, from the scheduler; one hook
+    /// per syscall), `exact` (entry to exit of every call; a second hook,
+    /// about twice the per-syscall cost) or `off` (counts and bytes only).
+    #[arg(long, value_enum, default_value_t = SyscallTiming::Blocked, value_name = "MODE")]
+    pub syscall_timing: SyscallTiming,
+    /// Same as `--syscall-timing off`.
+    #[arg(long, conflicts_with = "syscall_timing")]
     pub no_syscall_latency: bool,
     /// How to unwind user stacks: `auto` (default: per process, decided at
     /// exec: `dwarf` when its main executable lacks frame pointers, i.e.
@@ -226,7 +232,11 @@ impl RecordArgs {
             } else {
                 Some(seconds("--checkpoint", self.checkpoint)?)
             },
-            syscall_latency: !self.no_syscall_latency,
+            syscall_timing: if self.no_syscall_latency {
+                SyscallTiming::Off
+            } else {
+                self.syscall_timing
+            },
             unwind: self.unwind,
             stack_bytes: self.stack_bytes,
             offcpu_quantum_us: self.offcpu_quantum_us,

@@ -34,6 +34,10 @@ pub mod tracepoint_offsets {
     pub const BLOCK_IO_START_SECTOR: usize = 16;
     /// `filemap:mm_filemap_add_to_page_cache` `order` (`unsigned char`).
     pub const FILEMAP_ADD_TO_PAGE_CACHE_ORDER: usize = 36;
+    /// `syscalls:sys_enter_futex` `uaddr` (the futex word's address).
+    pub const SYS_ENTER_FUTEX_UADDR: usize = 16;
+    /// `syscalls:sys_enter_futex` `op`.
+    pub const SYS_ENTER_FUTEX_OP: usize = 24;
 }
 
 /// Length of a task's `comm`.
@@ -42,7 +46,8 @@ pub const COMM_LEN: usize = 16;
 /// Depth of a stack in the stack-trace map (the kernel's PERF_MAX_STACK_DEPTH).
 pub const MAX_STACK_DEPTH: usize = 127;
 
-/// Config flag: measure syscall latency (attach `sys_enter` as well as `sys_exit`).
+/// Config flag: measure each syscall's latency exactly, from its entry to
+/// its exit (a raw `sys_enter` hook on every syscall besides `sys_exit`).
 pub const FLAG_SYSCALL_LATENCY: u32 = 1;
 /// Config flag (`--unwind auto`): copy stack windows only for processes
 /// marked in `DWARF_PROCS` (decided by user space per executable); the
@@ -50,9 +55,13 @@ pub const FLAG_SYSCALL_LATENCY: u32 = 1;
 pub const FLAG_UNWIND_PER_PROCESS: u32 = 2;
 /// DWARF mode: the user stack of a syscall that blocked is copied at the
 /// syscall's exit (the stack is the same as when it blocked), so off-CPU
-/// time in syscalls gets DWARF-unwound stacks. Needs the `sys_enter` hook
-/// (which marks threads inside a syscall) and `sys_exit`.
+/// time in syscalls gets DWARF-unwound stacks. Needs the `sys_exit` hook.
 pub const FLAG_OFFCPU_DWARF: u32 = 4;
+/// Config flag: a syscall's time is the time its thread spent switched
+/// out inside it (voluntarily: asleep or in D, then waiting for a CPU), taken
+/// from `sched_switch` and added up at `sys_exit`; no hook on every
+/// syscall's entry. A call that never blocked counts 0.
+pub const FLAG_SYSCALL_BLOCKED_TIME: u32 = 8;
 
 /// Global configuration written by user space before the command execs.
 #[repr(C)]
@@ -547,15 +556,20 @@ pub const SYSCALL_SLOT_ENTRIES: u32 = 32;
 /// Syscall numbers below this get an array entry (x86_64 has ~460).
 pub const SYSCALL_NR_SLOTS: u32 = 512;
 
-/// Per-tid slot written at `sys_enter`, read at `sys_exit`.
+/// Per-tid syscall timing, read (and reset) at `sys_exit`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SyscallStart {
-    /// `bpf_ktime_get_ns` at entry; 0 = no syscall in progress.
+    /// `FLAG_SYSCALL_LATENCY`: `bpf_ktime_get_ns` at entry; 0 = no syscall
+    /// in progress.
     pub ts: u64,
+    /// `FLAG_SYSCALL_LATENCY`: the syscall number seen at entry.
     pub nr: u64,
+    /// `FLAG_SYSCALL_BLOCKED_TIME`: time switched out inside the current
+    /// syscall so far (added at each switch-in).
+    pub blocked_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<SyscallStart>() == 16);
+const _: () = assert!(core::mem::size_of::<SyscallStart>() == 24);
 
 /// Per-tid slot written when a traced thread leaves the CPU.
 #[repr(C)]
@@ -572,8 +586,15 @@ pub struct OffCpuStart {
     /// `offcpu_state::WOKEN`); the time from then to the switch-in is a
     /// wait for a CPU, accounted as runnable.
     pub woken_ts: u64,
+    /// The syscall the thread was inside when it left the CPU (from its
+    /// saved user registers' `orig_ax`), `NO_SYSCALL` outside one.
+    pub syscall: u32,
+    pub _pad: u32,
 }
-const _: () = assert!(core::mem::size_of::<OffCpuStart>() == 32);
+const _: () = assert!(core::mem::size_of::<OffCpuStart>() == 40);
+
+/// `OffCpuStart::syscall` of a thread not inside a syscall.
+pub const NO_SYSCALL: u32 = u32::MAX;
 
 impl OffCpuStart {
     /// The blocked interval that ends at switch-in `now`, split at its
@@ -868,6 +889,8 @@ mod tests {
             user_stack: -1,
             kernel_stack: -1,
             woken_ts,
+            syscall: NO_SYSCALL,
+            _pad: 0,
         };
         let sleeping = offcpu_state::SLEEPING as u32;
         let woken = sleeping | offcpu_state::WOKEN;

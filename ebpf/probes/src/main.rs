@@ -25,8 +25,12 @@
 //!   of registered interpreters' threads at switch-out, sent with the time
 //!   blocked at switch-in → `PY_OFFCPU_EVENTS`.
 //! - `sched_process_fork/exec/exit` (tracepoints): the traced set follows descendants.
-//! - `sys_enter`/`sys_exit` (raw tracepoints): per-thread per-syscall counts,
-//!   latency histogram, bytes of the read/write families.
+//! - `sys_exit` (raw tracepoint): per-thread per-syscall counts, time
+//!   histogram, bytes of the read/write families. A call's time is by
+//!   default its time switched out inside it, added up by `sched_switch`
+//!   (which reads the syscall from the task's saved `orig_ax`);
+//!   `sys_enter_futex` (tracepoint) remembers futex waits' words. With
+//!   exact latency, a raw `sys_enter` on every syscall does both instead.
 //! - `block_io_start` (tracepoint, submitter's context): who created a request,
 //!   keyed by (dev, sector), so a request a kworker later issues (plug flush,
 //!   requeue) is still attributed to the process that asked for it.
@@ -37,7 +41,7 @@
 //!   traced thread's blocked interval (from its switch-out) ends here; it is
 //!   added to the edge (waker, wakee, the wakee's state and syscall, and
 //!   for futex waits whether the waker is among the word's last waiters,
-//!   from `FUTEX_WAITERS` that `sys_enter` keeps) in `WAKE_EDGES`, with the
+//!   from `FUTEX_WAITERS` that the futex entry hooks keep) in `WAKE_EDGES`, with the
 //!   waker's stacks sampled. Interrupt
 //!   wakers are told from tasks by per-CPU depth counters that
 //!   `irq_handler_*`, `softirq_*` and `hrtimer_expire_*` keep (raw
@@ -105,6 +109,11 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn sys_enter(ctx: RawTracePointContext) -> u32 {
     syscalls::enter(&ctx)
+}
+
+#[tracepoint]
+pub fn sys_enter_futex(ctx: TracePointContext) -> u32 {
+    syscalls::enter_futex(&ctx)
 }
 
 #[raw_tracepoint(tracepoint = "sys_exit")]

@@ -7,13 +7,13 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use storprof_common::{
-    FLAG_OFFCPU_DWARF, FLAG_UNWIND_PER_PROCESS, OffCpuPending, OffCpuStart, ProcEvent,
-    PyOffCpuSample, StackKey, lost, offcpu_state, proc_event, py_offcpu_lost,
-    tracepoint_offsets as offsets,
+    FLAG_OFFCPU_DWARF, FLAG_SYSCALL_BLOCKED_TIME, FLAG_UNWIND_PER_PROCESS, NO_SYSCALL,
+    OffCpuPending, OffCpuStart, ProcEvent, PyOffCpuSample, StackKey, lost, offcpu_state,
+    proc_event, py_offcpu_lost, tracepoint_offsets as offsets,
 };
 
 use crate::{
-    kernel::{field, now_ns},
+    kernel::{field, now_ns, pt_regs, pt_regs_word},
     maps::{
         CONFIG, DWARF_PROCS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS, OFFCPU_START,
         ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
@@ -49,7 +49,8 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
         }
         let (user_stack, kernel_stack) = stack_ids(ctx, STACK_BUF_TRACE);
         let mut state = offcpu_state::from_prev_state(prev_state) as u32;
-        if stack_at_syscall_exit(tgid, prev_tid) {
+        let syscall = syscall_slept_in(state);
+        if syscall != NO_SYSCALL && stack_at_syscall_exit(tgid) {
             state |= offcpu_state::AT_SYSCALL_EXIT;
         }
         if let Some(slot) = OFFCPU_START.get_ptr_mut(prev_tid) {
@@ -62,6 +63,8 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
                     user_stack,
                     kernel_stack,
                     woken_ts: 0,
+                    syscall,
+                    _pad: 0,
                 }
             };
         }
@@ -90,6 +93,9 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
                         (*acc).off_cpu_ns[offcpu_state::RUNNABLE] += queued;
                     }
                 }
+                if off_copy.syscall != NO_SYSCALL {
+                    add_syscall_blocked(next_tid, blocked);
+                }
                 let key = StackKey {
                     tgid: off_copy.tgid,
                     tid: next_tid,
@@ -107,18 +113,63 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
     0
 }
 
-/// Whether thread `tid` of `tgid`, leaving the CPU now, is inside a
-/// syscall of a DWARF-unwound process: then its user stack stays as it is
-/// until the syscall's exit, and is copied there (`FLAG_OFFCPU_DWARF`).
+/// The syscall the current task, leaving the CPU in `offcpu_state` index
+/// `state`, sleeps in; `NO_SYSCALL` when it was preempted (it may be past
+/// its syscall's exit: preemption on the way back to user space still
+/// shows the syscall's number) or is not inside one.
 #[inline(always)]
-fn stack_at_syscall_exit(tgid: u32, tid: u32) -> bool {
+fn syscall_slept_in(state: u32) -> u32 {
+    if state == offcpu_state::RUNNABLE as u32 {
+        NO_SYSCALL
+    } else {
+        current_syscall()
+    }
+}
+
+/// The syscall the current task is inside (`NO_SYSCALL` when it entered
+/// the kernel by an interrupt or a fault, whose entry sets `orig_ax` to -1,
+/// or when its registers cannot be read).
+#[inline(always)]
+fn current_syscall() -> u32 {
+    // SAFETY: helpers without preconditions; `bpf_task_pt_regs` returns the
+    // task's saved user register frame, read only through probe_read_kernel.
+    let regs = unsafe {
+        let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
+        aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
+    };
+    match pt_regs_word(regs, pt_regs::ORIG_AX) {
+        Some(nr) if nr < u64::from(NO_SYSCALL) => nr as u32,
+        _ => NO_SYSCALL,
+    }
+}
+
+/// `FLAG_SYSCALL_BLOCKED_TIME`: adds `blocked` ns to the time thread `tid`
+/// has spent switched out inside its current syscall, which `sys_exit`
+/// takes as the call's time.
+#[inline(always)]
+fn add_syscall_blocked(tid: u32, blocked: u64) {
+    if CONFIG
+        .get(0)
+        .is_none_or(|c| c.flags & FLAG_SYSCALL_BLOCKED_TIME == 0)
+    {
+        return;
+    }
+    if let Some(slot) = SYSCALL_START.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot; written here at the thread's switch-in and
+        // at its own syscall exit, never at the same time.
+        unsafe { (*slot).blocked_ns += blocked };
+    }
+}
+
+/// Whether a thread of `tgid` that blocks inside a syscall now belongs to
+/// a DWARF-unwound process: then its user stack stays as it is until the
+/// syscall's exit, and is copied there (`FLAG_OFFCPU_DWARF`).
+#[inline(always)]
+fn stack_at_syscall_exit(tgid: u32) -> bool {
     let Some(config) = CONFIG.get(0) else {
         return false;
     };
     if config.flags & FLAG_OFFCPU_DWARF == 0 {
-        return false;
-    }
-    if !SYSCALL_START.get(tid).is_some_and(|s| s.ts != 0) {
         return false;
     }
     // SAFETY: the lookup result is only tested.
@@ -248,7 +299,8 @@ pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
         && is_traced(tgid)
         // SAFETY: the lookup result is only tested.
         && unsafe { PY_PROCS.get(tgid) }.is_some()
-        && !stack_at_syscall_exit(tgid, prev_tid)
+        && !(stack_at_syscall_exit(tgid)
+            && syscall_slept_in(offcpu_state::from_prev_state(prev_state) as u32) != NO_SYSCALL)
         && let Some(scratch) = PY_OFFCPU_SCRATCH.get_ptr_mut(0)
     {
         // SAFETY: this CPU's scratch value.
@@ -403,7 +455,10 @@ pub(crate) fn process_exit(ctx: &TracePointContext) -> u32 {
     // ... starts outside any syscall (this one exits inside `exit`) ...
     if let Some(slot) = SYSCALL_START.get_ptr_mut(tid) {
         // SAFETY: per-tid slot of the exiting thread.
-        unsafe { (*slot).ts = 0 };
+        unsafe {
+            (*slot).ts = 0;
+            (*slot).blocked_ns = 0;
+        }
     }
     // ... and has no blocked time pending.
     if let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) {

@@ -1,17 +1,26 @@
-//! Syscalls (raw `sys_enter`/`sys_exit`): per-thread per-syscall counts,
-//! errors, bytes of the read/write families and a latency histogram, in
-//! array slots claimed per thread (no hashing at `sys_exit`) with a hash
-//! map fallback; `sys_exit` also sends pending off-CPU time's user stack.
+//! Syscalls: per-thread per-syscall counts, errors, bytes of the read/write
+//! families and a time histogram, in array slots claimed per thread (no
+//! hashing at `sys_exit`) with a hash map fallback; `sys_exit` also sends
+//! pending off-CPU time's user stack.
+//!
+//! A call's time is, by default, the time its thread spent switched out
+//! inside it, which `sched_switch` adds up (`FLAG_SYSCALL_BLOCKED_TIME`):
+//! only `sys_exit` runs on every syscall, and the futex entry hook on
+//! futex calls. `FLAG_SYSCALL_LATENCY` times every call from a raw
+//! `sys_enter` hook instead, at about twice the per-syscall cost.
 use aya_ebpf::{
-    bindings::BPF_NOEXIST, helpers::bpf_get_current_pid_tgid, programs::RawTracePointContext,
+    bindings::BPF_NOEXIST,
+    helpers::bpf_get_current_pid_tgid,
+    programs::{RawTracePointContext, TracePointContext},
 };
 use storprof_common::{
-    FLAG_SYSCALL_LATENCY, FUTEX_NR, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS,
-    SyscallAcc, SyscallKey, SyscallStart, is_read_family, is_write_family, log2_bucket, lost,
+    FLAG_SYSCALL_BLOCKED_TIME, FLAG_SYSCALL_LATENCY, FUTEX_NR, SYSCALL_NR_SLOTS,
+    SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, SyscallAcc, SyscallKey, is_read_family,
+    is_write_family, log2_bucket, lost, tracepoint_offsets as offsets,
 };
 
 use crate::{
-    kernel::{now_ns, pt_regs, pt_regs_word},
+    kernel::{field, now_ns, pt_regs, pt_regs_word},
     maps::{
         CONFIG, SYSCALL_INDEX, SYSCALL_POOL, SYSCALL_POOL_KEY, SYSCALL_SLOT_OWNER,
         SYSCALL_SLOT_USED, SYSCALL_START, SYSCALL_THREAD, SYSCALLS, count_lost, is_traced,
@@ -26,8 +35,8 @@ const NO_SLOT: u32 = u32::MAX;
 /// The all-zero syscall accumulator inserted on a thread's first call.
 static SYSCALL_ZERO: SyscallAcc = SyscallAcc::ZERO;
 
-/// `sys_enter`: the syscall's start (for its latency and for off-CPU and
-/// wake-up attribution), and the word of a futex wait.
+/// Raw `sys_enter` (`FLAG_SYSCALL_LATENCY` only): the syscall's start, and
+/// the word of a futex wait.
 #[inline(always)]
 pub(crate) fn enter(ctx: &RawTracePointContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
@@ -38,7 +47,10 @@ pub(crate) fn enter(ctx: &RawTracePointContext) -> u32 {
     let tid = pid_tgid as u32;
     if let Some(slot) = SYSCALL_START.get_ptr_mut(tid) {
         // SAFETY: per-tid slot; only this thread writes it.
-        unsafe { *slot = SyscallStart { ts: now_ns(), nr } };
+        unsafe {
+            (*slot).ts = now_ns();
+            (*slot).nr = nr;
+        }
     }
     if nr == FUTEX_NR {
         let regs: *const u64 = ctx.arg(0);
@@ -48,6 +60,23 @@ pub(crate) fn enter(ctx: &RawTracePointContext) -> u32 {
             let word = pt_regs_word(regs, pt_regs::DI).unwrap_or(0);
             remember_futex_wait(tid, word);
         }
+    }
+    0
+}
+
+/// `syscalls:sys_enter_futex` (without `FLAG_SYSCALL_LATENCY`): the word
+/// of a futex wait. A per-syscall tracepoint, so other syscalls do not run
+/// a program on entry.
+#[inline(always)]
+pub(crate) fn enter_futex(ctx: &TracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if !is_traced((pid_tgid >> 32) as u32) {
+        return 0;
+    }
+    let op: u64 = field(ctx, offsets::SYS_ENTER_FUTEX_OP);
+    if is_futex_wait(op) {
+        let word: u64 = field(ctx, offsets::SYS_ENTER_FUTEX_UADDR);
+        remember_futex_wait(pid_tgid as u32, word);
     }
     0
 }
@@ -64,10 +93,9 @@ pub(crate) fn exit(ctx: &RawTracePointContext) -> u32 {
     if take_offcpu_pending(tid) {
         flush_offcpu(tgid, tid, ctx.arg(0));
     }
-    let latency_on = CONFIG
-        .get(0)
-        .is_some_and(|c| c.flags & FLAG_SYSCALL_LATENCY != 0);
-    let (nr, latency) = if latency_on {
+    let flags = CONFIG.get(0).map_or(0, |c| c.flags);
+    let timed = flags & (FLAG_SYSCALL_LATENCY | FLAG_SYSCALL_BLOCKED_TIME) != 0;
+    let (nr, time_ns) = if flags & FLAG_SYSCALL_LATENCY != 0 {
         let Some(slot) = SYSCALL_START.get_ptr_mut(tid) else {
             return 0;
         };
@@ -80,12 +108,25 @@ pub(crate) fn exit(ctx: &RawTracePointContext) -> u32 {
         unsafe { (*slot).ts = 0 };
         (start.nr, now_ns().saturating_sub(start.ts))
     } else {
-        // Exit-only mode: the syscall number is regs->orig_ax.
+        // The syscall number is regs->orig_ax.
         let regs: *const u64 = ctx.arg(0);
-        match pt_regs_word(regs, pt_regs::ORIG_AX) {
-            Some(nr) => (nr, 0),
-            None => return 0,
+        let Some(nr) = pt_regs_word(regs, pt_regs::ORIG_AX) else {
+            return 0;
+        };
+        let mut blocked = 0;
+        if flags & FLAG_SYSCALL_BLOCKED_TIME != 0
+            && let Some(slot) = SYSCALL_START.get_ptr_mut(tid)
+        {
+            // SAFETY: per-tid slot; its other writer is this thread's
+            // switch-in, which cannot run while it is on a CPU here.
+            unsafe {
+                blocked = (*slot).blocked_ns;
+                if blocked != 0 {
+                    (*slot).blocked_ns = 0;
+                }
+            }
         }
+        (nr, blocked)
     };
     let ret: i64 = ctx.arg(1);
     let acc = match pooled_syscall_acc(tgid, tid, nr as u32) {
@@ -98,9 +139,9 @@ pub(crate) fn exit(ctx: &RawTracePointContext) -> u32 {
     // SAFETY: map value keyed by this thread's tid: no concurrent writer.
     unsafe {
         (*acc).count += 1;
-        (*acc).total_ns += latency;
-        if latency_on {
-            (*acc).latency_log2_ns[log2_bucket(latency)] += 1;
+        (*acc).total_ns += time_ns;
+        if timed {
+            (*acc).latency_log2_ns[log2_bucket(time_ns)] += 1;
         }
         if ret < 0 {
             (*acc).errors += 1;

@@ -2,7 +2,7 @@
 //! interval and adds it to the (waker, wakee) edge in `WAKE_EDGES`;
 //! interrupt wakers are told from tasks by per-CPU depth counters
 //! (`IRQ_CONTEXT`), and futex wake-ups between threads contending for the
-//! same word by the waiters `sys_enter` remembers (`FUTEX_WAITERS`).
+//! same word by the waiters the futex entry hooks remember (`FUTEX_WAITERS`).
 use aya_ebpf::{
     bindings::BPF_NOEXIST,
     helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid},
@@ -17,7 +17,7 @@ use crate::{
     kernel::{kernel_read, now_ns},
     maps::{
         CONFIG, FUTEX_WAIT_WORD, FUTEX_WAITERS, IRQ_CONTEXT, OFFCPU_START, STACK_BUF_TRACE,
-        SYSCALL_START, WAKE_EDGES, count_lost, is_traced,
+        WAKE_EDGES, count_lost, is_traced,
     },
     stacks::stack_ids,
 };
@@ -78,9 +78,10 @@ pub(crate) fn waking(ctx: &RawTracePointContext) -> u32 {
         // SAFETY: no preconditions.
         (0, unsafe { aya_ebpf::helpers::bpf_get_smp_processor_id() })
     };
-    let syscall = match SYSCALL_START.get(wakee_tid) {
-        Some(s) if s.ts != 0 && s.nr < u64::from(WAKE_NO_SYSCALL) => s.nr as u16,
-        _ => WAKE_NO_SYSCALL,
+    let syscall = if start.syscall < u32::from(WAKE_NO_SYSCALL) {
+        start.syscall as u16
+    } else {
+        WAKE_NO_SYSCALL
     };
     let futex_shared = kind == waker_kind::TASK
         && u64::from(syscall) == FUTEX_NR

@@ -21,11 +21,12 @@ use aya::{
     },
 };
 use storprof_common::{
-    BlockEvent, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_LATENCY, FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES,
-    MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent, PyFrameRecord, PyOffCpuSample, PyProcess,
-    STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS,
-    StackFrames, StackKey, SyscallAcc, SyscallKey, ThreadAcc, USER_STACK_PREFIX, UserStackHeader,
-    WakeAcc, WakeKey, lost, py_offcpu_lost, py_tstate, tracepoint_offsets as offsets,
+    BlockEvent, FLAG_OFFCPU_DWARF, FLAG_SYSCALL_BLOCKED_TIME, FLAG_SYSCALL_LATENCY,
+    FLAG_UNWIND_PER_PROCESS, MAX_PY_FRAMES, MAX_STACK_BYTES, OffCpuStart, ProbeConfig, ProcEvent,
+    PyFrameRecord, PyOffCpuSample, PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, SYSCALL_NR_SLOTS,
+    SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackFrames, StackKey, SyscallAcc, SyscallKey,
+    ThreadAcc, USER_STACK_PREFIX, UserStackHeader, WakeAcc, WakeKey, lost, py_offcpu_lost,
+    py_tstate, tracepoint_offsets as offsets,
 };
 
 use crate::session::model::ProbeStatus;
@@ -50,6 +51,10 @@ pub mod family {
     /// The wake-up graph (`sched_waking`, with the interrupt-context
     /// hooks that tell interrupt wakers from tasks).
     pub const WAKEUPS: &str = "wakeups";
+    /// The words futex waits sleep on (`sys_enter_futex`), which tell lock
+    /// hand-offs from other futex wake-ups; without them every futex
+    /// wake-up counts as unshared.
+    pub const FUTEX_WAITS: &str = "futex_waits";
 }
 
 /// Tracepoint fields the probes read at fixed offsets: (category, event,
@@ -67,6 +72,8 @@ pub const TRACEPOINT_FIELDS: &[(&str, &str, &str, usize)] = &[
     ("block", "block_io_start", "dev", offsets::BLOCK_IO_START_DEV),
     ("block", "block_io_start", "sector", offsets::BLOCK_IO_START_SECTOR),
     ("filemap", "mm_filemap_add_to_page_cache", "order", offsets::FILEMAP_ADD_TO_PAGE_CACHE_ORDER),
+    ("syscalls", "sys_enter_futex", "uaddr", offsets::SYS_ENTER_FUTEX_UADDR),
+    ("syscalls", "sys_enter_futex", "op", offsets::SYS_ENTER_FUTEX_OP),
 ];
 
 /// One program: its name in the object, its family and where it attaches.
@@ -114,6 +121,11 @@ pub const PROGRAMS: &[(&str, &str, Attach)] = &[
         "sys_exit",
         family::SYSCALLS,
         Attach::RawTracePoint("sys_exit"),
+    ),
+    (
+        "sys_enter_futex",
+        family::FUTEX_WAITS,
+        Attach::TracePoint("syscalls", "sys_enter_futex"),
     ),
     (
         "block_io_start",
@@ -196,14 +208,42 @@ pub enum ProbeError {
     Tracefs(String),
 }
 
-/// Options of the probe set. Defaults: 99 Hz sampling, syscall latency on.
+/// How each syscall's time (`total_ns` and the histogram) is measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SyscallTiming {
+    /// The time the thread spent switched out inside the call (asleep or
+    /// in D, then waiting for a CPU), added up by `sched_switch`: the wait
+    /// that verdicts weigh, with one hook (`sys_exit`) on every syscall. A
+    /// call that never left the CPU counts 0; its CPU time is in the
+    /// samples. The default.
+    #[default]
+    Blocked,
+    /// Entry to exit of every call, from a raw `sys_enter` hook besides
+    /// `sys_exit`: exact latency, about twice the per-syscall cost.
+    Exact,
+    /// Counts, errors and bytes only (`sys_exit`), no time.
+    Off,
+}
+
+impl SyscallTiming {
+    /// The name session.json records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Blocked => "blocked",
+            Self::Exact => "exact",
+            Self::Off => "off",
+        }
+    }
+}
+
+/// Options of the probe set. Defaults: 99 Hz sampling, blocked-time
+/// syscall timing.
 #[derive(Clone, Debug)]
 pub struct ProbeOptions {
     /// cpu-clock sampling frequency, Hz. Default 99.
     pub freq_hz: u64,
-    /// Attach `sys_enter` too and measure syscall latency. Default true;
-    /// false attaches only `sys_exit` (counts and bytes, no latency).
-    pub syscall_latency: bool,
+    /// How syscalls are timed. Default [`SyscallTiming::Blocked`].
+    pub syscall_timing: SyscallTiming,
     /// Bytes of user stack (and the user registers) copied per CPU sample
     /// for DWARF unwinding in user space. Default 0: frame-pointer stacks
     /// only. Clamped to `MAX_STACK_BYTES`.
@@ -223,7 +263,7 @@ impl Default for ProbeOptions {
     fn default() -> Self {
         Self {
             freq_hz: 99,
-            syscall_latency: true,
+            syscall_timing: SyscallTiming::Blocked,
             stack_bytes: 0,
             unwind_per_process: false,
             offcpu_quantum_us: 10_101,
@@ -384,8 +424,10 @@ impl ProbeSet {
     /// The `FLAG_*` bits of the options.
     fn config_flags(&self) -> u32 {
         let mut flags = 0;
-        if self.options.syscall_latency {
-            flags |= FLAG_SYSCALL_LATENCY;
+        match self.options.syscall_timing {
+            SyscallTiming::Blocked => flags |= FLAG_SYSCALL_BLOCKED_TIME,
+            SyscallTiming::Exact => flags |= FLAG_SYSCALL_LATENCY,
+            SyscallTiming::Off => {}
         }
         if self.options.unwind_per_process {
             flags |= FLAG_UNWIND_PER_PROCESS;
@@ -397,11 +439,9 @@ impl ProbeSet {
     }
 
     /// Whether blocked syscalls get DWARF-unwound off-CPU stacks: DWARF
-    /// mode, with both syscall hooks attached (`sys_enter` marks threads
-    /// inside a syscall, `sys_exit` copies their stack).
+    /// mode, with `sys_exit` attached (it copies their stack).
     pub fn offcpu_dwarf(&self) -> bool {
         self.stack_bytes() != 0
-            && self.options.syscall_latency
             && self
                 .status
                 .iter()
@@ -509,7 +549,10 @@ impl ProbeSet {
         let missing_fields = tracefs::check_fields(TRACEPOINT_FIELDS);
         let mut families: Vec<(&str, Result<Vec<String>, String>)> = Vec::new();
         for &(prog_name, fam, attach) in PROGRAMS {
-            if prog_name == "sys_enter" && !self.options.syscall_latency {
+            // Exact timing hooks every syscall's entry, which remembers
+            // futex waits too; otherwise only futex entries are hooked.
+            let exact = self.options.syscall_timing == SyscallTiming::Exact;
+            if (prog_name == "sys_enter" && !exact) || (prog_name == "sys_enter_futex" && exact) {
                 continue;
             }
             // Python frames of off-CPU intervals go with the DWARF mode.

@@ -36,6 +36,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+pub use crate::probes::SyscallTiming;
 use crate::probes::{self, ProbeOptions, ProbeSet};
 use crate::session::model::SESSION_DIR_ENV;
 use recorder::Recorder;
@@ -78,10 +79,9 @@ pub struct RecordOptions {
     /// readable partial session (`end_reason` "checkpoint"). None: only at
     /// the end. Default 30 s.
     pub checkpoint: Option<std::time::Duration>,
-    /// Measure syscall latency (a `sys_enter` hook besides `sys_exit`).
-    /// Default true; false halves the per-syscall cost but leaves
-    /// `total_ns` and the latency histograms empty.
-    pub syscall_latency: bool,
+    /// How syscalls are timed. Default [`SyscallTiming::Blocked`] (time
+    /// switched out inside each call, no hook on syscall entry).
+    pub syscall_timing: SyscallTiming,
     /// How user stacks are unwound. Default `Auto` (per process: DWARF when
     /// its executable lacks frame pointers or it runs CPython, else frame pointers).
     pub unwind: UnwindMode,
@@ -148,7 +148,7 @@ impl Default for RecordOptions {
             as_root: false,
             force: false,
             checkpoint: Some(DEFAULT_CHECKPOINT),
-            syscall_latency: true,
+            syscall_timing: SyscallTiming::Blocked,
             unwind: UnwindMode::Auto,
             stack_bytes: storprof_common::DEFAULT_STACK_BYTES,
             offcpu_quantum_us: None,
@@ -266,7 +266,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     let dwarf_mode = options.unwind != UnwindMode::Fp;
     let probe_options = ProbeOptions {
         freq_hz: options.freq_hz,
-        syscall_latency: options.syscall_latency,
+        syscall_timing: options.syscall_timing,
         stack_bytes: if dwarf_mode {
             options.stack_bytes.max(64)
         } else {

@@ -386,13 +386,8 @@ pub(super) fn build_session(
         },
     );
     features.insert(
-        "syscall_latency".to_string(),
-        if options.syscall_latency {
-            "on"
-        } else {
-            "off (exit-only hook)"
-        }
-        .to_string(),
+        "syscall_timing".to_string(),
+        options.syscall_timing.name().to_string(),
     );
     let mut notes = python_resolver.notes();
     notes.extend(folded.offcpu_python_note.clone());

@@ -239,6 +239,8 @@ mod tests {
                     user_stack: 7,
                     kernel_stack: 8,
                     woken_ts: 0,
+                    syscall: storprof_common::NO_SYSCALL,
+                    _pad: 0,
                 },
             )
         };
