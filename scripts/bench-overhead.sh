@@ -39,7 +39,7 @@ __attribute__((noinline)) unsigned long spin(unsigned long n) {
 int main(int argc, char **argv) { sink = spin(strtoul(argv[1], 0, 10)); return 0; }
 C
 gcc -static -O2 -fno-omit-frame-pointer -o "$WORK/spin" "$WORK/spin.c"
-SPIN=${SPIN:-4000000000} # about 10 s here
+SPIN=${SPIN:-10000000000} # about 10 s here
 head -c 4096 /dev/urandom > "$WORK/data"
 cat "$WORK/data" > /dev/null
 mount | grep -q tracefs || mount -t tracefs nodev /sys/kernel/tracing
@@ -111,6 +111,7 @@ row cpu_plain cpu_plain
 row cpu_record cpu_plain
 printf '%-34s %10.3f %14s %8s %12s %8.2f\n' "record -- /bin/true (fixed cost)" "${RESULT[record_true]}" "${SPREAD[record_true]}" "" "" "${CPU[record_true]}"
 echo "cpu s: user+sys of the whole invocation (storprof and the command); cpu_record's CPU"
-echo "ratio: $(echo "${CPU[cpu_record]} / ${CPU[cpu_plain]}" | bc -l | xargs printf '%.3f')"
+echo "ratio: $(echo "${CPU[cpu_record]} / ${CPU[cpu_plain]}" | bc -l | xargs printf '%.3f'); without record's fixed start and stop"
+echo "(the CPU of 'record -- /bin/true'): $(echo "(${CPU[cpu_record]} - ${CPU[record_true]}) / ${CPU[cpu_plain]}" | bc -l | xargs printf '%.3f')"
 echo
 echo "storm: $N pread64 calls of 512 B (static helper); cpu: spin $SPIN; reps=$REPS; load $(cut -d" " -f1-3 /proc/loadavg); kernel $(uname -r); $(nproc) cpus"

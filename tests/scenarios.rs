@@ -31,9 +31,14 @@ fn scratch() -> tempfile::TempDir {
 
 /// Run `storprof diagnose -- cmd...`: the verdict.json it wrote, and the
 /// workload's own AU (bench-summary.json, or pipeline.py's result line).
+/// `STORPROF_SCENARIO_ARGS` (split at whitespace) go before `--output`, to
+/// compare recording options on the same scenarios (e.g.
+/// `--syscall-timing exact`).
 fn diagnose(session: &Path, cmd: &[&str]) -> (serde_json::Value, Option<f64>) {
+    let extra = std::env::var("STORPROF_SCENARIO_ARGS").unwrap_or_default();
     let out = Command::new(STORPROF)
         .arg("diagnose")
+        .args(extra.split_whitespace())
         .arg("--output")
         .arg(session)
         .arg("--")

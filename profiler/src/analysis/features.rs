@@ -63,6 +63,32 @@ pub const CACHE_COPY_FRAMES: &[&str] = &[
     "filemap_map_pages",
     "do_read_fault",
 ];
+/// Kernel frames of on-CPU stacks inside a read-family syscall (not a
+/// fault on a mapping).
+pub const READ_SYSCALL_FRAMES: &[&str] = &[
+    "ksys_read",
+    "ksys_pread64",
+    "vfs_read",
+    "vfs_readv",
+    "do_iter_readv_writev",
+    "__x64_sys_read",
+    "__x64_sys_pread64",
+    "__x64_sys_readv",
+    "__x64_sys_preadv",
+];
+
+/// Whether the session's syscall times are time switched out inside each
+/// call (`--syscall-timing blocked`, the default since it was added), so a
+/// call's on-CPU part must come from the CPU samples. Sessions recorded
+/// before it timed every call from entry to exit.
+fn syscall_times_are_blocked_time(session: &Session) -> bool {
+    session
+        .info
+        .features
+        .get("syscall_timing")
+        .is_some_and(|mode| mode == "blocked")
+}
+
 /// Kernel frames that mean reclaim, swap-in or OOM handling.
 pub const RECLAIM_FRAMES: &[&str] = &[
     "try_to_free_pages",
@@ -470,6 +496,15 @@ impl Features {
             1.0
         };
         let futex_ns = sum(&|r| syscall_ns(r, FUTEX_NAMES, nr::FUTEX)).max(stack_ns(FUTEX_FRAMES));
+        // Time in read syscalls: blocked-time sessions add the calls' CPU
+        // time (the readers' samples inside them), which entry-to-exit
+        // timing already holds.
+        let read_syscall_ns = sum(&|r| syscall_ns(r, READ_NAMES, nr::READ_FAMILY))
+            + if syscall_times_are_blocked_time(session) {
+                oncpu_ns(READ_SYSCALL_FRAMES)
+            } else {
+                0.0
+            };
         let socket_ns = sum(&|r| syscall_ns(r, SOCKET_RECV_NAMES, nr::SOCKET_RECV))
             .max(stack_ns(SOCKET_FRAMES));
         let reclaim_ns = (offcpu_ns(RECLAIM_FRAMES) + oncpu_ns(RECLAIM_FRAMES)) * reader_part;
@@ -595,10 +630,7 @@ impl Features {
             reader_blocked_io_share: ratio(sum(&|r| r.off_cpu_ns.uninterruptible), life),
             reader_user_share,
             reader_cache_copy_share: frames::share_matching(&reader_oncpu, CACHE_COPY_FRAMES, true),
-            reader_read_syscall_share: ratio(
-                sum(&|r| syscall_ns(r, READ_NAMES, nr::READ_FAMILY)),
-                life,
-            ),
+            reader_read_syscall_share: ratio(read_syscall_ns, life),
             reader_futex_share: ratio(futex_ns, life),
             reader_socket_recv_share: ratio(socket_ns, life),
             reader_reclaim_share: ratio(reclaim_ns, life),
@@ -670,5 +702,60 @@ mod tests {
         assert!(is_syscall(&named, READ_NAMES, nr::READ_FAMILY));
         assert!(is_syscall(&unnamed, FUTEX_NAMES, nr::FUTEX));
         assert!(!is_syscall(&unnamed, READ_NAMES, nr::READ_FAMILY));
+    }
+
+    /// One reader thread that read 1 GiB in page-cached preads for 1 s of
+    /// its 2 s life, recorded with syscall timing `mode` (None: a session
+    /// from before the option), with the blocked part of its preads
+    /// `blocked_ns`.
+    fn cached_reader_session(mode: Option<&str>, blocked_ns: u64) -> Session {
+        let mut s = Session::default();
+        s.info.freq_hz = 100;
+        s.info.duration_s = 2.0;
+        if let Some(mode) = mode {
+            s.info.features.insert("syscall_timing".into(), mode.into());
+        }
+        s.threads = vec![ThreadStats {
+            pid: 10,
+            tid: 10,
+            comm: "reader".into(),
+            on_cpu_ns: 2_000_000_000,
+            read_bytes: 1 << 30,
+            syscalls: vec![SyscallStats {
+                nr: 17,
+                name: "pread64".into(),
+                count: 1000,
+                total_ns: blocked_ns,
+                bytes: 1 << 30,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }];
+        // 100 of 200 samples (1 s at 100 Hz) inside the syscall.
+        s.oncpu.stacks = vec![
+            (
+                "reader;main;read_chunk;ksys_pread64_[k];filemap_read_[k]".into(),
+                100,
+            ),
+            ("reader;main;decode".into(), 100),
+        ];
+        s
+    }
+
+    #[test]
+    fn blocked_time_sessions_add_the_samples_inside_read_syscalls() {
+        let t = Thresholds::default();
+        let blocked = Features::extract(&cached_reader_session(Some("blocked"), 0), &t);
+        assert!(
+            (blocked.reader_read_syscall_share - 0.5).abs() < 1e-9,
+            "{}",
+            blocked.reader_read_syscall_share
+        );
+        // Entry-to-exit times already hold the calls' CPU time: the
+        // samples are not added again.
+        let exact = Features::extract(&cached_reader_session(Some("exact"), 1_000_000_000), &t);
+        assert!((exact.reader_read_syscall_share - 0.5).abs() < 1e-9);
+        let before = Features::extract(&cached_reader_session(None, 0), &t);
+        assert_eq!(before.reader_read_syscall_share, 0.0);
     }
 }
