@@ -82,7 +82,10 @@ pub struct S3Options {
     pub parallel_gets: usize,
     /// Advise transparent huge pages (`MADV_HUGEPAGE`) on the read buffers.
     /// Default false: the buffers are reserved and faulted in before the
-    /// run, so huge pages could only save TLB misses in the body copies.
+    /// run, so huge pages could only save TLB misses in the body copies,
+    /// and on loopback s3rver they did not (scripts/bench-s3.sh, first
+    /// epoch: 990 MiB/s with them, 1,036 without), while faulting in 2 MiB
+    /// pages zeroes each whole and needs contiguous memory.
     pub huge_pages: bool,
 }
 
