@@ -526,10 +526,11 @@ pub fn run_checkpoint(
         if print {
             let p = aggregate(&saved);
             println!(
-                "[OUTPUT] {} Finished saving checkpoint {k} in {:.4} s; Throughput: {:.4} GiB/s",
+                "[OUTPUT] {} Finished saving checkpoint {k} in {:.4} s; Throughput: {:.4} GiB/s{}",
                 timestamp(),
                 p.duration_seconds,
-                p.aggregate_GB_per_second
+                p.aggregate_GB_per_second,
+                scope_note(local.len(), layout.ranks)
             );
         }
         results.saves.push(saved);
@@ -621,10 +622,11 @@ pub fn run_checkpoint(
         if print {
             let p = aggregate(&loaded);
             println!(
-                "[OUTPUT] {} Finished loading checkpoint {k} in {:.4} s; Throughput: {:.4} GiB/s",
+                "[OUTPUT] {} Finished loading checkpoint {k} in {:.4} s; Throughput: {:.4} GiB/s{}",
                 timestamp(),
                 p.duration_seconds,
-                p.aggregate_GB_per_second
+                p.aggregate_GB_per_second,
+                scope_note(local.len(), layout.ranks)
             );
         }
         results.loads.push(loaded);
@@ -731,6 +733,16 @@ pub fn run_checkpoint(
         details,
         results_dir,
     }))
+}
+
+/// Under mpirun the per-checkpoint line only knows this process's ranks
+/// (the [METRIC] block has every rank's).
+fn scope_note(local: usize, all: usize) -> String {
+    if local < all {
+        format!(" (this process's {local} of {all} ranks)")
+    } else {
+        String::new()
+    }
 }
 
 fn number(phases: Vec<PhaseStats>) -> Vec<NumberedPhase> {
