@@ -183,6 +183,9 @@ fn report_html_opens_in_chromium_and_its_flamegraph_zooms_on_a_click() {
     let r = selftest(&chromium, &page, &tmp.path().join("profile"));
     eprintln!("self-test: {r}");
     check_selftest(&r);
+    // This session has loader threads and others: the differential view.
+    assert_eq!(r["diff_shown"], true, "{r}");
+    assert!(r["diff_frames"].as_u64().unwrap() > 10, "{r}");
 
     let shot = tmp.path().join("shot.png");
     run_chromium(

@@ -17,18 +17,21 @@
 //! `max_flame_nodes` frames is pruned again at twice the share. The page
 //! says what was downsampled and pruned.
 //!
-//! Differential flamegraph: on-CPU samples of the reader threads (the
-//! analysis's `reader_comms`) against every other traced thread, frames
-//! merged across threads (the thread name, the root frame, left out); a
-//! frame is red when readers hold more of it than their share of all
-//! samples, blue when less.
+//! Differential flamegraph: on-CPU samples of the loader threads (the
+//! wait-for graph's roles, from the per-thread stacks; without a wait-for
+//! graph the reader threads by name, the analysis's `reader_comms`)
+//! against every other traced thread, frames merged across threads (the
+//! thread's name and id left out); a frame is red when the loaders hold
+//! more of it than their share of all samples, blue when less.
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::report::{self, ProcessRow};
 use crate::{
-    analysis::{Analysis, HotFrames, WaitAnalysis, frames::FrameShare, verdict::Verdict},
+    analysis::{
+        Analysis, HotFrames, WaitAnalysis, frames::FrameShare, verdict::Verdict, waitgraph::Role,
+    },
     session::{load::FoldedStacks, load::Session, model::TimeSeries},
 };
 
@@ -286,27 +289,44 @@ impl Building {
     }
 }
 
-/// Builds the tree of `stacks`; `reader` says which stacks count as the
-/// reader's (differential view) and `skip_root` leaves out the first frame
-/// (the thread name).
-fn build_tree(
-    stacks: &FoldedStacks,
-    skip_root: bool,
-    reader: Option<&dyn Fn(&str) -> bool>,
-) -> Building {
+/// Which stacks the differential view counts as the reader side.
+enum ReaderSide<'a> {
+    /// None (the plain flamegraphs).
+    Nobody,
+    /// Threads by name (`comm;...` stacks, the comm left out).
+    Comms(&'a dyn Fn(&str) -> bool),
+    /// Threads by id (`comm;[pid/tid];...` stacks, both left out).
+    Threads(&'a dyn Fn(u32, u32) -> bool),
+}
+
+/// `[pid/tid]`, the second frame of per-thread folded stacks.
+fn thread_frame(frame: &str) -> Option<(u32, u32)> {
+    let (pid, tid) = frame
+        .strip_prefix('[')?
+        .strip_suffix(']')?
+        .split_once('/')?;
+    Some((pid.parse().ok()?, tid.parse().ok()?))
+}
+
+/// Builds the tree of `stacks`; for the differential view, `side` says
+/// which stacks are the reader side and which leading frames (the thread's
+/// name and id) are left out, so that frames merge across threads.
+fn build_tree(stacks: &FoldedStacks, side: &ReaderSide) -> Building {
     let mut root = Building::default();
     for (stack, count) in &stacks.stacks {
         let frames: Vec<&str> = stack.split(';').filter(|f| !f.is_empty()).collect();
-        let (comm, rest) = match frames.split_first() {
-            Some((c, r)) if skip_root => (*c, r),
-            Some((c, _)) => (*c, frames.as_slice()),
-            None => continue,
+        let (reader, rest) = match side {
+            ReaderSide::Nobody => (false, frames.as_slice()),
+            ReaderSide::Comms(is_reader) => match frames.split_first() {
+                Some((comm, rest)) => (is_reader(comm), rest),
+                None => continue,
+            },
+            ReaderSide::Threads(is_reader) => match frames.get(1).and_then(|f| thread_frame(f)) {
+                Some((pid, tid)) => (is_reader(pid, tid), &frames[2..]),
+                None => continue,
+            },
         };
-        let r = match reader {
-            Some(is_reader) if is_reader(comm) => *count,
-            _ => 0,
-        };
-        root.add(rest, *count, r);
+        root.add(rest, *count, if reader { *count } else { 0 });
     }
     root
 }
@@ -436,35 +456,80 @@ pub fn flames(session: &Session, analysis: &Analysis, options: &HtmlOptions) -> 
     // Index 0 is the root's name, in every table.
     names.get(ROOT_NAME);
     let oncpu = flame(
-        &build_tree(&session.oncpu, false, None),
+        &build_tree(&session.oncpu, &ReaderSide::Nobody),
         "samples",
         &mut names,
         options,
         false,
     );
     let offcpu = flame(
-        &build_tree(&session.offcpu, false, None),
+        &build_tree(&session.offcpu, &ReaderSide::Nobody),
         "us",
         &mut names,
         options,
         false,
     );
+    // The reader side: the wait-for graph's loader threads when it found
+    // any (per-thread stacks), else the reader threads by name.
+    let loaders: Vec<(u32, u32, &str)> = analysis
+        .wait
+        .as_ref()
+        .map(|w| {
+            w.roles
+                .iter()
+                .filter(|r| r.role == Role::Loader)
+                .map(|r| (r.pid, r.tid, r.comm.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
     let readers = &analysis.features.reader_comms;
+    let is_loader = |pid: u32, tid: u32| loaders.iter().any(|l| l.0 == pid && l.1 == tid);
     let is_reader = |comm: &str| readers.iter().any(|r| r == comm);
-    let diff_tree = build_tree(&session.oncpu, true, Some(&is_reader));
-    let (diff, diff_absent) = if readers.is_empty() {
+    let (diff_tree, diff_label, side_name) =
+        if !loaders.is_empty() && !session.oncpu_threads.is_empty() {
+            let mut shown: Vec<String> = loaders
+                .iter()
+                .take(6)
+                .map(|(pid, tid, comm)| format!("{comm} {pid}/{tid}"))
+                .collect();
+            if loaders.len() > shown.len() {
+                shown.push(format!("{} more", loaders.len() - shown.len()));
+            }
+            (
+                build_tree(&session.oncpu_threads, &ReaderSide::Threads(&is_loader)),
+                format!(
+                    "on-CPU samples of the loader threads of the wait-for graph ({}) against \
+                     every other traced thread",
+                    shown.join(", ")
+                ),
+                "loader threads",
+            )
+        } else {
+            (
+                build_tree(&session.oncpu, &ReaderSide::Comms(&is_reader)),
+                format!(
+                    "on-CPU samples of the reader threads by name ({}) against every other \
+                     traced thread",
+                    readers.join(", ")
+                ),
+                "reader threads",
+            )
+        };
+    let (diff, diff_absent) = if loaders.is_empty() && readers.is_empty() {
         (None, Some("no reader threads were found".to_string()))
     } else if diff_tree.value == 0 {
         (None, Some("no on-CPU samples".to_string()))
     } else if diff_tree.reader == 0 {
         (
             None,
-            Some("the reader threads have no on-CPU samples".to_string()),
+            Some(format!("the {side_name} have no on-CPU samples")),
         )
     } else if diff_tree.reader == diff_tree.value {
         (
             None,
-            Some("every on-CPU sample is a reader thread's: nothing to compare with".to_string()),
+            Some(format!(
+                "every on-CPU sample belongs to the {side_name}: nothing to compare with"
+            )),
         )
     } else {
         (
@@ -478,10 +543,7 @@ pub fn flames(session: &Session, analysis: &Analysis, options: &HtmlOptions) -> 
         offcpu,
         diff,
         diff_absent,
-        diff_label: format!(
-            "on-CPU samples of the reader threads ({}) against every other traced thread",
-            readers.join(", ")
-        ),
+        diff_label,
     }
 }
 

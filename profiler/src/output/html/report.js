@@ -506,6 +506,12 @@
       result.search_text = fv.matchText.textContent;
       result.highlighted = fv.box.querySelectorAll('.frame.match').length;
     }
+    if (views.diff) {
+      tabs.querySelector('button[data-kind="diff"]').dispatchEvent(new MouseEvent('click', { bubbles: true, cancelable: true, view: window }));
+      result.diff_frames = views.diff.view.box.querySelectorAll('.frame').length;
+      result.diff_shown = !views.diff.host.hidden && views.oncpu.host.hidden;
+      showFlame('oncpu');
+    }
     var spanBefore = view[1] - view[0];
     zin.dispatchEvent(new MouseEvent('click', { bubbles: true, cancelable: true, view: window }));
     result.timeline_zoom = (view[1] - view[0]) / spanBefore;

@@ -178,7 +178,7 @@ fn pruned_frames_are_merged_into_one_frame_per_parent() {
         ("a;c".into(), 1),
         ("a;d;e".into(), 1),
     ]);
-    let tree = build_tree(&stacks, false, None);
+    let tree = build_tree(&stacks, &ReaderSide::Nobody);
     let options = HtmlOptions {
         prune_share: 0.01,
         ..HtmlOptions::default()
@@ -210,7 +210,7 @@ fn a_tree_with_too_many_frames_is_pruned_at_a_larger_share() {
             )
         })
         .collect();
-    let tree = build_tree(&folded(lines), false, None);
+    let tree = build_tree(&folded(lines), &ReaderSide::Nobody);
     let options = HtmlOptions {
         prune_share: 0.0,
         max_flame_nodes: 200,
@@ -235,7 +235,7 @@ fn the_differential_tree_splits_reader_samples_from_the_rest() {
         ("trainer;main;step".into(), 60),
     ]);
     let is_reader = |c: &str| c == "reader";
-    let tree = build_tree(&stacks, true, Some(&is_reader));
+    let tree = build_tree(&stacks, &ReaderSide::Comms(&is_reader));
     assert_eq!((tree.value, tree.reader), (100, 40));
     let main = &tree.children["main"];
     assert_eq!((main.value, main.reader), (100, 40));
@@ -250,6 +250,27 @@ fn the_differential_tree_splits_reader_samples_from_the_rest() {
         serde_json::to_string(&f.root.children[0].children[0]).unwrap(),
         format!("[{},30,[],30]", names.index["decode"])
     );
+}
+
+#[test]
+fn per_thread_stacks_split_by_thread_id_and_merge_across_threads() {
+    let stacks = folded(vec![
+        ("python;[10/11];main;decode".into(), 30),
+        ("python;[10/12];main;decode".into(), 20),
+        ("python;[10/10];main;step".into(), 50),
+        ("python;not-a-thread;main".into(), 7),
+    ]);
+    let is_loader = |pid: u32, tid: u32| pid == 10 && tid == 11;
+    let tree = build_tree(&stacks, &ReaderSide::Threads(&is_loader));
+    assert_eq!(
+        (tree.value, tree.reader),
+        (100, 30),
+        "the malformed line is skipped"
+    );
+    let decode = &tree.children["main"].children["decode"];
+    assert_eq!((decode.value, decode.reader), (50, 30));
+    assert_eq!(thread_frame("[1/2]"), Some((1, 2)));
+    assert_eq!(thread_frame("[1/x]"), None);
 }
 
 #[test]
