@@ -65,6 +65,10 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         "storprof: report  {}",
         outcome.dir.join(output::files::REPORT).display()
     );
+    eprintln!(
+        "storprof: page    {}",
+        outcome.dir.join(output::files::HTML).display()
+    );
     eprintln!("storprof: bundle  {}", bundle.display());
     print!("{}", render_terminal(&reported.analysis));
     Ok(outcome.exit_code)

@@ -23,8 +23,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
                 );
             }
             eprintln!(
-                "storprof: report written to {}",
-                args.dir.join(output::files::REPORT).display()
+                "storprof: report written to {} and {}",
+                args.dir.join(output::files::REPORT).display(),
+                args.dir.join(output::files::HTML).display()
             );
             Ok(exit::OK)
         }
