@@ -89,6 +89,61 @@ fn syscall_times_are_blocked_time(session: &Session) -> bool {
         .is_some_and(|mode| mode == "blocked")
 }
 
+/// fsync-family syscalls: the writer waits until its data is on the device.
+const SYNC_NAMES: &[&str] = &[
+    "fsync",
+    "fdatasync",
+    "sync_file_range",
+    "msync",
+    "syncfs",
+    "sync",
+];
+/// x86_64 numbers of [`SYNC_NAMES`] (msync 26, fsync 74, fdatasync 75,
+/// sync 162, sync_file_range 277, syncfs 306).
+const SYNC_NRS: &[u32] = &[26, 74, 75, 162, 277, 306];
+
+/// Kernel frames of an fsync-family call (names checked on kernel 6.18).
+pub const SYNC_FRAMES: &[&str] = &[
+    "__x64_sys_fsync",
+    "__x64_sys_fdatasync",
+    "__x64_sys_sync_file_range",
+    "__x64_sys_msync",
+    "__x64_sys_syncfs",
+    "__x64_sys_sync",
+    "do_fsync",
+    "vfs_fsync_range",
+];
+/// Kernel frames of a writer throttled for dirtying pages faster than they
+/// are written back, or waiting for pages under writeback.
+pub const WRITEBACK_WAIT_FRAMES: &[&str] = &[
+    "balance_dirty_pages",
+    "folio_wait_writeback",
+    "wait_on_page_writeback",
+    "folio_wait_stable",
+    "__filemap_fdatawait_range",
+    "file_write_and_wait_range",
+    "filemap_write_and_wait_range",
+];
+/// The throttling part of [`WRITEBACK_WAIT_FRAMES`] (matches
+/// `balance_dirty_pages_ratelimited_flags` too).
+pub const DIRTY_THROTTLE_FRAMES: &[&str] = &["balance_dirty_pages"];
+/// Kernel frames of on-CPU stacks inside the write path: the syscall and
+/// the copy of user data into the page cache.
+pub const WRITE_PATH_FRAMES: &[&str] = &[
+    "ksys_write",
+    "ksys_pwrite64",
+    "vfs_write",
+    "vfs_writev",
+    "__x64_sys_write",
+    "__x64_sys_pwrite64",
+    "__x64_sys_writev",
+    "__x64_sys_pwritev",
+    "generic_perform_write",
+    "copy_page_from_iter_atomic",
+    "copy_from_user",
+    "copy_user_generic",
+];
+
 /// Kernel frames that mean reclaim, swap-in or OOM handling.
 pub const RECLAIM_FRAMES: &[&str] = &[
     "try_to_free_pages",
@@ -153,6 +208,12 @@ pub struct DeviceFeature {
     pub read_bytes: u64,
     pub read_mib_per_s: f64,
     pub read_requests: u64,
+    /// Bytes the device wrote (whole device: writeback runs in kernel
+    /// threads, not in the writer).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub write_bytes: u64,
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub write_mib_per_s: f64,
     /// Busy time / duration (0..1).
     pub utilization: f64,
     /// Median issue→complete latency, upper bound of its log2 bucket (µs).
@@ -188,6 +249,161 @@ pub struct BenchFeature {
     pub read_amplification: Option<f64>,
     /// measured / derived, when both exist.
     pub measured_over_derived: Option<f64>,
+}
+
+/// The writers' figures: threads that returned at least
+/// `writer_write_fraction` of all write-syscall bytes. Shares are of the
+/// writers' summed thread time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteFeatures {
+    /// Write-syscall bytes ≥ `writer_min_write_bytes` and ≥
+    /// `write_dominated_factor` × read bytes: the write rules apply.
+    pub write_dominated: bool,
+    pub writer_threads: usize,
+    pub writer_comms: Vec<String>,
+    /// Sum of writer thread time (s).
+    pub writer_thread_s: f64,
+    /// Bytes returned by write-family syscalls of all traced threads.
+    pub write_syscall_bytes: u64,
+    pub write_syscall_mib_per_s: f64,
+    /// fsync/fdatasync/sync_file_range/msync calls of the writers.
+    pub writer_sync_calls: u64,
+    /// Time inside those calls / writer time.
+    pub writer_sync_share: f64,
+    /// Off-CPU time in [`WRITEBACK_WAIT_FRAMES`] outside fsync-family calls
+    /// / writer time: throttled for dirtying pages, or waiting for pages
+    /// under writeback.
+    pub writer_writeback_wait_share: f64,
+    /// The [`DIRTY_THROTTLE_FRAMES`] part of it.
+    pub writer_dirty_throttle_share: f64,
+    pub writer_on_cpu_share: f64,
+    /// Uninterruptible (D) sleep / writer time.
+    pub writer_blocked_io_share: f64,
+    /// Of writer CPU samples, the share in user space (None: no samples).
+    pub writer_user_share: Option<f64>,
+    /// Of writer CPU samples, the share in the kernel write path
+    /// ([`WRITE_PATH_FRAMES`]); the rest is making the data.
+    pub writer_write_path_share: f64,
+    /// Bytes the block devices wrote during the recording.
+    pub device_write_bytes: u64,
+    /// device_write_bytes / write_syscall_bytes (None: nothing written).
+    pub device_over_written: Option<f64>,
+    /// The device that wrote the most.
+    pub top_write_device: Option<DeviceFeature>,
+    /// No fsync-family call, and devices wrote less than
+    /// `write_memory_only_device_ratio` of the bytes: the data only reached
+    /// memory (the page cache) while recording.
+    pub only_in_memory: bool,
+}
+
+impl WriteFeatures {
+    /// Of writer CPU, the share that is not the kernel write path.
+    pub fn own_work_share(&self) -> f64 {
+        (1.0 - self.writer_write_path_share).clamp(0.0, 1.0)
+    }
+}
+
+/// Off-CPU time (ns) of `stacks` (µs weights) matching `patterns` but not
+/// under any of `outside` frames; kernel frames only.
+fn offcpu_ns_outside(stacks: &FoldedStacks, patterns: &[&str], outside: &[&str]) -> f64 {
+    let has = |stack: &str, names: &[&str]| {
+        stack
+            .split(';')
+            .skip(1)
+            .any(|f| frames::is_kernel_frame(f) && names.iter().any(|p| f.contains(p)))
+    };
+    stacks
+        .stacks
+        .iter()
+        .filter(|(s, _)| has(s, patterns) && !has(s, outside))
+        .map(|(_, n)| *n as f64 * 1e3)
+        .sum()
+}
+
+fn extract_writes(session: &Session, t: &Thresholds, app_read_bytes: u64) -> WriteFeatures {
+    let duration_s = session.duration_s();
+    let threads = &session.threads;
+    let total_write: u64 = threads.iter().map(|t| t.write_bytes).sum();
+    let floor = ((total_write as f64 * t.writer_write_fraction) as u64).max(1);
+    let writers: Vec<&ThreadStats> = threads.iter().filter(|t| t.write_bytes >= floor).collect();
+    let comms: BTreeSet<String> = writers.iter().map(|w| w.comm.clone()).collect();
+    let sum = |f: &dyn Fn(&ThreadStats) -> u64| writers.iter().map(|w| f(w)).sum::<u64>() as f64;
+    let life = sum(&thread_ns);
+    let only_writers = |stacks: &FoldedStacks| FoldedStacks {
+        stacks: stacks
+            .stacks
+            .iter()
+            .filter(|(s, _)| comms.contains(s.split(';').next().unwrap_or("")))
+            .cloned()
+            .collect(),
+    };
+    let oncpu = only_writers(&session.oncpu);
+    let offcpu = only_writers(&session.offcpu);
+    let freq = session.info.freq_hz.max(1) as f64;
+    let sync_calls = writers
+        .iter()
+        .flat_map(|w| w.syscalls.iter())
+        .filter(|s| is_syscall(s, SYNC_NAMES, SYNC_NRS))
+        .map(|s| s.count)
+        .sum();
+    // Blocked-time sessions add the calls' CPU time (samples inside them).
+    let sync_ns = sum(&|w| syscall_ns(w, SYNC_NAMES, SYNC_NRS))
+        + if syscall_times_are_blocked_time(session) {
+            frames::share_matching(&oncpu, SYNC_FRAMES, true) * oncpu.total() as f64 / freq * 1e9
+        } else {
+            0.0
+        };
+    let samples_user = sum(&|w| w.samples_user);
+    let samples_kernel = sum(&|w| w.samples_kernel);
+    let writer_user_share = if samples_user + samples_kernel > 0.0 {
+        Some(samples_user / (samples_user + samples_kernel))
+    } else {
+        frames::kernel_leaf_share(&oncpu).map(|k| 1.0 - k)
+    };
+    let device_write_bytes: u64 = session.io.devices.iter().map(|d| d.write_bytes).sum();
+    let top_write_device = session
+        .io
+        .devices
+        .iter()
+        .max_by(|a, b| {
+            (a.write_bytes, !is_virtual_device(&a.name))
+                .cmp(&(b.write_bytes, !is_virtual_device(&b.name)))
+                .then_with(|| b.name.cmp(&a.name))
+        })
+        .filter(|d| d.write_bytes > 0)
+        .map(|d| device_feature(d, duration_s));
+    let device_over_written =
+        (total_write > 0).then(|| device_write_bytes as f64 / total_write as f64);
+    let write_dominated = total_write >= t.writer_min_write_bytes
+        && total_write as f64 >= t.write_dominated_factor * app_read_bytes as f64;
+    WriteFeatures {
+        write_dominated,
+        writer_threads: writers.len(),
+        writer_comms: comms.iter().cloned().collect(),
+        writer_thread_s: life / 1e9,
+        write_syscall_bytes: total_write,
+        write_syscall_mib_per_s: mib_per_s(total_write, duration_s),
+        writer_sync_calls: sync_calls,
+        writer_sync_share: ratio(sync_ns, life),
+        writer_writeback_wait_share: ratio(
+            offcpu_ns_outside(&offcpu, WRITEBACK_WAIT_FRAMES, SYNC_FRAMES),
+            life,
+        ),
+        writer_dirty_throttle_share: ratio(
+            offcpu_ns_outside(&offcpu, DIRTY_THROTTLE_FRAMES, SYNC_FRAMES),
+            life,
+        ),
+        writer_on_cpu_share: ratio(sum(&|w| w.on_cpu_ns), life),
+        writer_blocked_io_share: ratio(sum(&|w| w.off_cpu_ns.uninterruptible), life),
+        writer_user_share,
+        writer_write_path_share: frames::share_matching(&oncpu, WRITE_PATH_FRAMES, true),
+        device_write_bytes,
+        device_over_written,
+        top_write_device,
+        only_in_memory: write_dominated
+            && sync_calls == 0
+            && device_over_written.is_some_and(|r| r < t.write_memory_only_device_ratio),
+    }
 }
 
 /// Everything the verdict rules look at.
@@ -250,6 +466,10 @@ pub struct Features {
     pub devices: Vec<DeviceFeature>,
     pub consumer: Option<ConsumerFeature>,
     pub bench: Option<BenchFeature>,
+    /// The writers' figures, when anything was written
+    /// (≥ `writer_min_write_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<WriteFeatures>,
     pub lost_events: u64,
     pub missing_files: Vec<String>,
 }
@@ -291,6 +511,22 @@ pub fn log2_quantile_us(hist: &[u64], q: f64) -> Option<f64> {
     None
 }
 
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn mib_per_s(bytes: u64, duration_s: f64) -> f64 {
+    if duration_s > 0.0 {
+        bytes as f64 / (1 << 20) as f64 / duration_s
+    } else {
+        0.0
+    }
+}
+
 fn device_feature(d: &DeviceStats, duration_s: f64) -> DeviceFeature {
     let utilization = if d.utilization > 0.0 {
         d.utilization
@@ -306,6 +542,8 @@ fn device_feature(d: &DeviceStats, duration_s: f64) -> DeviceFeature {
             0.0
         },
         read_requests: d.read_requests,
+        write_bytes: d.write_bytes,
+        write_mib_per_s: mib_per_s(d.write_bytes, duration_s),
         utilization,
         latency_p50_us: log2_quantile_us(&d.latency_log2_ns, 0.5),
         latency_p99_us: log2_quantile_us(&d.latency_log2_ns, 0.99),
@@ -665,6 +903,8 @@ impl Features {
             devices,
             consumer,
             bench,
+            writes: Some(extract_writes(session, t, app_read_bytes))
+                .filter(|w| w.write_syscall_bytes >= t.writer_min_write_bytes),
             lost_events: session.info.lost_events.values().sum(),
             missing_files: session.missing.iter().map(|s| s.to_string()).collect(),
         }
@@ -757,5 +997,303 @@ mod tests {
         assert!((exact.reader_read_syscall_share - 0.5).abs() < 1e-9);
         let before = Features::extract(&cached_reader_session(None, 0), &t);
         assert_eq!(before.reader_read_syscall_share, 0.0);
+    }
+}
+
+/// The write rules on synthetic sessions: each fires on its own kind of
+/// session and not on the others, and read sessions keep their verdicts.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod write_rule_tests {
+    use super::*;
+    use crate::analysis::frames::HotFrames;
+    use crate::analysis::verdict::{Decision, Note, VerdictId, decide};
+    use crate::session::model::{DeviceStats, OffCpuNs};
+
+    const GIB: u64 = 1 << 30;
+    const S: u64 = 1_000_000_000;
+
+    /// One checkpoint writer ("ckpt") alive 10 s that wrote 4 GiB, a vda
+    /// that wrote `device_write` bytes at `util`.
+    fn writer_session(
+        on_cpu_s: u64,
+        d_state_s: u64,
+        syscalls: Vec<SyscallStats>,
+        device_write: u64,
+        util: f64,
+    ) -> Session {
+        let mut s = Session::default();
+        s.info.freq_hz = 100;
+        s.info.duration_s = 10.0;
+        s.info.num_cpus = 2;
+        s.info
+            .features
+            .insert("syscall_timing".into(), "blocked".into());
+        s.threads = vec![ThreadStats {
+            pid: 20,
+            tid: 20,
+            comm: "ckpt".into(),
+            on_cpu_ns: on_cpu_s * S,
+            off_cpu_ns: OffCpuNs {
+                uninterruptible: d_state_s * S,
+                sleeping: (10 - on_cpu_s - d_state_s) * S,
+                ..Default::default()
+            },
+            write_bytes: 4 * GIB,
+            syscalls,
+            ..Default::default()
+        }];
+        s.io.devices = vec![DeviceStats {
+            name: "vda".into(),
+            dev: "254:0".into(),
+            write_bytes: device_write,
+            write_requests: device_write / (1 << 20),
+            busy_ns: (util * 10.0 * 1e9) as u64,
+            utilization: util,
+            ..Default::default()
+        }];
+        s
+    }
+
+    fn sync_call(name: &str, nr: u32, count: u64, total_s: u64) -> SyscallStats {
+        SyscallStats {
+            nr,
+            name: name.into(),
+            count,
+            total_ns: total_s * S,
+            ..Default::default()
+        }
+    }
+
+    fn decision(s: &Session) -> (Features, Decision) {
+        let t = Thresholds::default();
+        let f = Features::extract(s, &t);
+        let d = decide(&f, &HotFrames::default(), &t);
+        (f, d)
+    }
+
+    fn fired(d: &Decision, id: VerdictId) -> bool {
+        d.primary.verdict == id && d.primary.fired
+            || d.runners_up.iter().any(|r| r.verdict == id && r.fired)
+    }
+
+    fn writeback_session(wait_us: u64) -> Session {
+        let mut s = writer_session(1, 9, vec![sync_call("fsync", 74, 4, 0)], 4 * GIB, 0.95);
+        s.offcpu.stacks = vec![
+            (
+                "ckpt;main;write_shard;vfs_write_[k];generic_perform_write_[k];\
+                 balance_dirty_pages_ratelimited_flags_[k];balance_dirty_pages_[k];io_schedule_timeout_[k]"
+                    .into(),
+                wait_us,
+            ),
+            ("ckpt;main;__x64_sys_fsync_[k];do_fsync_[k];folio_wait_writeback_[k]".into(), 500_000),
+        ];
+        s
+    }
+
+    #[test]
+    fn dirty_throttled_writers_are_writeback_bound() {
+        let (f, d) = decision(&writeback_session(8_000_000));
+        let w = f.writes.as_ref().unwrap();
+        assert!(w.write_dominated);
+        assert_eq!(w.writer_comms, vec!["ckpt".to_string()]);
+        // The wait inside fsync is fsync's, not writeback's.
+        assert!((w.writer_writeback_wait_share - 0.8).abs() < 1e-9, "{w:?}");
+        assert!((w.writer_dirty_throttle_share - 0.8).abs() < 1e-9);
+        assert_eq!(d.primary.verdict, VerdictId::WritebackBound);
+        assert!(d.primary.fired);
+        assert!(!fired(&d, VerdictId::FsyncBound));
+        assert!(!fired(&d, VerdictId::WriteGeneratorBound));
+        let v = crate::output::wording::verdict(&d);
+        assert!(
+            v.headline.contains("the device is the limit"),
+            "{}",
+            v.headline
+        );
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e.key == "writer_writeback_wait_share")
+        );
+        assert!(!v.headline.contains("only reached memory"));
+    }
+
+    #[test]
+    fn brief_throttling_is_not_writeback_bound() {
+        let (_, d) = decision(&writeback_session(1_000_000));
+        assert!(!fired(&d, VerdictId::WritebackBound));
+    }
+
+    fn fsync_session(sync_s: u64) -> Session {
+        let mut s = writer_session(1, 8, vec![sync_call("fsync", 74, 8, sync_s)], 4 * GIB, 0.9);
+        s.offcpu.stacks = vec![(
+            "ckpt;main;__x64_sys_fsync_[k];do_fsync_[k];file_write_and_wait_range_[k];\
+             __filemap_fdatawait_range_[k];folio_wait_writeback_[k];io_schedule_[k]"
+                .into(),
+            sync_s * 1_000_000,
+        )];
+        s
+    }
+
+    #[test]
+    fn writers_waiting_in_fsync_are_fsync_bound() {
+        let (f, d) = decision(&fsync_session(7));
+        let w = f.writes.as_ref().unwrap();
+        assert!((w.writer_sync_share - 0.7).abs() < 1e-9, "{w:?}");
+        assert_eq!(w.writer_sync_calls, 8);
+        assert_eq!(w.writer_writeback_wait_share, 0.0);
+        assert_eq!(d.primary.verdict, VerdictId::FsyncBound);
+        assert!(d.primary.fired);
+        assert!(!fired(&d, VerdictId::WritebackBound));
+        assert!(!w.only_in_memory);
+        // Short fsyncs are not the limit.
+        let (_, d) = decision(&fsync_session(1));
+        assert!(!fired(&d, VerdictId::FsyncBound));
+    }
+
+    fn generator_session(sync: Vec<SyscallStats>, device_write: u64) -> Session {
+        let mut s = writer_session(9, 0, sync, device_write, 0.05);
+        s.threads[0].samples_user = 800;
+        s.threads[0].samples_kernel = 100;
+        s.oncpu.stacks = vec![
+            ("ckpt;main;fill_block;sha256_block".into(), 800),
+            (
+                "ckpt;main;write_shard;vfs_write_[k];generic_perform_write_[k];rep_movs_alternative_[k]"
+                    .into(),
+                100,
+            ),
+        ];
+        s
+    }
+
+    #[test]
+    fn writers_busy_making_data_are_write_generator_bound() {
+        let (f, d) = decision(&generator_session(
+            vec![sync_call("fdatasync", 75, 4, 0)],
+            4 * GIB,
+        ));
+        let w = f.writes.as_ref().unwrap();
+        assert!((w.writer_on_cpu_share - 0.9).abs() < 1e-9);
+        assert!((w.own_work_share() - 8.0 / 9.0).abs() < 1e-9);
+        // The read rules see the busy writer as a CPU-bound "reader": the
+        // write finding still comes first.
+        assert_eq!(d.primary.verdict, VerdictId::WriteGeneratorBound);
+        assert!(d.primary.fired);
+        assert!(!fired(&d, VerdictId::FsyncBound));
+        assert!(
+            !d.notes
+                .iter()
+                .any(|n| matches!(n, Note::WritesOnlyInMemory { .. }))
+        );
+    }
+
+    #[test]
+    fn a_busy_device_is_not_a_slow_generator() {
+        let mut s = generator_session(vec![sync_call("fsync", 74, 4, 0)], 4 * GIB);
+        s.io.devices[0].utilization = 0.9;
+        let (_, d) = decision(&s);
+        assert!(!fired(&d, VerdictId::WriteGeneratorBound));
+    }
+
+    #[test]
+    fn unsynced_writes_that_stayed_in_the_page_cache_are_called_so() {
+        let (f, d) = decision(&generator_session(Vec::new(), 100 << 20));
+        let w = f.writes.as_ref().unwrap();
+        assert!(w.only_in_memory, "{w:?}");
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| matches!(n, Note::WritesOnlyInMemory { .. }))
+        );
+        let v = crate::output::wording::verdict(&d);
+        assert!(v.headline.contains("only reached memory"), "{}", v.headline);
+        assert!(v.notes.iter().any(|n| n.contains("only reached memory")));
+        // An fsync, or the devices writing most of it, is not memory only.
+        let (f, _) = decision(&generator_session(vec![sync_call("fsync", 74, 1, 0)], 0));
+        assert!(!f.writes.unwrap().only_in_memory);
+        let (f, _) = decision(&generator_session(Vec::new(), 3 * GIB));
+        assert!(!f.writes.unwrap().only_in_memory);
+    }
+
+    /// A checkpoint that reads its shards back reads as much as it writes:
+    /// the write rules stay out, the read rules decide.
+    #[test]
+    fn read_back_sessions_are_not_write_dominated() {
+        let mut s = fsync_session(7);
+        s.threads[0].read_bytes = 4 * GIB;
+        let (f, d) = decision(&s);
+        assert!(!f.writes.unwrap().write_dominated);
+        assert!(!d.primary.verdict.is_write());
+        for id in [
+            VerdictId::WritebackBound,
+            VerdictId::FsyncBound,
+            VerdictId::WriteGeneratorBound,
+        ] {
+            assert!(!fired(&d, id));
+        }
+    }
+
+    /// A read session with a little logging keeps the verdict it has
+    /// without any writes, and no write finding fires.
+    #[test]
+    fn read_sessions_keep_their_verdicts() {
+        let mut read = super::tests_support::cached_reader();
+        let (f0, d0) = decision(&read);
+        assert!(f0.writes.is_none());
+        read.threads[0].write_bytes = 16 << 20;
+        read.io.devices = vec![DeviceStats {
+            name: "vda".into(),
+            write_bytes: 16 << 20,
+            ..Default::default()
+        }];
+        let (f1, d1) = decision(&read);
+        assert!(!f1.writes.as_ref().unwrap().write_dominated);
+        assert_eq!(d1.primary.verdict, d0.primary.verdict);
+        assert_eq!(d1.primary.fired, d0.primary.fired);
+        assert!(
+            !d1.runners_up
+                .iter()
+                .any(|r| r.verdict.is_write() && r.fired)
+        );
+        // The features of a session without writes serialize as before.
+        let json = serde_json::to_string(&f0).unwrap();
+        assert!(!json.contains("\"writes\""), "{json}");
+    }
+}
+
+#[cfg(test)]
+mod tests_support {
+    use super::*;
+
+    /// A reader that read 1 GiB from the page cache in 2 s, mostly on CPU.
+    pub fn cached_reader() -> Session {
+        let mut s = Session::default();
+        s.info.freq_hz = 100;
+        s.info.duration_s = 2.0;
+        s.info.num_cpus = 2;
+        s.threads = vec![ThreadStats {
+            pid: 10,
+            tid: 10,
+            comm: "reader".into(),
+            on_cpu_ns: 2_000_000_000,
+            read_bytes: 1 << 30,
+            syscalls: vec![SyscallStats {
+                nr: 17,
+                name: "pread64".into(),
+                count: 1000,
+                total_ns: 1_000_000_000,
+                bytes: 1 << 30,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }];
+        s.oncpu.stacks = vec![
+            (
+                "reader;main;read_chunk;ksys_pread64_[k];filemap_read_[k]".into(),
+                150,
+            ),
+            ("reader;main;decode".into(), 50),
+        ];
+        s
     }
 }

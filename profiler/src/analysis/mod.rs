@@ -158,6 +158,7 @@ mod tests {
             utilization: 0.001,
             latency_p50_us: Some(256.0),
             latency_p99_us: Some(1024.0),
+            ..Default::default()
         })
     }
 
@@ -515,7 +516,10 @@ mod tests {
                 "lock-contention",
                 "memory-pressure",
                 "network-bound",
-                "stalled"
+                "stalled",
+                "writeback-bound",
+                "fsync-bound",
+                "write-generator-bound"
             ]
         );
         for v in VerdictId::ALL {

@@ -90,6 +90,38 @@ pub struct Thresholds {
     /// Default 0.3.
     pub network_socket_share: f64,
 
+    // ---- writes (checkpoints) ----
+    /// A thread is a writer when it returned at least this share of all
+    /// write-syscall bytes. Default 0.05, as for readers: keeps every rank
+    /// of a checkpoint, drops log and manifest writes.
+    pub writer_write_fraction: f64,
+    /// Below this many write-syscall bytes in total, the write rules do not
+    /// apply. Default 1 MiB.
+    pub writer_min_write_bytes: u64,
+    /// A session is write-dominated when its write-syscall bytes are at
+    /// least this many times its read bytes (syscalls plus a bench's mapped
+    /// reads). Default 4.0: a checkpoint that reads its shards back reads
+    /// as much as it wrote and is judged as a read session too.
+    pub write_dominated_factor: f64,
+    /// Writers inside fsync/fdatasync/sync_file_range/msync at least this
+    /// share of their time. Default 0.3 (as `storage_bound_blocked_share`).
+    pub fsync_bound_sync_share: f64,
+    /// Writers off CPU in dirty-page throttling or writeback waits outside
+    /// fsync-family calls at least this share of their time. Default 0.2:
+    /// a healthy buffered writer is throttled only briefly.
+    pub writeback_bound_wait_share: f64,
+    /// Writers on CPU at least this share of their time. Default 0.5, as
+    /// `cpu_bound_on_cpu_share`.
+    pub write_generator_on_cpu_share: f64,
+    /// ... and at least this share of their CPU samples outside the
+    /// kernel's write path (making the data, not copying it into the page
+    /// cache). Default 0.5.
+    pub write_generator_own_work_share: f64,
+    /// Written data "only reached memory" when no fsync-family call was
+    /// made and the devices wrote less than this share of the write-syscall
+    /// bytes during the recording. Default 0.1.
+    pub write_memory_only_device_ratio: f64,
+
     // ---- evidence and confidence ----
     /// Derived (DLIO) vs measured (bench) I/O differing by more than this
     /// factor is called out (storage #330). Default 2.0.
@@ -155,6 +187,14 @@ impl Default for Thresholds {
             lock_futex_share: 0.3,
             memory_reclaim_share: 0.2,
             network_socket_share: 0.3,
+            writer_write_fraction: 0.05,
+            writer_min_write_bytes: 1 << 20,
+            write_dominated_factor: 4.0,
+            fsync_bound_sync_share: 0.3,
+            writeback_bound_wait_share: 0.2,
+            write_generator_on_cpu_share: 0.5,
+            write_generator_own_work_share: 0.5,
+            write_memory_only_device_ratio: 0.1,
             io_mismatch_factor: 2.0,
             stall_s: 60.0,
             stall_busy_share: 0.9,

@@ -55,6 +55,13 @@ pub enum VerdictId {
     /// No progress at all: nothing read, nothing handed on, for
     /// `stall_s`; threads blocked with nobody to wake them, or looping.
     Stalled,
+    /// Writers throttled in `balance_dirty_pages` or waiting on writeback:
+    /// the device (or a throttle) drains dirty pages slower than they come.
+    WritebackBound,
+    /// Writers' time mostly in fsync-family calls waiting for the device.
+    FsyncBound,
+    /// Writers on CPU making the data most of their life; device idle.
+    WriteGeneratorBound,
 }
 
 /// A verdict rule: the id it decides, its name in verdict.json and the
@@ -68,7 +75,7 @@ pub struct Rule {
 
 /// Every rule, in the ids' order: adding a verdict is one entry here (plus
 /// its [`VerdictId`] variant and its wording in `output::wording`).
-pub const RULES: [Rule; 9] = [
+pub const RULES: [Rule; 12] = [
     Rule {
         id: VerdictId::CpuBoundReader,
         name: "cpu-bound-reader",
@@ -114,7 +121,32 @@ pub const RULES: [Rule; 9] = [
         name: "stalled",
         score: |f, _, _| rule_stalled(f),
     },
+    Rule {
+        id: VerdictId::WritebackBound,
+        name: "writeback-bound",
+        score: |f, _, t| rule_writeback_bound(f, t),
+    },
+    Rule {
+        id: VerdictId::FsyncBound,
+        name: "fsync-bound",
+        score: |f, _, t| rule_fsync_bound(f, t),
+    },
+    Rule {
+        id: VerdictId::WriteGeneratorBound,
+        name: "write-generator-bound",
+        score: |f, _, t| rule_write_generator_bound(f, t),
+    },
 ];
+
+impl VerdictId {
+    /// A verdict about writes (decided over writer time).
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Self::WritebackBound | Self::FsyncBound | Self::WriteGeneratorBound
+        )
+    }
+}
 
 impl VerdictId {
     /// Every id, in [`RULES`] order.
@@ -276,6 +308,37 @@ pub enum Figure {
         state: String,
         seconds: f64,
     },
+    WriterOnCpu {
+        threads: usize,
+        share: f64,
+    },
+    /// Of writer CPU, the share outside the kernel write path.
+    WriterOwnWork {
+        share: f64,
+    },
+    WriterSync {
+        share: f64,
+        calls: u64,
+    },
+    WriterWritebackWait {
+        share: f64,
+    },
+    WriterDirtyThrottle {
+        share: f64,
+    },
+    WriterBlockedIo {
+        share: f64,
+    },
+    /// Device write bytes / write-syscall bytes.
+    WrittenReachedDevice {
+        ratio: f64,
+        written_mib: f64,
+        device_mib: f64,
+    },
+    DeviceWriteRate {
+        device: String,
+        mib_per_s: f64,
+    },
 }
 
 impl Figure {
@@ -308,6 +371,14 @@ impl Figure {
             Self::ReaderSocketRecv { .. } => "reader_socket_recv_share",
             Self::NoProgress { .. } => "no_progress_s",
             Self::StalledThread { tid, .. } => return format!("stalled_thread:{tid}"),
+            Self::WriterOnCpu { .. } => "writer_on_cpu_share",
+            Self::WriterOwnWork { .. } => "writer_own_work_share",
+            Self::WriterSync { .. } => "writer_sync_share",
+            Self::WriterWritebackWait { .. } => "writer_writeback_wait_share",
+            Self::WriterDirtyThrottle { .. } => "writer_dirty_throttle_share",
+            Self::WriterBlockedIo { .. } => "writer_blocked_io_share",
+            Self::WrittenReachedDevice { .. } => "device_over_written",
+            Self::DeviceWriteRate { .. } => "device_write_mib_per_s",
         }
         .to_string()
     }
@@ -327,7 +398,15 @@ impl Figure {
             | Self::ReaderRunnable { share }
             | Self::ReaderFutex { share }
             | Self::ReaderReclaim { share }
-            | Self::ReaderSocketRecv { share } => *share,
+            | Self::ReaderSocketRecv { share }
+            | Self::WriterOnCpu { share, .. }
+            | Self::WriterOwnWork { share }
+            | Self::WriterSync { share, .. }
+            | Self::WriterWritebackWait { share }
+            | Self::WriterDirtyThrottle { share }
+            | Self::WriterBlockedIo { share } => *share,
+            Self::WrittenReachedDevice { ratio, .. } => *ratio,
+            Self::DeviceWriteRate { mib_per_s, .. } => *mib_per_s,
             Self::DeviceReadRate { mib_per_s, .. } => *mib_per_s,
             Self::DeviceUtilization { utilization, .. } => *utilization,
             Self::DeviceLatencyP50 { us, .. } => *us,
@@ -342,7 +421,7 @@ impl Figure {
 
     pub fn unit(&self) -> &'static str {
         match self {
-            Self::DeviceReadRate { .. } => "MiB/s",
+            Self::DeviceReadRate { .. } | Self::DeviceWriteRate { .. } => "MiB/s",
             Self::DeviceLatencyP50 { .. } => "us",
             Self::BenchAu { .. } => "%",
             Self::BusyThreads(_) | Self::CpuDemandThreads(_) => "threads",
@@ -380,7 +459,15 @@ pub struct DeviceFigures {
     pub utilization: f64,
 }
 
-/// What storage-bound says limits the readers.
+/// The device that wrote the most, as a write finding names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WriteDeviceFigures {
+    pub name: String,
+    pub write_mib_per_s: f64,
+    pub utilization: f64,
+}
+
+/// What storage-bound (or writeback-bound) says limits the readers (writers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StorageLimit {
     /// The rule did not fire: only the device figures.
@@ -445,6 +532,22 @@ pub enum Detail {
     NetworkBound {
         socket_share: f64,
     },
+    WritebackBound {
+        wait_share: f64,
+        throttle_share: f64,
+        limit: StorageLimit,
+        device: Option<WriteDeviceFigures>,
+    },
+    FsyncBound {
+        sync_share: f64,
+        calls: u64,
+        device: Option<WriteDeviceFigures>,
+    },
+    WriteGeneratorBound {
+        on_cpu_share: f64,
+        own_work_share: f64,
+        device: Option<WriteDeviceFigures>,
+    },
     Stalled {
         /// None: the rule did not fire.
         kind: Option<StallKind>,
@@ -497,6 +600,12 @@ pub enum Note {
     NoWakeupGraph,
     /// A note of the wait-for graph, already in words.
     WaitGraph(String),
+    /// Write-dominated session whose data only reached the page cache: no
+    /// fsync-family call, devices wrote little of it while recording.
+    WritesOnlyInMemory {
+        written_mib: f64,
+        device_mib: f64,
+    },
     /// Reader figures are shares of the consumers' data wait.
     ConsumerDataWait {
         wait_s: f64,
@@ -1015,6 +1124,143 @@ fn rule_stalled(f: &Features) -> Finding {
     }
 }
 
+fn write_device_figures(f: &Features) -> Option<WriteDeviceFigures> {
+    let d = f.writes.as_ref()?.top_write_device.as_ref()?;
+    Some(WriteDeviceFigures {
+        name: d.name.clone(),
+        write_mib_per_s: d.write_mib_per_s,
+        utilization: d.utilization,
+    })
+}
+
+fn write_device_evidence(f: &Features) -> Vec<Figure> {
+    let Some(w) = &f.writes else {
+        return Vec::new();
+    };
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let mut out = vec![Figure::WrittenReachedDevice {
+        ratio: w.device_over_written.unwrap_or(0.0),
+        written_mib: mib(w.write_syscall_bytes),
+        device_mib: mib(w.device_write_bytes),
+    }];
+    if let Some(d) = &w.top_write_device {
+        out.push(Figure::DeviceWriteRate {
+            device: d.name.clone(),
+            mib_per_s: d.write_mib_per_s,
+        });
+        out.push(Figure::DeviceUtilization {
+            device: d.name.clone(),
+            utilization: d.utilization,
+        });
+    }
+    out
+}
+
+fn write_util(f: &Features) -> f64 {
+    f.writes
+        .as_ref()
+        .and_then(|w| w.top_write_device.as_ref())
+        .map_or(0.0, |d| d.utilization)
+}
+
+fn rule_writeback_bound(f: &Features, t: &Thresholds) -> Finding {
+    let w = f.writes.clone().unwrap_or_default();
+    let util = write_util(f);
+    let fired = w.write_dominated
+        && w.writer_writeback_wait_share >= t.writeback_bound_wait_share
+        && w.device_write_bytes > 0;
+    let limit = if !fired {
+        StorageLimit::NotFired
+    } else if util >= t.storage_busy_utilization {
+        StorageLimit::Device
+    } else {
+        StorageLimit::Throttle
+    };
+    let mut figures = vec![
+        Figure::WriterWritebackWait {
+            share: w.writer_writeback_wait_share,
+        },
+        Figure::WriterDirtyThrottle {
+            share: w.writer_dirty_throttle_share,
+        },
+        Figure::WriterBlockedIo {
+            share: w.writer_blocked_io_share,
+        },
+    ];
+    figures.extend(write_device_evidence(f));
+    Finding {
+        verdict: VerdictId::WritebackBound,
+        fired,
+        score: w.writer_writeback_wait_share,
+        detail: Detail::WritebackBound {
+            wait_share: w.writer_writeback_wait_share,
+            throttle_share: w.writer_dirty_throttle_share,
+            limit,
+            device: write_device_figures(f),
+        },
+        figures,
+    }
+}
+
+fn rule_fsync_bound(f: &Features, t: &Thresholds) -> Finding {
+    let w = f.writes.clone().unwrap_or_default();
+    // Waiting for the device: something reached it.
+    let fired = w.write_dominated
+        && w.writer_sync_share >= t.fsync_bound_sync_share
+        && w.device_write_bytes > 0;
+    let mut figures = vec![
+        Figure::WriterSync {
+            share: w.writer_sync_share,
+            calls: w.writer_sync_calls,
+        },
+        Figure::WriterBlockedIo {
+            share: w.writer_blocked_io_share,
+        },
+    ];
+    figures.extend(write_device_evidence(f));
+    Finding {
+        verdict: VerdictId::FsyncBound,
+        fired,
+        score: w.writer_sync_share,
+        detail: Detail::FsyncBound {
+            sync_share: w.writer_sync_share,
+            calls: w.writer_sync_calls,
+            device: write_device_figures(f),
+        },
+        figures,
+    }
+}
+
+fn rule_write_generator_bound(f: &Features, t: &Thresholds) -> Finding {
+    let w = f.writes.clone().unwrap_or_default();
+    let own = w.own_work_share();
+    let fired = w.write_dominated
+        && w.writer_on_cpu_share >= t.write_generator_on_cpu_share
+        && own >= t.write_generator_own_work_share
+        && write_util(f) < t.storage_busy_utilization
+        && w.writer_sync_share < t.fsync_bound_sync_share
+        && w.writer_writeback_wait_share < t.writeback_bound_wait_share;
+    let mut figures = vec![
+        Figure::WriterOnCpu {
+            threads: w.writer_threads,
+            share: w.writer_on_cpu_share,
+        },
+        Figure::WriterOwnWork { share: own },
+    ];
+    figures.extend(write_device_evidence(f));
+    Finding {
+        verdict: VerdictId::WriteGeneratorBound,
+        fired,
+        score: w.writer_on_cpu_share * own,
+        detail: Detail::WriteGeneratorBound {
+            on_cpu_share: w.writer_on_cpu_share,
+            own_work_share: own,
+            device: write_device_figures(f),
+        },
+        figures,
+    }
+}
+
 /// Every rule's finding, in [`RULES`] order.
 pub fn findings(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Vec<Finding> {
     RULES.iter().map(|r| (r.score)(f, hot_oncpu, t)).collect()
@@ -1040,7 +1286,11 @@ pub fn confidence(primary: &Finding, runner_up_score: f64, f: &Features, t: &Thr
     if f.lost_events > 0 {
         c *= t.confidence_lost_events_factor;
     }
-    if f.reader_thread_s < t.min_reader_thread_s {
+    let basis_s = match &f.writes {
+        Some(w) if primary.verdict.is_write() => w.writer_thread_s,
+        _ => f.reader_thread_s,
+    };
+    if basis_s < t.min_reader_thread_s {
         c *= t.confidence_short_reader_time_factor;
     }
     round4(c)
@@ -1087,10 +1337,18 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
     // A stall is reported only when there is one: it is not a share of
     // anything to rank among the others.
     all.retain(|x| x.verdict != VerdictId::Stalled || x.fired);
+    // The write rules speak only about write-dominated sessions; elsewhere
+    // they are left out like a stall that did not fire. There, fired write
+    // findings come before fired read ones: the "readers" picked by
+    // activity are the writers, seen through rules made for reads.
+    let write_dominated = f.writes.as_ref().is_some_and(|w| w.write_dominated);
+    all.retain(|x| write_dominated || !x.verdict.is_write());
     // Fired first, then by score; ties by id order so output is deterministic.
+    let write_first = |x: &Finding| write_dominated && x.fired && x.verdict.is_write();
     all.sort_by(|a, b| {
         b.fired
             .cmp(&a.fired)
+            .then_with(|| write_first(b).cmp(&write_first(a)))
             .then_with(|| b.score.total_cmp(&a.score))
             .then_with(|| a.verdict.cmp(&b.verdict))
     });
@@ -1127,6 +1385,12 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
         .map(|r| Note::AlsoFired(r.verdict))
         .collect();
     notes.extend(bench_notes(f, t));
+    if let Some(w) = f.writes.as_ref().filter(|w| w.only_in_memory) {
+        notes.push(Note::WritesOnlyInMemory {
+            written_mib: w.write_syscall_bytes as f64 / (1 << 20) as f64,
+            device_mib: w.device_write_bytes as f64 / (1 << 20) as f64,
+        });
+    }
     if !f.missing_files.is_empty() {
         notes.push(Note::PartialSession(f.missing_files.clone()));
     }
@@ -1171,7 +1435,10 @@ mod tests {
             | VerdictId::LockContention
             | VerdictId::MemoryPressure
             | VerdictId::NetworkBound
-            | VerdictId::Stalled => id,
+            | VerdictId::Stalled
+            | VerdictId::WritebackBound
+            | VerdictId::FsyncBound
+            | VerdictId::WriteGeneratorBound => id,
         };
         let f = Features::default();
         let t = Thresholds::default();

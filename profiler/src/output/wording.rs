@@ -11,7 +11,7 @@
 use crate::analysis::stall::StallKind;
 use crate::analysis::verdict::{
     AuSource, Decision, Detail, DeviceFigures, Evidence, Figure, Finding, Note, RunnerUp,
-    ShareBasis, StorageLimit, VERDICT_FORMAT_VERSION, Verdict, round4,
+    ShareBasis, StorageLimit, VERDICT_FORMAT_VERSION, Verdict, WriteDeviceFigures, round4,
 };
 
 fn pct(x: f64) -> String {
@@ -35,6 +35,18 @@ fn storage_phrase(device: Option<&DeviceFigures>) -> String {
             pct(d.utilization)
         ),
         None => "no block-device activity recorded".to_string(),
+    }
+}
+
+fn write_device_phrase(device: Option<&WriteDeviceFigures>) -> String {
+    match device {
+        Some(d) => format!(
+            "{:.1} MiB/s written by {}, {} busy",
+            d.write_mib_per_s,
+            d.name,
+            pct(d.utilization)
+        ),
+        None => "no block device wrote anything".to_string(),
     }
 }
 
@@ -153,6 +165,45 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
         Detail::NetworkBound { socket_share } => format!(
             "Network-bound: workers wait on socket receives {} {basis_text} (object storage)",
             pct(*socket_share)
+        ),
+        Detail::WritebackBound {
+            wait_share,
+            throttle_share,
+            limit,
+            device,
+        } => {
+            let device = write_device_phrase(device.as_ref());
+            let limit = match limit {
+                StorageLimit::NotFired => device,
+                StorageLimit::Device => format!("the device is the limit: {device}"),
+                StorageLimit::Throttle => format!(
+                    "the device is not saturated ({device}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)"
+                ),
+            };
+            format!(
+                "Writeback-bound: writers wait for dirty pages to be written back {} of their time ({} throttled in balance_dirty_pages); {limit}",
+                pct(*wait_share),
+                pct(*throttle_share)
+            )
+        }
+        Detail::FsyncBound {
+            sync_share,
+            calls,
+            device,
+        } => format!(
+            "Fsync-bound: writers wait in {calls} fsync-family call(s) {} of their time for the data to reach the device; {}",
+            pct(*sync_share),
+            write_device_phrase(device.as_ref())
+        ),
+        Detail::WriteGeneratorBound {
+            on_cpu_share,
+            own_work_share,
+            device,
+        } => format!(
+            "Write-generator-bound: writers on CPU {} of their time, {} of it making the data rather than writing it; storage: {}",
+            pct(*on_cpu_share),
+            pct(*own_work_share),
+            write_device_phrase(device.as_ref())
         ),
         Detail::Stalled {
             kind,
@@ -297,6 +348,43 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
                 format!("{comm} (tid {tid}) off CPU ({state}) for {seconds:.1} s, not woken")
             }
         }
+        Figure::WriterOnCpu { threads, share } => {
+            format!(
+                "{threads} writer thread(s) on CPU {} of their time",
+                pct(*share)
+            )
+        }
+        Figure::WriterOwnWork { share } => format!(
+            "{} of writer CPU is making the data (not the kernel write path)",
+            pct(*share)
+        ),
+        Figure::WriterSync { share, calls } => format!(
+            "writers inside {calls} fsync/fdatasync/sync_file_range/msync call(s) {} of their time",
+            pct(*share)
+        ),
+        Figure::WriterWritebackWait { share } => format!(
+            "writers waiting on dirty-page throttling or writeback (outside fsync) {} of their time",
+            pct(*share)
+        ),
+        Figure::WriterDirtyThrottle { share } => format!(
+            "writers throttled in balance_dirty_pages {} of their time",
+            pct(*share)
+        ),
+        Figure::WriterBlockedIo { share } => format!(
+            "writers in uninterruptible (D) sleep {} of their time",
+            pct(*share)
+        ),
+        Figure::WrittenReachedDevice {
+            ratio,
+            written_mib,
+            device_mib,
+        } => format!(
+            "{written_mib:.1} MiB written by syscalls, {device_mib:.1} MiB written by the devices ({})",
+            pct(*ratio)
+        ),
+        Figure::DeviceWriteRate { device, mib_per_s } => {
+            format!("{device} wrote {mib_per_s:.2} MiB/s")
+        }
     }
 }
 
@@ -347,6 +435,12 @@ fn note_text(note: &Note, d: &Decision) -> String {
              verdict over the readers' summed thread time."
             .to_string(),
         Note::WaitGraph(text) => text.clone(),
+        Note::WritesOnlyInMemory {
+            written_mib,
+            device_mib,
+        } => format!(
+            "The written data only reached memory: {written_mib:.1} MiB written, no fsync, {device_mib:.1} MiB reached a device while recording; the rest sits in the page cache as dirty pages, so the write speed is memory's, not storage's."
+        ),
         Note::ConsumerDataWait { wait_s, consumers } => {
             let names: Vec<String> = consumers
                 .iter()
@@ -366,11 +460,17 @@ fn note_text(note: &Note, d: &Decision) -> String {
 /// in words, the figures as they are.
 pub fn verdict(d: &Decision) -> Verdict {
     let primary_summary = summary(&d.primary, d.basis);
-    let headline = if d.inconclusive {
+    let mut headline = if d.inconclusive {
         format!("No rule fired; closest match: {primary_summary}")
     } else {
         primary_summary
     };
+    if d.notes
+        .iter()
+        .any(|n| matches!(n, Note::WritesOnlyInMemory { .. }))
+    {
+        headline.push_str("; the written data only reached memory (page cache, no fsync)");
+    }
     Verdict {
         format_version: VERDICT_FORMAT_VERSION,
         verdict: d.primary.verdict,
