@@ -317,7 +317,9 @@ fn offcpu_ns_outside(stacks: &FoldedStacks, patterns: &[&str], outside: &[&str])
         .iter()
         .filter(|(s, _)| has(s, patterns) && !has(s, outside))
         .map(|(_, n)| *n as f64 * 1e3)
-        .sum()
+        .sum::<f64>()
+        // An empty f64 sum is -0.0; written as "-0.0" in verdict.json.
+        + 0.0
 }
 
 fn extract_writes(session: &Session, t: &Thresholds, app_read_bytes: u64) -> WriteFeatures {
