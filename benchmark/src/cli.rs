@@ -395,9 +395,14 @@ pub struct CheckpointArgs {
     /// Checkpoints read back (the first ones written).
     #[arg(long, default_value_t = 10)]
     pub num_checkpoints_read: u32,
-    /// Folder the checkpoints are written to (a local path).
+    /// Folder the checkpoints are written to: a local path, or
+    /// s3://BUCKET/PREFIX (each shard one object, uploaded in multipart
+    /// parts of --s3-part-mib and read back with ranged GETs; S3 has no
+    /// fsync: a shard counts as saved when its upload completed).
     #[arg(long)]
     pub checkpoint_folder: PathBuf,
+    #[command(flatten)]
+    pub s3: S3Args,
     /// Divide every shard's size by this (≥ 1) to fit a small machine.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
@@ -436,6 +441,7 @@ impl CheckpointArgs {
             num_checkpoints_write: self.num_checkpoints_write,
             num_checkpoints_read: self.num_checkpoints_read,
             folder: PathBuf::from(strip_file_scheme(&self.checkpoint_folder.to_string_lossy())),
+            s3: self.s3.options(),
             scale: self.scale,
             odirect: self.odirect,
             fsync: !self.no_fsync,
@@ -456,16 +462,6 @@ impl CheckpointArgs {
 pub fn run_checkpoint(args: &CheckpointArgs) -> anyhow::Result<i32> {
     use crate::error::BenchError;
     use crate::run::checkpoint::{self, Threads, layout::Layout};
-    if args
-        .checkpoint_folder
-        .to_string_lossy()
-        .starts_with("s3://")
-    {
-        eprintln!(
-            "storprof: error: --checkpoint-folder takes a local path; checkpoints to S3 are not implemented"
-        );
-        return Ok(EXIT_USAGE);
-    }
     let opts = args.options();
     let usage = |e: &BenchError| {
         matches!(

@@ -52,10 +52,14 @@ pub struct RankEpoch {
     /// Seconds since the run's start (the engine's `TrainResult::started`).
     pub start: f64,
     pub end: f64,
-    /// One block per epoch (no checkpoints are emulated).
+    /// One block per epoch; time spent saving checkpoints between its
+    /// steps is left out of its metrics ([`BlockTimings::checkpoint_seconds`]).
     pub block: BlockTimings,
     #[serde(skip)]
     pub read: ReadStats,
+    /// Checkpoints this rank saved in the epoch (`workflow.checkpoint`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<CheckpointSave>,
 }
 
 /// Step timings of one block (one epoch unless checkpoints split it) of one rank.
@@ -72,6 +76,16 @@ pub struct BlockTimings {
     pub proc: Vec<f64>,
     /// Per step: `batch_processed − start_compute`.
     pub compute: Vec<f64>,
+    /// Seconds between `start` and `end` spent saving checkpoints after a
+    /// step (`checkpoint.steps_between_checkpoints`): DLIO ends the block
+    /// before such a checkpoint and starts a new one after it, so that time
+    /// is not training time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub checkpoint_seconds: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Which steps DLIO leaves out of the metrics (`output.metric.exclude_*_steps`).
@@ -115,7 +129,7 @@ pub fn block_metrics(b: &BlockTimings, batch_size: u64, exclude: ExcludeSteps) -
     let total_compute = sum(counted);
     let excluded_proc =
         sum(&b.proc[..s.min(b.proc.len())]) + sum(&b.proc[last.min(b.proc.len())..]);
-    let duration = b.end - b.start;
+    let duration = b.end - b.start - b.checkpoint_seconds;
     let total_time = duration - excluded_proc;
     let (au, throughput) = if total_time > 0.0 {
         let steps_counted = n.saturating_sub(2) as f64;
@@ -239,6 +253,65 @@ pub fn mean_std(xs: &[f64]) -> (f64, f64) {
     let mean = sum(xs) / n;
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
     (mean, var.sqrt())
+}
+
+/// One checkpoint one rank saved.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CheckpointSave {
+    /// DLIO's block number within the epoch (`save_ckpt<n>`).
+    pub number: u32,
+    pub epoch: u32,
+    /// The step in the directory name.
+    pub step: u64,
+    /// Seconds on the run's clock.
+    pub start: f64,
+    pub end: f64,
+    /// Bytes this rank wrote (0 for a rank that does not write).
+    pub bytes: u64,
+    pub files: u64,
+}
+
+impl CheckpointSave {
+    pub fn seconds(&self) -> f64 {
+        (self.end - self.start).max(0.0)
+    }
+}
+
+/// DLIO's checkpoint figures over the reporting rank's saves (rank 0's
+/// per-epoch stats are what DLIO's summary reads): durations in seconds,
+/// throughput = checkpoint bytes (GiB) / duration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[allow(non_snake_case)]
+pub struct TrainingCheckpointMetrics {
+    pub count: usize,
+    pub save_checkpoint_duration_mean_seconds: f64,
+    pub save_checkpoint_duration_stdev_seconds: f64,
+    pub save_checkpoint_io_mean_GB_per_second: f64,
+    pub save_checkpoint_io_stdev_GB_per_second: f64,
+    pub checkpoint_size_GB: f64,
+}
+
+/// The figures for `saves` of a checkpoint of `checkpoint_bytes`.
+pub fn training_checkpoint_metrics(
+    saves: &[CheckpointSave],
+    checkpoint_bytes: u64,
+) -> TrainingCheckpointMetrics {
+    let gib = checkpoint_bytes as f64 / (1u64 << 30) as f64;
+    let durations: Vec<f64> = saves.iter().map(CheckpointSave::seconds).collect();
+    let rates: Vec<f64> = durations
+        .iter()
+        .map(|&d| if d > 0.0 { gib / d } else { 0.0 })
+        .collect();
+    let (dm, ds) = mean_std(&durations);
+    let (rm, rs) = mean_std(&rates);
+    TrainingCheckpointMetrics {
+        count: saves.len(),
+        save_checkpoint_duration_mean_seconds: dm,
+        save_checkpoint_duration_stdev_seconds: ds,
+        save_checkpoint_io_mean_GB_per_second: rm,
+        save_checkpoint_io_stdev_GB_per_second: rs,
+        checkpoint_size_GB: gib,
+    }
 }
 
 #[cfg(test)]
@@ -384,5 +457,24 @@ mod tests {
             (e.steps, e.au_percentage, e.throughput_samples_per_second),
             (4, 80.0, 8.0)
         );
+    }
+
+    #[test]
+    fn metrics_are_dlio_means() {
+        let save = |start: f64, end: f64| CheckpointSave {
+            number: 1,
+            epoch: 1,
+            step: 1,
+            start,
+            end,
+            bytes: 1 << 30,
+            files: 1,
+        };
+        let m = training_checkpoint_metrics(&[save(0.0, 1.0), save(5.0, 7.0)], 1 << 30);
+        assert_eq!(m.count, 2);
+        assert!((m.save_checkpoint_duration_mean_seconds - 1.5).abs() < 1e-12);
+        assert!((m.save_checkpoint_duration_stdev_seconds - 0.5).abs() < 1e-12);
+        assert!((m.save_checkpoint_io_mean_GB_per_second - 0.75).abs() < 1e-12);
+        assert!((m.checkpoint_size_GB - 1.0).abs() < 1e-12);
     }
 }

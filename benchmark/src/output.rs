@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Local};
 use serde_json::{Value, json};
 
-use crate::metrics::{BlockMetrics, RankEpoch, ReadStats, RunMetrics};
+use crate::metrics::{BlockMetrics, RankEpoch, ReadStats, RunMetrics, TrainingCheckpointMetrics};
 use crate::storage::RequestCounts;
 
 /// DLIO's timestamp format (`%Y-%m-%dT%H:%M:%S.%f`).
@@ -191,6 +191,18 @@ pub fn metric_block(
     measured: Option<&Measured>,
     saved_ts: &str,
 ) -> String {
+    metric_block_with_checkpoints(comm_size, m, None, measured, saved_ts)
+}
+
+/// [`metric_block`] with DLIO's checkpoint lines when checkpoints were saved
+/// during training (`workflow.checkpoint`).
+pub fn metric_block_with_checkpoints(
+    comm_size: usize,
+    m: &RunMetrics,
+    checkpoints: Option<&TrainingCheckpointMetrics>,
+    measured: Option<&Measured>,
+    saved_ts: &str,
+) -> String {
     let mut s = String::new();
     let bar = "[METRIC] ==========================================================";
     let _ = writeln!(s, "[OUTPUT] Averaged metric over all steps/epochs");
@@ -216,6 +228,18 @@ pub fn metric_block(
         "[METRIC] train_au_meet_expectation: {}",
         m.train_au_meet_expectation
     );
+    if let Some(c) = checkpoints {
+        let _ = writeln!(
+            s,
+            "[METRIC] Checkpoint save duration (seconds): {:.4} ({:.4})",
+            c.save_checkpoint_duration_mean_seconds, c.save_checkpoint_duration_stdev_seconds
+        );
+        let _ = writeln!(
+            s,
+            "[METRIC] Checkpoint save I/O Throughput (GB/second): {:.4} ({:.4})",
+            c.save_checkpoint_io_mean_GB_per_second, c.save_checkpoint_io_stdev_GB_per_second
+        );
+    }
     let _ = writeln!(s, "{bar}");
     let _ = writeln!(s, "[OUTPUT] {saved_ts} outputs saved in RANKID_output.json");
     if let Some(x) = measured {
@@ -416,21 +440,47 @@ pub fn interruption_line(i: &Interruption) -> String {
 
 /// `<rank>_per_epoch_stats.json`. `wall(t)` turns run-relative seconds into a timestamp.
 pub fn per_epoch_stats_json(epochs: &[RankEpoch], wall: &dyn Fn(f64) -> String) -> Value {
+    per_epoch_stats_json_with(epochs, 0, wall)
+}
+
+/// [`per_epoch_stats_json`] with DLIO's `save_ckpt<n>` entries (start, end,
+/// duration, throughput = `checkpoint_bytes` GiB / duration) for the
+/// checkpoints saved in each epoch.
+pub fn per_epoch_stats_json_with(
+    epochs: &[RankEpoch],
+    checkpoint_bytes: u64,
+    wall: &dyn Fn(f64) -> String,
+) -> Value {
     let mut o = serde_json::Map::new();
     for e in epochs {
-        o.insert(
-            e.epoch.to_string(),
-            json!({
-                "start": wall(e.start),
-                "block1": {
-                    "start": wall(e.block.start),
-                    "end": wall(e.block.end),
-                    "duration": format!("{:.2}", e.block.end - e.block.start),
-                },
-                "end": wall(e.end),
-                "duration": format!("{:.2}", e.end - e.start),
-            }),
-        );
+        let mut v = json!({
+            "start": wall(e.start),
+            "block1": {
+                "start": wall(e.block.start),
+                "end": wall(e.block.end),
+                "duration": format!("{:.2}", e.block.end - e.block.start),
+            },
+            "end": wall(e.end),
+            "duration": format!("{:.2}", e.end - e.start),
+        });
+        if let Value::Object(m) = &mut v {
+            for c in &e.checkpoints {
+                let secs = c.seconds();
+                let gib = checkpoint_bytes as f64 / (1u64 << 30) as f64;
+                m.insert(
+                    format!("save_ckpt{}", c.number),
+                    json!({
+                        "start": wall(c.start),
+                        "end": wall(c.end),
+                        "duration": secs,
+                        "throughput": if secs > 0.0 { gib / secs } else { 0.0 },
+                        "step": c.step,
+                        "bytes_written": c.bytes,
+                    }),
+                );
+            }
+        }
+        o.insert(e.epoch.to_string(), v);
     }
     Value::Object(o)
 }

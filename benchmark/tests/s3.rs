@@ -1,13 +1,13 @@
 //! The S3 backend against a real S3-compatible server on 127.0.0.1
-//! (`moto_server`, preinstalled; the harness starts it on a free port and
-//! kills it). Skips with a printed reason when the server cannot start.
+//! (`moto_server`, preinstalled; tests/moto starts it on a port of its own
+//! and kills it). Skips with a printed reason when the server cannot start.
 //! Failure cases: object missing, server down, wrong credentials (moto with
 //! auth enforcement), GETs cut short by a TCP proxy in front of the real server.
 #![allow(clippy::unwrap_used)]
+mod moto;
 use std::{
     io::{Read, Write},
     net::{Shutdown, TcpListener, TcpStream},
-    process::{Child, Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -15,61 +15,12 @@ use std::{
     time::{Duration, Instant},
 };
 
+use moto::{free_port, start_moto};
 use storprof_bench::{
     format::{FluxSchema, FormatKind, write_npz_file, write_parquet_file},
     reader::{ReaderKind, ReaderOptions, make_reader},
     storage::{LocalStorage, S3Options, S3Storage, S3Url, Storage},
 };
-
-struct Moto {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Start moto_server (with `env`), or `None` with a printed reason.
-fn start_moto(env: &[(&str, &str)]) -> Option<Moto> {
-    let port = free_port();
-    let mut cmd = Command::new("moto_server");
-    cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("skipping: cannot start moto_server ({e}); pip install 'moto[server]'");
-            return None;
-        }
-    };
-    let moto = Moto { child, port };
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(30) {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(moto);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    eprintln!("skipping: moto_server did not listen on {port} within 30 s");
-    None
-}
 
 /// Plain unsigned HTTP request; returns the status code.
 fn http(port: u16, method: &str, path: &str) -> u16 {

@@ -64,8 +64,8 @@ use KeyType::*;
 keys! {
     "model.name" => Str, Used;
     "model.type" => Str, Ignored;
-    "model.model_size" => Float, Ignored;
-    "model.model_size_bytes" => Float, Ignored;
+    "model.model_size" => Float, Used;
+    "model.model_size_bytes" => Float, Used;
     "model.optimization_groups" => Any, Ignored;
     "model.num_layers" => Int, Ignored;
     "model.layer_parameters" => Any, Ignored;
@@ -162,13 +162,13 @@ keys! {
     "evaluation.eval_time_stdev" => Float, Ignored;
     "evaluation.eval_after_epoch" => UInt, Ignored;
     "evaluation.epochs_between_evals" => UInt, Ignored;
-    "checkpoint.checkpoint_folder" => Str, Ignored;
-    "checkpoint.checkpoint_after_epoch" => UInt, Ignored;
-    "checkpoint.epochs_between_checkpoints" => UInt, Ignored;
-    "checkpoint.steps_between_checkpoints" => Int, Ignored;
-    "checkpoint.type" => Str, Ignored;
+    "checkpoint.checkpoint_folder" => Str, Used;
+    "checkpoint.checkpoint_after_epoch" => UInt, Used;
+    "checkpoint.epochs_between_checkpoints" => UInt, Used;
+    "checkpoint.steps_between_checkpoints" => Int, Used;
+    "checkpoint.type" => Str, Used;
     "checkpoint.checkpoint_mechanism_classname" => Str, Ignored;
-    "checkpoint.fsync" => Bool, Ignored;
+    "checkpoint.fsync" => Bool, Used;
     "checkpoint.time_between_checkpoints" => Float, Ignored;
     "checkpoint.num_checkpoints_write" => Int, Ignored;
     "checkpoint.num_checkpoints_read" => Int, Ignored;
@@ -210,8 +210,29 @@ pub fn is_section(key: &str) -> bool {
     })
 }
 
-/// Up to three known keys closest to `key`, for "did you mean" hints.
+/// Longest key given "did you mean" hints: twice the longest known key.
+/// Jaro-Winkler costs the square of the length against every known key,
+/// and a key that long is no typo of one (a pasted value, a broken file).
+const MAX_SUGGESTED_KEY_LEN: usize = 2 * longest_known_key();
+
+const fn longest_known_key() -> usize {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < KNOWN_KEYS.len() {
+        if KNOWN_KEYS[i].key.len() > longest {
+            longest = KNOWN_KEYS[i].key.len();
+        }
+        i += 1;
+    }
+    longest
+}
+
+/// Up to three known keys closest to `key`, for "did you mean" hints
+/// (none for a key longer than [`MAX_SUGGESTED_KEY_LEN`]).
 pub fn suggestions(key: &str) -> Vec<&'static str> {
+    if key.len() > MAX_SUGGESTED_KEY_LEN {
+        return Vec::new();
+    }
     let last = key.rsplit('.').next().unwrap_or(key);
     let mut scored: Vec<(f64, &'static str)> = KNOWN_KEYS
         .iter()
@@ -248,6 +269,16 @@ mod tests {
         assert!(is_section("dataset"));
         assert!(is_section("dataset.parquet"));
         assert!(!is_section("dataset.num_files_train"));
+    }
+
+    #[test]
+    fn no_suggestions_for_keys_far_longer_than_any_known_key() {
+        let longest = KNOWN_KEYS.iter().map(|k| k.key.len()).max().unwrap();
+        assert_eq!(MAX_SUGGESTED_KEY_LEN, 2 * longest);
+        let typo = "dataset.num_file_train";
+        assert!(!suggestions(typo).is_empty());
+        let long = format!("{typo}{}", "x".repeat(MAX_SUGGESTED_KEY_LEN));
+        assert!(suggestions(&long).is_empty());
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! `workload.` or `++workload.` (hydra override syntax) is accepted too.
 //! Values in `--param` are parsed as YAML, so `64`, `0.05`, `True` and
 //! `{mean: 1.0, stdev: 0.1}` all work.
+pub mod checkpoint;
 pub mod keys;
 pub mod rules;
 
@@ -23,6 +24,7 @@ use serde_yaml::{Mapping, Value};
 
 use crate::error::BenchError;
 use crate::format::FormatKind;
+use checkpoint::{CheckpointSchedule, CheckpointWriters, TrainingCheckpoints};
 use keys::{Effect, KeyType};
 
 /// A benchmark workload (DLIO's `model.name`).
@@ -615,6 +617,68 @@ pub struct DlioConfig {
     pub exclude_start_steps: usize,
     pub exclude_end_steps: usize,
     pub checkpoint: bool,
+    /// What `workflow.checkpoint` saves during training, and when (`None` when it is off).
+    pub checkpoints: Option<TrainingCheckpoints>,
+}
+
+/// DLIO's `checkpoint.*` keys (and the model size) as a training checkpoint
+/// plan. DLIO's defaults: folder `./checkpoints/`, after epoch 1, every
+/// epoch, steps -1 (by epochs), `model_size` 10240 bytes, `type` rank_zero.
+fn training_checkpoints(raw: &RawConfig) -> Result<TrainingCheckpoints, BenchError> {
+    let u = |k: &str, d: u64| raw.get(k).and_then(Value::as_u64).unwrap_or(d);
+    let schedule = CheckpointSchedule::from_keys(
+        u("checkpoint.checkpoint_after_epoch", 1),
+        u("checkpoint.epochs_between_checkpoints", 1),
+        raw.get("checkpoint.steps_between_checkpoints")
+            .and_then(Value::as_i64)
+            .unwrap_or(-1),
+    )?;
+    let size_key = ["model.model_size_bytes", "model.model_size"]
+        .into_iter()
+        .find(|k| raw.get(k).is_some());
+    let model_bytes = match size_key {
+        None => 10240,
+        Some(k) => {
+            let v = raw.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+            if !(v.is_finite() && v >= 1.0 && v <= u64::MAX as f64) || v.fract() != 0.0 {
+                return Err(bad(
+                    k,
+                    format!("{v}: a checkpoint's model state needs a whole number of bytes ≥ 1"),
+                ));
+            }
+            v as u64
+        }
+    };
+    let writers = match raw.get("checkpoint.type").and_then(Value::as_str) {
+        Some(t) => CheckpointWriters::from_key(t)?,
+        None => CheckpointWriters::RankZero,
+    };
+    let folder = raw
+        .get("checkpoint.checkpoint_folder")
+        .and_then(Value::as_str)
+        .unwrap_or("./checkpoints/")
+        .trim_end_matches('/')
+        .to_string();
+    if folder.is_empty() {
+        return Err(bad("checkpoint.checkpoint_folder", "empty"));
+    }
+    if folder.contains("://") {
+        return Err(bad(
+            "checkpoint.checkpoint_folder",
+            format!("{folder}: checkpoints during bench go to a local folder"),
+        ));
+    }
+    Ok(TrainingCheckpoints {
+        folder: folder.into(),
+        schedule,
+        model_bytes,
+        writers,
+        fsync: raw
+            .get("checkpoint.fsync")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        block_size: 32 << 20,
+    })
 }
 
 /// DLIO's default `record_length` (64 KiB), what flux ends up with.
@@ -709,6 +773,15 @@ impl DlioConfig {
             exclude_end_steps: usize::try_from(u("output.metric.exclude_end_steps", 0))
                 .unwrap_or(usize::MAX),
             checkpoint: b("workflow.checkpoint", false),
+            checkpoints: None,
+        };
+        let cfg = DlioConfig {
+            checkpoints: if cfg.checkpoint {
+                Some(training_checkpoints(raw)?)
+            } else {
+                None
+            },
+            ..cfg
         };
         cfg.check()?;
         Ok(cfg)

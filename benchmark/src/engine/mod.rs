@@ -32,11 +32,14 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::config::checkpoint::TrainingCheckpoints;
 use crate::config::{DlioConfig, Shuffle, TimeSpec};
 use crate::error::BenchError;
+use crate::metrics::CheckpointSave;
 pub use crate::metrics::RankEpoch;
 use crate::metrics::{BlockTimings, ReadStats};
 use crate::reader::SampleReader;
+use crate::storage::checkpoint_write::BlockSource;
 use collective::{Collective, ThreadCollective};
 use rng::Rng;
 
@@ -60,6 +63,8 @@ pub struct TrainPlan {
     pub sample_shuffle: bool,
     pub seed: u64,
     pub seed_change_epoch: bool,
+    /// Checkpoints saved during training (`workflow.checkpoint`).
+    pub checkpoints: Option<TrainingCheckpoints>,
 }
 
 impl TrainPlan {
@@ -91,6 +96,7 @@ impl TrainPlan {
             sample_shuffle: cfg.sample_shuffle != Shuffle::Off,
             seed: cfg.seed,
             seed_change_epoch: cfg.seed_change_epoch,
+            checkpoints: cfg.checkpoints.clone(),
         })
     }
 
@@ -170,6 +176,7 @@ pub trait TrainObserver: Sync {
     fn epoch_started(&self, _epoch: u32, _steps: u64, _at: f64) {}
     fn step_done(&self, _epoch: u32, _step: u64) {}
     fn epoch_ended(&self, _epoch: RankEpoch) {}
+    fn checkpoint_saved(&self, _save: &CheckpointSave) {}
 }
 
 /// An observer that does nothing.
@@ -278,9 +285,13 @@ impl Default for Clock {
 type BatchResult = Result<ReadStats, BenchError>;
 
 /// Read one batch: one `read_samples` call per file it touches.
-fn read_batch(plan: &TrainPlan, reader: &dyn SampleReader, batch: &[u64]) -> BatchResult {
+fn read_batch(
+    plan: &TrainPlan,
+    reader: &dyn SampleReader,
+    batch: &sampler::FileBatch,
+) -> BatchResult {
     let mut stats = ReadStats::default();
-    for fr in sampler::group_by_file(batch, plan.samples_per_file) {
+    for fr in batch.files() {
         let path = plan.files.get(fr.file).ok_or_else(|| {
             BenchError::Config(format!(
                 "sample index beyond the {} training files",
@@ -307,6 +318,13 @@ pub fn run_rank(
     let mut rng = Rng::new(plan.seed ^ (rank as u64).wrapping_mul(0x1000_0000_01B3));
     let mut epochs = Vec::with_capacity(plan.epochs as usize);
     let mut stopped = false;
+    let mut ckpt = RankCheckpoints {
+        source: match &plan.checkpoints {
+            Some(c) => c.source(rank)?,
+            None => None,
+        },
+        saves: Vec::new(),
+    };
     for epoch in 1..=plan.epochs {
         reader.start_epoch(epoch);
         let order = plan.rank_epoch_order(rank, epoch);
@@ -314,6 +332,7 @@ pub fn run_rank(
             order: &order,
             count: plan.batches_in(&order),
             size: plan.batch_size,
+            samples_per_file: plan.samples_per_file,
         };
         if collective
             .barrier_agree(stop.load(Ordering::SeqCst))
@@ -328,13 +347,26 @@ pub fn run_rank(
         }
         let (block, read, stopped_in_epoch) = run_epoch(
             plan, rank, reader, collective, clock, batches, &mut rng, epoch, observer, stop,
+            &mut ckpt,
         )?;
+        // DLIO saves a by-epoch checkpoint inside the epoch, after its last
+        // step's barrier and one more; the directory is named with the step
+        // count + 1 (its `overall_step` after the loop).
+        if let Some(c) = &plan.checkpoints
+            && !stopped_in_epoch
+            && c.schedule.after_epoch(epoch)
+        {
+            collective.barrier().map_err(|_| aborted())?;
+            let steps = block.compute.len() as u64;
+            ckpt.save(c, rank, epoch, steps + 1, clock, observer)?;
+        }
         let e = RankEpoch {
             epoch,
             start,
             end: clock.now(),
             block,
             read,
+            checkpoints: std::mem::take(&mut ckpt.saves),
         };
         if let Some(o) = observer {
             o.epoch_ended(e.clone());
@@ -358,14 +390,15 @@ struct Batches<'a> {
     order: &'a sampler::EpochOrder,
     count: u64,
     size: u64,
+    samples_per_file: u64,
 }
 
-impl<'a> Batches<'a> {
-    fn get<'s>(&self, i: u64, scratch: &'s mut Vec<u64>) -> &'s [u64]
-    where
-        'a: 's,
-    {
-        self.order.batch(i, self.size, scratch)
+impl Batches<'_> {
+    /// Batch `i`, per file, into `out` (kept by the caller between batches).
+    fn get<'s>(&self, i: u64, out: &'s mut sampler::FileBatch) -> &'s sampler::FileBatch {
+        self.order
+            .batch_by_file(i, self.size, self.samples_per_file, out);
+        out
     }
 }
 
@@ -381,6 +414,7 @@ fn run_epoch(
     epoch: u32,
     observer: Option<&dyn TrainObserver>,
     stop_request: &AtomicBool,
+    ckpt: &mut RankCheckpoints,
 ) -> Result<(BlockTimings, ReadStats, bool), BenchError> {
     let workers = plan.read_threads;
     let stop = AtomicBool::new(false);
@@ -395,7 +429,7 @@ fn run_epoch(
             receivers.push(rx);
             let stop = &stop;
             s.spawn(move || {
-                let mut scratch = Vec::new();
+                let mut scratch = sampler::FileBatch::default();
                 for i in (w as u64..batches.count).step_by(workers) {
                     if stop.load(Ordering::Relaxed) {
                         return;
@@ -421,6 +455,7 @@ fn run_epoch(
             observer,
             &read_total,
             stop_request,
+            ckpt,
         );
         stop.store(true, Ordering::Relaxed);
         drop(receivers); // unblock workers waiting to send
@@ -446,13 +481,14 @@ fn consume(
     observer: Option<&dyn TrainObserver>,
     read_total: &Mutex<ReadStats>,
     stop_request: &AtomicBool,
+    ckpt: &mut RankCheckpoints,
 ) -> Result<(BlockTimings, bool), BenchError> {
     let mut b = BlockTimings {
         start: clock.now(),
         ..BlockTimings::default()
     };
     let mut t_load = clock.now();
-    let mut scratch = Vec::new();
+    let mut scratch = sampler::FileBatch::default();
     for step in 0..batches.count {
         let stats = if receivers.is_empty() {
             read_batch(plan, reader, batches.get(step, &mut scratch))?
@@ -484,10 +520,56 @@ fn consume(
             b.end = clock.now();
             return Ok((b, true));
         }
+        if let Some(c) = &plan.checkpoints
+            && c.schedule.after_step(step + 1)
+        {
+            let t0 = clock.now();
+            ckpt.save(c, rank, epoch, step + 1, clock, observer)?;
+            b.checkpoint_seconds += clock.now() - t0;
+        }
         t_load = clock.now();
     }
     b.end = clock.now();
     Ok((b, false))
+}
+
+/// A rank's checkpoint writer state: its content source (made before
+/// training) and the saves of the current epoch.
+struct RankCheckpoints {
+    source: Option<BlockSource>,
+    saves: Vec<CheckpointSave>,
+}
+
+impl RankCheckpoints {
+    /// Save this rank's part of the checkpoint after `step` of `epoch`, timed
+    /// from before the first write to after the last fsync (DLIO's
+    /// `start_save_ckpt` / `end_save_ckpt` around `save_checkpoint`).
+    fn save(
+        &mut self,
+        c: &TrainingCheckpoints,
+        rank: usize,
+        epoch: u32,
+        step: u64,
+        clock: &Clock,
+        observer: Option<&dyn TrainObserver>,
+    ) -> Result<(), BenchError> {
+        let start = clock.now();
+        let io = c.save(rank, epoch, step, self.source.as_mut())?;
+        let save = CheckpointSave {
+            number: u32::try_from(self.saves.len() + 1).unwrap_or(u32::MAX),
+            epoch,
+            step,
+            start,
+            end: clock.now(),
+            bytes: io.bytes,
+            files: io.files,
+        };
+        if let Some(o) = observer {
+            o.checkpoint_saved(&save);
+        }
+        self.saves.push(save);
+        Ok(())
+    }
 }
 
 /// DLIO's `sleep`: fixed, or Normal(mean, stdev) with `abs()`.

@@ -90,29 +90,116 @@ pub struct FileRows {
     pub rows: Vec<u64>,
 }
 
+/// One batch's rows per file, kept by a read thread from batch to batch:
+/// the row vectors are refilled in place (a dlrm batch is 16,384 rows, and
+/// a fresh 128 KiB vector per batch was a page-faulting allocation).
+#[derive(Clone, Debug, Default)]
+pub struct FileBatch {
+    files: Vec<FileRows>,
+    len: usize,
+}
+
+impl FileBatch {
+    /// The batch's files, in order of first appearance, rows ascending.
+    pub fn files(&self) -> &[FileRows] {
+        &self.files[..self.len]
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Position of `file` among the batch's files, appended if new.
+    fn position(&mut self, file: usize) -> usize {
+        if let Some(i) = self.files().iter().position(|f| f.file == file) {
+            return i;
+        }
+        self.push(file);
+        self.len - 1
+    }
+
+    /// An emptied row vector for `file`, appended as the batch's last file.
+    fn push(&mut self, file: usize) -> &mut Vec<u64> {
+        if self.len == self.files.len() {
+            self.files.push(FileRows {
+                file,
+                rows: Vec::new(),
+            });
+        }
+        let f = &mut self.files[self.len];
+        self.len += 1;
+        f.file = file;
+        f.rows.clear();
+        &mut f.rows
+    }
+}
+
+impl EpochOrder {
+    /// Batch `i` of `batch_size` samples (clipped to the epoch's end) split
+    /// per file of `samples_per_file` into `out`, as [`group_by_file`]
+    /// splits [`EpochOrder::batch`]. An in-order batch is a run of rows per
+    /// file, written once, without its global indices.
+    pub fn batch_by_file(
+        &self,
+        i: u64,
+        batch_size: u64,
+        samples_per_file: u64,
+        out: &mut FileBatch,
+    ) {
+        match self {
+            EpochOrder::InOrder(r) => {
+                let bs = batch_size.max(1);
+                let per_file = samples_per_file.max(1);
+                let from = i.saturating_mul(bs).min(self.len());
+                let to = from.saturating_add(bs).min(self.len());
+                let (mut g, end) = (r.start + from, r.start + to);
+                out.clear();
+                while g < end {
+                    let file = g / per_file;
+                    let base = file * per_file;
+                    let run_end = end.min(base.saturating_add(per_file));
+                    out.push(file as usize).extend(g - base..run_end - base);
+                    g = run_end;
+                }
+            }
+            EpochOrder::Shuffled(_) => {
+                let mut unused = Vec::new();
+                group_by_file_into(
+                    self.batch(i, batch_size, &mut unused),
+                    samples_per_file,
+                    out,
+                );
+            }
+        }
+    }
+}
+
 /// Split a batch of global sample indices into per-file row lists, files in
 /// order of first appearance, rows ascending.
 pub fn group_by_file(batch: &[u64], samples_per_file: u64) -> Vec<FileRows> {
+    let mut out = FileBatch::default();
+    group_by_file_into(batch, samples_per_file, &mut out);
+    out.files().to_vec()
+}
+
+/// [`group_by_file`] into `out`, reusing its row vectors.
+pub fn group_by_file_into(batch: &[u64], samples_per_file: u64, out: &mut FileBatch) {
     let per_file = samples_per_file.max(1);
-    // Batches of an epoch in order are ascending (a dlrm batch is 16,384
-    // samples): split them per file by binary search, without a per-sample
-    // division or branch.
+    out.clear();
+    // Ascending batches: split them per file by binary search, without a
+    // per-sample division or branch.
     if batch.is_sorted_by(|a, b| a < b) {
-        let mut out = Vec::new();
         let mut rest = batch;
         while let Some(&first) = rest.first() {
             let file = first / per_file;
             let base = file * per_file;
             let n = rest.partition_point(|&g| g / per_file == file);
-            out.push(FileRows {
-                file: file as usize,
-                rows: rest[..n].iter().map(|&g| g - base).collect(),
-            });
+            out.push(file as usize)
+                .extend(rest[..n].iter().map(|&g| g - base));
             rest = &rest[n..];
         }
-        return out;
+        return;
     }
-    let mut out: Vec<FileRows> = Vec::new();
     // Shuffled batches: divide and look the file up only when it changes.
     let mut current = 0;
     let mut file_samples = 0..0;
@@ -121,21 +208,14 @@ pub fn group_by_file(batch: &[u64], samples_per_file: u64) -> Vec<FileRows> {
             let file = (g / per_file) as usize;
             let first = g - g % per_file;
             file_samples = first..first.saturating_add(per_file);
-            current = out.iter().position(|f| f.file == file).unwrap_or_else(|| {
-                out.push(FileRows {
-                    file,
-                    rows: Vec::new(),
-                });
-                out.len() - 1
-            });
+            current = out.position(file);
         }
-        out[current].rows.push(g - file_samples.start);
+        out.files[current].rows.push(g - file_samples.start);
     }
-    for f in &mut out {
+    for f in &mut out.files[..out.len] {
         f.rows.sort_unstable();
         f.rows.dedup();
     }
-    out
 }
 
 #[cfg(test)]
@@ -211,6 +291,31 @@ mod tests {
             ]
         );
         assert!(group_by_file(&[], 4).is_empty());
+    }
+
+    /// In-order batches split per file without their global indices give
+    /// what grouping the materialized batch gives, also across file ends,
+    /// for the last (short) batch and past the epoch; a reused `FileBatch`
+    /// holds only the current batch's files.
+    #[test]
+    fn in_order_batches_by_file_match_grouping_the_batch() {
+        let mut out = FileBatch::default();
+        let mut scratch = Vec::new();
+        for (total, rank, ranks) in [(103, 1, 2), (40, 0, 1), (7, 0, 3)] {
+            let lazy = epoch_order(total, rank, ranks, None);
+            let full = EpochOrder::Shuffled(lazy.to_vec());
+            for per_file in [1, 3, 10, 64] {
+                for bs in [1, 4, 10, 25] {
+                    for i in 0..lazy.full_batches(bs) + 2 {
+                        let want = group_by_file(lazy.batch(i, bs, &mut scratch), per_file);
+                        lazy.batch_by_file(i, bs, per_file, &mut out);
+                        assert_eq!(out.files(), want, "{total}/{rank}/{per_file}/{bs}/{i}");
+                        full.batch_by_file(i, bs, per_file, &mut out);
+                        assert_eq!(out.files(), want, "shuffled path {per_file}/{bs}/{i}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

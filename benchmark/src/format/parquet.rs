@@ -561,6 +561,9 @@ pub fn read_layout(ra: &dyn RandomAccess, path: &str) -> Result<(ParquetLayout, 
     Ok((layout, read))
 }
 
+/// Most list elements a footer's parse reserves room for before reading them.
+const PRESIZE_MAX: usize = 1 << 16;
+
 /// Parse FileMetaData `footer` of a file of `file_len` bytes.
 pub fn parse_footer(footer: &[u8], file_len: u64, path: &str) -> Result<ParquetLayout, BenchError> {
     let tr = |e: ThriftError| corrupt(path, format!("bad footer: {}", e.0));
@@ -597,6 +600,7 @@ pub fn parse_footer(footer: &[u8], file_len: u64, path: &str) -> Result<ParquetL
             (3, ty::I64) => num_rows = Some(r.i64().map_err(tr)?),
             (4, ty::LIST) => {
                 let (_, n) = r.list().map_err(tr)?;
+                groups.reserve(n.min(PRESIZE_MAX));
                 for _ in 0..n {
                     groups.push(parse_row_group(&mut r).map_err(tr)?);
                 }
@@ -743,6 +747,10 @@ fn parse_row_group(r: &mut Reader) -> Result<(i64, Vec<ChunkLayout>), ThriftErro
             (_, 0) => break,
             (1, ty::LIST) => {
                 let (_, n) = r.list()?;
+                // Sized up front (a dlrm group has 200 chunks: growing by
+                // doubling copied and faulted in most of the layout twice);
+                // `list` bounded n by the bytes left, the cap bounds a lie.
+                chunks.reserve(n.min(PRESIZE_MAX));
                 for _ in 0..n {
                     chunks.push(parse_column_chunk(r)?);
                 }

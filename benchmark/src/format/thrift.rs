@@ -128,8 +128,14 @@ pub struct ThriftError(pub String);
 
 type R<T> = Result<T, ThriftError>;
 
+#[cold]
 fn err<T>(msg: impl Into<String>) -> R<T> {
     Err(ThriftError(msg.into()))
+}
+
+#[cold]
+fn end_of_metadata() -> ThriftError {
+    ThriftError("unexpected end of metadata".into())
 }
 
 /// Maximum struct nesting we accept (Parquet metadata nests ~6 deep).
@@ -158,43 +164,70 @@ impl<'a> Reader<'a> {
         }
     }
 
+    // The byte-level readers are inlined into the footer's field loop: a
+    // dlrm footer is millions of fields, and a call per byte, returning a
+    // `Result` through memory, was most of its parse time.
+    #[inline]
     fn byte(&mut self) -> R<u8> {
-        let b = *self
-            .data
-            .get(self.pos)
-            .ok_or_else(|| ThriftError("unexpected end of metadata".into()))?;
+        let Some(&b) = self.data.get(self.pos) else {
+            return Err(end_of_metadata());
+        };
         self.pos += 1;
         Ok(b)
     }
 
+    #[inline]
     fn varint(&mut self) -> R<u64> {
+        // Most values (field ids, small counts, sizes under 128) are one byte.
+        if let Some(&b) = self.data.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
+        self.varint_long()
+    }
+
+    /// A varint of two bytes or more: the bytes left are scanned as a
+    /// slice (at most 10, the longest a u64 takes), not one `byte()` each.
+    #[inline]
+    fn varint_long(&mut self) -> R<u64> {
+        let rest = self.data.get(self.pos..).unwrap_or_default();
         let mut v = 0u64;
-        for shift in (0..70).step_by(7) {
-            let b = self.byte()?;
-            if shift == 63 && b > 1 {
+        for (i, &b) in rest.iter().take(10).enumerate() {
+            if i == 9 && b > 1 {
                 return err("varint overflow");
             }
-            v |= u64::from(b & 0x7F) << shift;
+            v |= u64::from(b & 0x7F) << (7 * i);
             if b & 0x80 == 0 {
+                self.pos += i + 1;
                 return Ok(v);
             }
         }
-        err("varint too long")
+        if rest.len() < 10 {
+            Err(end_of_metadata())
+        } else {
+            err("varint too long")
+        }
     }
 
+    #[inline]
     fn zigzag(&mut self) -> R<i64> {
         let v = self.varint()?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
     }
 
+    #[inline]
     pub fn i64(&mut self) -> R<i64> {
         self.zigzag()
     }
 
+    #[inline]
     pub fn i32(&mut self) -> R<i32> {
         i32::try_from(self.zigzag()?).or_else(|_| err("i32 out of range"))
     }
 
+    #[inline]
     pub fn binary(&mut self) -> R<&'a [u8]> {
         let n = usize::try_from(self.varint()?).or_else(|_| err("length too large"))?;
         if n > self.data.len() - self.pos {
@@ -212,6 +245,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Enter a struct (call `field` until STOP, then `leave`).
+    #[inline]
     pub fn enter(&mut self) -> R<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
@@ -220,11 +254,13 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    #[inline]
     pub fn leave(&mut self) {
         self.depth = self.depth.saturating_sub(1);
     }
 
     /// Next field header of the current struct; `last` is the previous id.
+    #[inline]
     pub fn field(&mut self, last: &mut i16) -> R<Field> {
         let b = self.byte()?;
         if b == 0 {
@@ -245,6 +281,7 @@ impl<'a> Reader<'a> {
     /// List header: (element type, count). The count is checked against the
     /// remaining bytes (every element takes at least one byte, except bools
     /// in lists which also take one).
+    #[inline]
     pub fn list(&mut self) -> R<(u8, usize)> {
         let b = self.byte()?;
         let t = b & 0x0F;
@@ -265,7 +302,19 @@ impl<'a> Reader<'a> {
     }
 
     /// Skip a value of type `t`.
+    #[inline]
     pub fn skip(&mut self, t: u8) -> R<()> {
+        // Scalars (most skipped fields) here, containers out of line.
+        match t {
+            ty::TRUE | ty::FALSE => Ok(()),
+            ty::I16 | ty::I32 | ty::I64 => self.varint().map(|_| ()),
+            ty::BINARY => self.binary().map(|_| ()),
+            _ => self.skip_other(t),
+        }
+    }
+
+    #[inline(never)]
+    fn skip_other(&mut self, t: u8) -> R<()> {
         match t {
             ty::TRUE | ty::FALSE => Ok(()),
             ty::BYTE => self.byte().map(|_| ()),
@@ -281,11 +330,28 @@ impl<'a> Reader<'a> {
             ty::LIST | ty::SET => {
                 let (et, n) = self.list()?;
                 self.enter()?;
-                for _ in 0..n {
-                    if et == ty::TRUE || et == ty::FALSE {
-                        self.byte()?;
-                    } else {
-                        self.skip(et)?;
+                match et {
+                    // Elements of one byte or one varint each (Parquet's
+                    // encodings lists) and strings (path_in_schema): tight loops.
+                    ty::TRUE | ty::FALSE | ty::BYTE => {
+                        for _ in 0..n {
+                            self.byte()?;
+                        }
+                    }
+                    ty::I16 | ty::I32 | ty::I64 => {
+                        for _ in 0..n {
+                            self.varint()?;
+                        }
+                    }
+                    ty::BINARY => {
+                        for _ in 0..n {
+                            self.binary()?;
+                        }
+                    }
+                    _ => {
+                        for _ in 0..n {
+                            self.skip(et)?;
+                        }
                     }
                 }
                 self.leave();

@@ -22,7 +22,7 @@ use super::{ReadStats, group_rows};
 use crate::{
     error::BenchError,
     format::{npz, parquet},
-    storage::Storage,
+    storage::{RandomAccess, Storage},
 };
 
 /// Per-file footer cache: the footer is read and parsed once per file, also
@@ -97,15 +97,13 @@ pub fn row_groups_range(
     (start.min(end), end)
 }
 
-/// Read row groups `rgs` in one storage read.
+/// Read row groups `rgs` of the opened file `ra` in one storage read.
 pub(crate) fn load_row_groups(
-    storage: &dyn Storage,
-    file: &str,
+    ra: &dyn RandomAccess,
     layout: &parquet::ParquetLayout,
     rgs: std::ops::Range<usize>,
 ) -> Result<(Bytes, u64), BenchError> {
     let (start, end) = row_groups_range(layout, rgs);
-    let ra = storage.open(file)?;
     let b = ra.read_range(start, (end - start) as usize)?;
     Ok((b, end - start))
 }

@@ -24,6 +24,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::datagen::subfolder_of;
 use super::mlpstorage;
 use super::{interrupt, memory};
+use crate::config::checkpoint::CheckpointSchedule;
 use crate::config::rules::{self, Division};
 use crate::config::{self, Accelerator, DlioConfig, RawConfig, Workload};
 use crate::engine::{RankResult, TrainObserver, TrainPlan, TrainResult, run_training_until};
@@ -33,6 +34,7 @@ use crate::metrics::{
     BlockMetrics, ExcludeSteps, RankEpoch, ReadStats, RunMetrics, block_metrics, epoch_metrics,
     run_metrics,
 };
+use crate::metrics::{CheckpointSave, TrainingCheckpointMetrics, training_checkpoint_metrics};
 use crate::output::{self, HostFacts, Interruption, Measured, SummaryFacts};
 use crate::reader::{self, ReaderKind, ReaderOptions, SampleReader};
 use crate::storage::{DEFAULT_POOL_BYTES, Storage};
@@ -415,8 +417,29 @@ pub fn run_bench_on(
             ignored.join(", ")
         );
     }
-    if reporter && p.cfg.checkpoint {
-        log::warn!("workflow.checkpoint is set: checkpoints are not emulated, only training reads");
+    if reporter && let Some(c) = &p.plan.checkpoints {
+        let when = match c.schedule {
+            CheckpointSchedule::Epochs {
+                after_epoch,
+                between,
+            } => format!("after epoch {after_epoch} and every {between} epoch(s) after it"),
+            CheckpointSchedule::Steps { every } => format!("every {every} steps of each epoch"),
+        };
+        log::info!(
+            "checkpoints: {} B of model state per writing rank ({:?}), {when}, into {}{}",
+            c.model_bytes,
+            c.writers,
+            c.folder.display(),
+            if c.fsync { ", fsynced" } else { "" }
+        );
+        if let CheckpointSchedule::Epochs { after_epoch, .. } = c.schedule
+            && after_epoch > p.plan.epochs
+        {
+            log::warn!(
+                "checkpoint.checkpoint_after_epoch {after_epoch} > train.epochs {}: no checkpoint will be saved",
+                p.plan.epochs
+            );
+        }
     }
     let exclude = ExcludeSteps {
         start: p.cfg.exclude_start_steps,
@@ -509,10 +532,26 @@ pub fn run_bench_on(
         let t: DateTime<Local> = started + chrono::Duration::microseconds((secs * 1e6) as i64);
         output::ts(&t)
     };
+    let checkpoint_bytes = p
+        .plan
+        .checkpoints
+        .as_ref()
+        .map_or(0, |c| c.checkpoint_bytes(p.plan.comm_size));
+    // DLIO's summary reads rank 0's per-epoch stats.
+    let checkpoint_metrics: Option<TrainingCheckpointMetrics> =
+        p.plan.checkpoints.as_ref().map(|_| {
+            let saves: Vec<CheckpointSave> = result
+                .ranks
+                .iter()
+                .filter(|r| r.rank == 0)
+                .flat_map(|r| r.epochs.iter().flat_map(|e| e.checkpoints.iter().cloned()))
+                .collect();
+            training_checkpoint_metrics(&saves, checkpoint_bytes)
+        });
     for (rank, blocks) in result.ranks.iter().zip(&per_rank_blocks) {
         write_json(
             &results_dir.join(format!("{}_per_epoch_stats.json", rank.rank)),
-            &output::per_epoch_stats_json(&rank.epochs, &wall),
+            &output::per_epoch_stats_json_with(&rank.epochs, checkpoint_bytes, &wall),
         )?;
         let mut out = output::rank_output_json(&rank.epochs, blocks);
         let host = trained
@@ -547,15 +586,59 @@ pub fn run_bench_on(
             "run_rules".into(),
             serde_json::to_value(&validity).unwrap_or_default(),
         );
+        if let (Some(c), Some(cm)) = (&p.plan.checkpoints, &checkpoint_metrics) {
+            if let Some(serde_json::Value::Object(metric)) = o.get_mut("metric") {
+                for (k, v) in [
+                    (
+                        "save_checkpoint_io_mean_GB_per_second",
+                        cm.save_checkpoint_io_mean_GB_per_second,
+                    ),
+                    (
+                        "save_checkpoint_io_stdev_GB_per_second",
+                        cm.save_checkpoint_io_stdev_GB_per_second,
+                    ),
+                    (
+                        "save_checkpoint_duration_mean_seconds",
+                        cm.save_checkpoint_duration_mean_seconds,
+                    ),
+                    (
+                        "save_checkpoint_duration_stdev_seconds",
+                        cm.save_checkpoint_duration_stdev_seconds,
+                    ),
+                    ("checkpoint_size_GB", cm.checkpoint_size_GB),
+                ] {
+                    metric.insert(k.into(), serde_json::json!(v));
+                }
+            }
+            let written: u64 = result
+                .ranks
+                .iter()
+                .flat_map(|r| r.epochs.iter().flat_map(|e| e.checkpoints.iter()))
+                .map(|s| s.bytes)
+                .sum();
+            o.insert(
+                "checkpoint".into(),
+                serde_json::json!({
+                    "folder": c.folder.to_string_lossy(),
+                    "schedule": c.schedule,
+                    "writers": c.writers,
+                    "model_bytes": c.model_bytes,
+                    "fsync": c.fsync,
+                    "saved": cm.count,
+                    "bytes_written_all_ranks": written,
+                }),
+            );
+        }
     }
     write_json(&results_dir.join("summary.json"), &summary)?;
     write_mlpstorage_files(opts, &p, &results_dir, &started, &summary)?;
 
     let now = Local::now();
     console.say(&now, &format!("Saved outputs in {}", results_dir.display()));
-    let block = output::metric_block(
+    let block = output::metric_block_with_checkpoints(
         p.plan.comm_size,
         &metrics,
+        checkpoint_metrics.as_ref(),
         Some(&measured),
         &output::ts(&Local::now()),
     );
@@ -852,6 +935,8 @@ struct ConsoleObserver {
     comm_size: usize,
     time_spec: String,
     exclude: ExcludeSteps,
+    /// One checkpoint's GiB (all writing ranks), for the throughput line.
+    checkpoint_gib: f64,
 }
 
 impl ConsoleObserver {
@@ -866,6 +951,9 @@ impl ConsoleObserver {
             comm_size: p.plan.comm_size,
             time_spec: p.cfg.computation_time.dlio_repr(),
             exclude,
+            checkpoint_gib: p.plan.checkpoints.as_ref().map_or(0.0, |c| {
+                c.checkpoint_bytes(p.plan.comm_size) as f64 / (1u64 << 30) as f64
+            }),
         }
     }
 
@@ -927,6 +1015,27 @@ impl TrainObserver for ConsoleObserver {
         {
             bar.set_position(step);
         }
+    }
+
+    fn checkpoint_saved(&self, c: &CheckpointSave) {
+        let seconds = c.seconds();
+        let gib = self.checkpoint_gib;
+        self.say(
+            &self.at(c.start),
+            &format!(
+                "Starting saving checkpoint {} after total step {} for epoch {}",
+                c.number, c.step, c.epoch
+            ),
+        );
+        self.say(
+            &self.at(c.end),
+            &format!(
+                "Finished saving checkpoint {} for epoch {} in {seconds:.4} s; Throughput: {:.4} GB/s",
+                c.number,
+                c.epoch,
+                if seconds > 0.0 { gib / seconds } else { 0.0 }
+            ),
+        );
     }
 
     fn epoch_ended(&self, epoch: RankEpoch) {

@@ -349,6 +349,7 @@ mod imp {
         block: BlockTimings,
         /// bytes_read, requests, samples, sample_bytes.
         read: [u64; 4],
+        checkpoints: Vec<crate::metrics::CheckpointSave>,
     }
 
     impl RankSet for MpiWorld {
@@ -402,6 +403,7 @@ mod imp {
                         start: e.start,
                         end: e.end,
                         block: e.block.clone(),
+                        checkpoints: e.checkpoints.clone(),
                         read: [
                             e.read.bytes_read,
                             e.read.requests,
@@ -453,6 +455,7 @@ mod imp {
                                 samples: e.read[2],
                                 sample_bytes: e.read[3],
                             },
+                            checkpoints: e.checkpoints,
                         })
                         .collect(),
                 });

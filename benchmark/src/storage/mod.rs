@@ -23,6 +23,7 @@ use bytes::Bytes;
 use crate::error::BenchError;
 
 mod aligned;
+pub mod checkpoint_write;
 mod local;
 mod pool;
 mod s3;

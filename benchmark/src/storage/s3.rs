@@ -417,6 +417,23 @@ impl S3Storage {
 
     /// Object key of `path`: a full `s3://bucket/...` URL, or a path relative
     /// to the prefix (leading `./` and `/` ignored).
+    /// Delete the object `path` (a missing one is not an error).
+    pub fn delete(&self, path: &str) -> Result<(), BenchError> {
+        let key = self.key(path);
+        match self
+            .runtime
+            .block_on(self.store.delete(&ObjPath::from(key.as_str())))
+        {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(os_err(&self.obj_url(&key), e)),
+        }
+        self.sizes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+        Ok(())
+    }
+
     pub fn key(&self, path: &str) -> String {
         let bucket_url = format!("s3://{}/", self.url.bucket);
         if let Some(k) = path.strip_prefix(&bucket_url) {

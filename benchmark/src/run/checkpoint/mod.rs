@@ -17,6 +17,7 @@
 //! MPI world's processes (the same [`crate::run::mpi::MpiWorld`] `bench` uses).
 pub mod io;
 pub mod layout;
+pub mod s3io;
 pub mod summary;
 
 use std::path::{Path, PathBuf};
@@ -41,8 +42,12 @@ pub struct CheckpointOptions {
     pub num_checkpoints_write: u32,
     /// Checkpoints read back, the first ones written [default: 10].
     pub num_checkpoints_read: u32,
-    /// Local folder the checkpoints go to.
+    /// Folder the checkpoints go to: a local path, or `s3://BUCKET/PREFIX`
+    /// (each shard one object; see [`s3io`]).
     pub folder: PathBuf,
+    /// Connection settings of an `s3://` folder [default: `S3Options::default`,
+    /// i.e. the AWS environment variables].
+    pub s3: crate::storage::S3Options,
     /// Divide every shard's size by this (≥ 1) [default: 1].
     pub scale: f64,
     /// Write and read with O_DIRECT (aligned buffers) [default: false].
@@ -74,6 +79,7 @@ impl Default for CheckpointOptions {
             num_checkpoints_write: 10,
             num_checkpoints_read: 10,
             folder: PathBuf::from("checkpoints"),
+            s3: crate::storage::S3Options::default(),
             scale: 1.0,
             odirect: false,
             fsync: true,
@@ -169,6 +175,8 @@ pub struct CheckpointSummary {
     pub zero_stage: u8,
     pub num_parameters: u64,
     pub checkpoint_folder: String,
+    /// When a shard counts as saved: after its fsync, or (S3) after its upload completed.
+    pub durability: String,
     pub scale: f64,
     pub block_size: usize,
     pub odirect: bool,
@@ -329,6 +337,12 @@ fn validate(opts: &CheckpointOptions) -> Result<(), BenchError> {
             ),
         });
     }
+    if opts.odirect && is_s3(&opts.folder) {
+        return Err(BenchError::BadParam {
+            key: "--odirect".into(),
+            reason: "O_DIRECT applies to local files, not to an s3:// checkpoint folder".into(),
+        });
+    }
     if opts.num_checkpoints_read > opts.num_checkpoints_write {
         return Err(BenchError::BadParam {
             key: "--num-checkpoints-read".into(),
@@ -339,6 +353,10 @@ fn validate(opts: &CheckpointOptions) -> Result<(), BenchError> {
         });
     }
     Ok(())
+}
+
+fn is_s3(folder: &Path) -> bool {
+    folder.to_string_lossy().starts_with("s3://")
 }
 
 /// Make `folder` ready: created if missing; refused if it holds files
@@ -446,9 +464,20 @@ pub fn run_checkpoint(
     };
     let print = opts.print && ranks.is_reporter();
     let local = ranks.local_ranks();
+    let s3 = s3io::S3Folder::parse(&opts.folder.to_string_lossy(), &opts.s3)?;
     if ranks.is_reporter() {
-        prepare_folder(&opts.folder, opts.force, needed, &manifest)?;
+        match &s3 {
+            Some(s3) => s3.prepare(opts.force, &manifest)?,
+            None => prepare_folder(&opts.folder, opts.force, needed, &manifest)?,
+        }
     }
+    let durability = match (&s3, opts.fsync) {
+        (Some(_), _) => s3io::S3_DURABILITY.to_string(),
+        (None, true) => "each shard file fsynced, then its directory".to_string(),
+        (None, false) => {
+            "--no-fsync: shards left as dirty pages for the kernel's writeback".to_string()
+        }
+    };
     ranks.barrier();
     if print {
         let mode = if layout.subset { " (subset)" } else { "" };
@@ -464,26 +493,46 @@ pub fn run_checkpoint(
             opts.scale,
             checkpoint_bytes as f64 / GIB
         );
+        if let Some(s3) = &s3 {
+            println!(
+                "[OUTPUT] {} Checkpoints go to {}: {durability}",
+                timestamp(),
+                crate::storage::Storage::describe(s3.storage.as_ref())
+            );
+        }
     }
 
     // The generator alone, then one source per local rank.
-    let generator_one = BlockSource::measure(opts.block_size, opts.generator_probe)? / GIB;
+    let generator_one =
+        BlockSource::measure(opts.block_size, opts.generator_probe, opts.odirect)? / GIB;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let generator_threads = local.len().clamp(1, cores);
     let mut sources: Vec<BlockSource> = local
         .iter()
-        .map(|&r| BlockSource::new(opts.block_size, 2, 0x0c4e_c4b0 ^ ((r as u64) << 20)))
+        .map(|&r| {
+            // Huge pages only for O_DIRECT (see BlockSource::with_huge_pages).
+            BlockSource::with_huge_pages(
+                opts.block_size,
+                2,
+                0x0c4e_c4b0 ^ ((r as u64) << 20),
+                opts.odirect,
+            )
+        })
         .collect::<Result<_, _>>()?;
     let mode = WriteMode {
         block: opts.block_size,
         odirect: opts.odirect,
-        fsync: opts.fsync,
+        // An object store has nothing to fsync (see s3io::S3_DURABILITY).
+        fsync: opts.fsync && s3.is_none(),
     };
 
     let mut results = ProcessResults::default();
     for k in 1..=opts.num_checkpoints_write {
-        let dir = opts.folder.join(checkpoint_dir_name(k));
-        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let dir_name = checkpoint_dir_name(k);
+        let dir = opts.folder.join(&dir_name);
+        if s3.is_none() {
+            std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        }
         ranks.barrier();
         if print {
             println!("[OUTPUT] {} Starting saving checkpoint {k}", timestamp());
@@ -495,11 +544,21 @@ pub fn run_checkpoint(
                 .map(|(&rank, src)| {
                     let files = &plans[rank];
                     let dir = &dir;
+                    let dir_name = &dir_name;
+                    let s3 = s3.as_ref();
                     s.spawn(move || -> Result<RankIo, BenchError> {
                         let t = Instant::now();
                         let mut total = IoBytes::default();
                         for f in files {
-                            total.add(io::write_file(&dir.join(&f.name), f.bytes, src, mode)?);
+                            total.add(match s3 {
+                                Some(s3) => s3.write_object(
+                                    &format!("{dir_name}/{}", f.name),
+                                    f.bytes,
+                                    src,
+                                    mode.block,
+                                )?,
+                                None => io::write_file(&dir.join(&f.name), f.bytes, src, mode)?,
+                            });
                         }
                         if mode.fsync {
                             io::fsync_dir(dir)?;
@@ -546,7 +605,9 @@ pub fn run_checkpoint(
         .saturating_mul(u64::from(opts.num_checkpoints_write));
     let memory = opts.client_memory_bytes.unwrap_or_else(mem_total);
     let mut cache_drop = CacheDrop::NotNeeded;
-    if opts.num_checkpoints_read > 0 && local_bytes < memory.saturating_mul(3) {
+    if s3.is_some() {
+        cache_drop = CacheDrop::RemoteObjects;
+    } else if opts.num_checkpoints_read > 0 && local_bytes < memory.saturating_mul(3) {
         let files: Vec<PathBuf> = (1..=opts.num_checkpoints_read)
             .flat_map(|k| {
                 let dir = opts.folder.join(checkpoint_dir_name(k));
@@ -565,7 +626,7 @@ pub fn run_checkpoint(
                 match cache_drop {
                     CacheDrop::DropCaches => "echo 3 > /proc/sys/vm/drop_caches",
                     CacheDrop::FadviseDontneed => "posix_fadvise DONTNEED per file: not root",
-                    CacheDrop::NotNeeded => "not needed",
+                    CacheDrop::NotNeeded | CacheDrop::RemoteObjects => "not needed",
                 }
             );
         }
@@ -581,7 +642,8 @@ pub fn run_checkpoint(
         })
         .collect::<Result<_, _>>()?;
     for k in 1..=opts.num_checkpoints_read {
-        let dir = opts.folder.join(checkpoint_dir_name(k));
+        let dir_name = checkpoint_dir_name(k);
+        let dir = opts.folder.join(&dir_name);
         ranks.barrier();
         if print {
             println!("[OUTPUT] {} Starting loading checkpoint {k}", timestamp());
@@ -593,12 +655,19 @@ pub fn run_checkpoint(
                 .map(|(&rank, buf)| {
                     let files = &plans[rank];
                     let dir = &dir;
+                    let dir_name = &dir_name;
+                    let s3 = s3.as_ref();
                     let odirect = opts.odirect;
                     s.spawn(move || -> Result<RankIo, BenchError> {
                         let t = Instant::now();
                         let mut total = IoBytes::default();
                         for f in files {
-                            let n = io::read_file(&dir.join(&f.name), buf, odirect)?;
+                            let n = match s3 {
+                                Some(s3) => {
+                                    s3.read_object(&format!("{dir_name}/{}", f.name), buf)?
+                                }
+                                None => io::read_file(&dir.join(&f.name), buf, odirect)?,
+                            };
                             total.add(IoBytes {
                                 bytes: n,
                                 files: 1,
@@ -695,10 +764,11 @@ pub fn run_checkpoint(
         zero_stage: layout.spec.zero_stage,
         num_parameters: layout.spec.num_parameters(),
         checkpoint_folder: opts.folder.to_string_lossy().into_owned(),
+        durability,
         scale: opts.scale,
         block_size: opts.block_size,
         odirect: opts.odirect,
-        fsync: opts.fsync,
+        fsync: mode.fsync,
         num_checkpoints_write: opts.num_checkpoints_write,
         num_checkpoints_read: opts.num_checkpoints_read,
         checkpoint_size_gb: checkpoint_bytes as f64 / GIB,
