@@ -463,12 +463,16 @@ pub struct ThreadAcc {
     /// Off-CPU time by the state the thread left the CPU in:
     /// `[runnable, sleeping, uninterruptible, other]`.
     pub off_cpu_ns: [u64; 4],
-    /// Pages this thread added to the page cache.
+    /// Pages this thread added to the page cache outside write-family
+    /// syscalls: read misses (read syscalls, readahead, page faults).
     pub page_cache_pages: u64,
+    /// Pages this thread added to the page cache inside a write-family
+    /// syscall: new pages of buffered writes, which no device supplied.
+    pub page_cache_write_pages: u64,
     /// Last `comm` seen at a switch-out.
     pub comm: [u8; COMM_LEN],
 }
-const _: () = assert!(core::mem::size_of::<ThreadAcc>() == 72);
+const _: () = assert!(core::mem::size_of::<ThreadAcc>() == 80);
 
 /// Off-CPU state indices in `ThreadAcc::off_cpu_ns`.
 pub mod offcpu_state {

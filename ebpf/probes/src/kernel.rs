@@ -1,6 +1,7 @@
 //! Reads from the kernel shared by every module: tracepoint record fields,
 //! kernel memory, the saved user registers' layout and the clock.
 use aya_ebpf::{EbpfContext, helpers::bpf_ktime_get_ns, programs::TracePointContext};
+use storprof_common::NO_SYSCALL;
 
 /// x86_64 `struct pt_regs` word indices.
 pub(crate) mod pt_regs {
@@ -46,4 +47,21 @@ pub(crate) fn kernel_read<T: Copy + Default>(base: u64, offset: u32) -> T {
 pub(crate) fn pt_regs_word(regs: *const u64, index: usize) -> Option<u64> {
     // SAFETY: a word of pt_regs, read through the checked helper.
     unsafe { aya_ebpf::helpers::bpf_probe_read_kernel(regs.wrapping_add(index)) }.ok()
+}
+
+/// The syscall the current task is inside (`NO_SYSCALL` when it entered
+/// the kernel by an interrupt or a fault, whose entry sets `orig_ax` to -1,
+/// or when its registers cannot be read).
+#[inline(always)]
+pub(crate) fn current_syscall() -> u32 {
+    // SAFETY: helpers without preconditions; `bpf_task_pt_regs` returns the
+    // task's saved user register frame, read only through probe_read_kernel.
+    let regs = unsafe {
+        let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
+        aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
+    };
+    match pt_regs_word(regs, pt_regs::ORIG_AX) {
+        Some(nr) if nr < u64::from(NO_SYSCALL) => nr as u32,
+        _ => NO_SYSCALL,
+    }
 }

@@ -36,7 +36,9 @@
 //!   requeue) is still attributed to the process that asked for it.
 //! - `block_rq_issue/complete` (raw tracepoints, see `BlockLayout`): completed
 //!   requests → ring buffer.
-//! - `filemap_add_to_page_cache` (tracepoint): page-cache misses per thread.
+//! - `filemap_add_to_page_cache` (tracepoint): page-cache misses per thread,
+//!   and apart from them the pages buffered writes add (by the syscall the
+//!   thread is in).
 //! - `sched_waking` (tracepoint, waker's context): the wake-up graph. A
 //!   traced thread's blocked interval (from its switch-out) ends here; it is
 //!   added to the edge (waker, wakee, the wakee's state and syscall, and

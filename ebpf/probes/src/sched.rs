@@ -13,7 +13,7 @@ use storprof_common::{
 };
 
 use crate::{
-    kernel::{field, now_ns, pt_regs, pt_regs_word},
+    kernel::{current_syscall, field, now_ns},
     maps::{
         CONFIG, DWARF_PROCS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS, OFFCPU_START,
         ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
@@ -123,23 +123,6 @@ fn syscall_slept_in(state: u32) -> u32 {
         NO_SYSCALL
     } else {
         current_syscall()
-    }
-}
-
-/// The syscall the current task is inside (`NO_SYSCALL` when it entered
-/// the kernel by an interrupt or a fault, whose entry sets `orig_ax` to -1,
-/// or when its registers cannot be read).
-#[inline(always)]
-fn current_syscall() -> u32 {
-    // SAFETY: helpers without preconditions; `bpf_task_pt_regs` returns the
-    // task's saved user register frame, read only through probe_read_kernel.
-    let regs = unsafe {
-        let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
-        aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
-    };
-    match pt_regs_word(regs, pt_regs::ORIG_AX) {
-        Some(nr) if nr < u64::from(NO_SYSCALL) => nr as u32,
-        _ => NO_SYSCALL,
     }
 }
 

@@ -13,7 +13,7 @@ use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc,
 
 use crate::{
     probes::{MapSnapshot, ProbeError, ProbeSet, RetiredThreads, UserStackEvent},
-    session::model::ProbeStatus,
+    session::model::{LowerDevice, ProbeStatus},
 };
 
 /// What the recorder asks of the probes.
@@ -66,6 +66,13 @@ pub trait Kernel {
     fn stack(&self, id: i32) -> Vec<u64>;
     /// Drop counters by name.
     fn lost_events(&self) -> BTreeMap<String, u64>;
+    /// The system's dirty and writeback page counters now (None: not
+    /// available). Not a probe, but read through this seam so replayed
+    /// recordings do not depend on the machine running the test.
+    fn vmstat(&self) -> Option<super::aggregate::VmstatCounters>;
+    /// The devices block device `dev` (kernel-internal dev_t) sits on,
+    /// from sysfs; through this seam for the same reason.
+    fn lower_devices(&self, dev: u32) -> Vec<LowerDevice>;
 }
 
 impl Kernel for ProbeSet {
@@ -129,5 +136,11 @@ impl Kernel for ProbeSet {
     }
     fn lost_events(&self) -> BTreeMap<String, u64> {
         ProbeSet::lost_events(self)
+    }
+    fn vmstat(&self) -> Option<super::aggregate::VmstatCounters> {
+        super::procfs::vmstat()
+    }
+    fn lower_devices(&self, dev: u32) -> Vec<LowerDevice> {
+        super::procfs::lower_devices(dev)
     }
 }

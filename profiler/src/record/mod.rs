@@ -350,7 +350,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         recorder.fresh.insert(pid as u32, Instant::now());
         child_pid = Some(pid);
     }
-    recorder.series.push(aggregate::ThreadCumulative::new());
+    recorder.start_series();
 
     let live = run_loop::LiveContext {
         dir: &dir,
@@ -359,10 +359,11 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     };
     let (ending, early_parts) =
         run_loop::run_loop_live(&mut recorder, options, child_pid, Some(live))?;
-    if ending
-        .ended_by
-        .is_some_and(|e| matches!(e, run_loop::CommandEnd::SigkillAfterGrace(_)))
-    {
+    if ending.ended_by.is_some_and(|e| {
+        // After a Ctrl-C the run loop said each step as it took it.
+        matches!(e, run_loop::CommandEnd::SigkillAfterGrace(cause)
+                if cause != run_loop::StopCause::Interrupt)
+    }) {
         eprintln!(
             "storprof: the command was still running {:.0} s after SIGTERM: killed with SIGKILL",
             options.grace.as_secs_f64()

@@ -1,7 +1,14 @@
 //! What the recorder reads from /proc and /sys: clocks, process trees,
 //! thread ids, parents and block device names. Small readers, each
 //! returning an empty or `None` answer for a process that is gone.
+use std::{
+    collections::{BTreeSet, VecDeque},
+    os::unix::fs::MetadataExt,
+    path::Path,
+};
+
 use super::aggregate;
+use crate::session::model::{LowerDevice, Stacking};
 
 /// CLOCK_MONOTONIC in ns: the probes' clock (`bpf_ktime_get_ns`).
 pub(super) fn monotonic_ns() -> u64 {
@@ -71,6 +78,11 @@ pub(super) fn parent_of(pid: u32) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The system's dirty/writeback page counters (None: /proc/vmstat unreadable).
+pub(super) fn vmstat() -> Option<aggregate::VmstatCounters> {
+    aggregate::parse_vmstat(&std::fs::read_to_string("/proc/vmstat").ok()?)
+}
+
 /// Kernel name of a block device from its kernel-internal dev_t.
 pub(super) fn device_name(dev: u32) -> String {
     let (major, minor) = aggregate::dev_major_minor(dev);
@@ -85,6 +97,100 @@ pub(super) fn device_name(dev: u32) -> String {
         .unwrap_or_else(|| format!("{major}:{minor}"))
 }
 
+/// The devices block device `dev` (kernel-internal dev_t) sits on, nearest
+/// first (see [`DeviceStats::sits_on`](crate::session::model::DeviceStats)).
+pub(super) fn lower_devices(dev: u32) -> Vec<LowerDevice> {
+    let (major, minor) = aggregate::dev_major_minor(dev);
+    lower_devices_in(Path::new("/sys"), (major, minor), &|path| {
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| user_dev_major_minor(m.dev()))
+    })
+}
+
+/// (major, minor) of a user-space `dev_t` (`st_dev`), glibc's encoding.
+fn user_dev_major_minor(dev: u64) -> (u32, u32) {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    (major as u32, minor as u32)
+}
+
+/// Upper bound on the devices listed under one device: stacks are a few
+/// deep; a striped md over many disks is cut short rather than walked.
+const MAX_LOWER_DEVICES: usize = 64;
+
+/// [`lower_devices`] over the sysfs tree at `sys`, with `file_dev` giving
+/// the (major, minor) of the device a path lives on. Walks down, breadth
+/// first: a loop device's `loop/backing_file`, a dm/md device's `slaves/`,
+/// a partition's whole disk. Each device is listed once, with the way the
+/// top device reached the first step.
+fn lower_devices_in(
+    sys: &Path,
+    top: (u32, u32),
+    file_dev: &dyn Fn(&Path) -> Option<(u32, u32)>,
+) -> Vec<LowerDevice> {
+    let dir_of = |(major, minor): (u32, u32)| sys.join(format!("dev/block/{major}:{minor}"));
+    let mut seen = BTreeSet::from([top]);
+    let mut out = Vec::new();
+    let mut queue = VecDeque::from([(top, None::<Stacking>)]);
+    while let Some((dev, via)) = queue.pop_front() {
+        let dir = dir_of(dev);
+        let mut below: Vec<((u32, u32), Stacking)> = Vec::new();
+        if let Ok(backing) = std::fs::read_to_string(dir.join("loop/backing_file")) {
+            let path = backing.trim_end_matches('\n');
+            // A deleted image keeps its device, but the path no longer
+            // resolves: nothing is listed then.
+            if let Some(lower) = file_dev(Path::new(path)).filter(|d| d.0 != 0) {
+                below.push((lower, Stacking::LoopImage));
+            }
+        }
+        if let Ok(slaves) = std::fs::read_dir(dir.join("slaves")) {
+            let mut members: Vec<(u32, u32)> = slaves
+                .flatten()
+                .filter_map(|e| read_major_minor(&e.path().join("dev")))
+                .collect();
+            members.sort_unstable();
+            below.extend(members.into_iter().map(|m| (m, Stacking::Member)));
+        }
+        if dir.join("partition").exists()
+            && let Some(disk) = read_major_minor(&dir.join("../dev"))
+        {
+            below.push((disk, via.unwrap_or(Stacking::Other)));
+        }
+        for (lower, how) in below {
+            if out.len() >= MAX_LOWER_DEVICES || !seen.insert(lower) {
+                continue;
+            }
+            // Every device below keeps the way the top device reached the
+            // first one: loop0's image on dm-0 on vda makes vda carry
+            // loop0's image too.
+            let via = via.unwrap_or(how);
+            out.push(LowerDevice {
+                name: devname(&dir_of(lower)).unwrap_or_else(|| format!("{}:{}", lower.0, lower.1)),
+                dev: format!("{}:{}", lower.0, lower.1),
+                via,
+            });
+            queue.push_back((lower, Some(via)));
+        }
+    }
+    out
+}
+
+/// A sysfs `dev` file's "MAJ:MIN".
+fn read_major_minor(path: &Path) -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let (major, minor) = text.trim().split_once(':')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// DEVNAME from a sysfs block device directory's `uevent`.
+fn devname(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("uevent")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("DEVNAME="))
+        .map(str::to_string)
+}
+
 /// CPU seconds (user + system) this process used so far, all its threads.
 pub(super) fn own_cpu_s() -> Option<f64> {
     // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
@@ -95,4 +201,111 @@ pub(super) fn own_cpu_s() -> Option<f64> {
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Some(secs(usage.ru_utime) + secs(usage.ru_stime))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::{fs, os::unix::fs::symlink};
+
+    use super::*;
+
+    /// A sysfs tree: `devices/<path>` directories with `dev` and `uevent`,
+    /// and `dev/block/MAJ:MIN` links to them, as the kernel lays it out.
+    struct FakeSys(tempfile::TempDir);
+
+    impl FakeSys {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            fs::create_dir_all(dir.path().join("dev/block")).unwrap();
+            FakeSys(dir)
+        }
+        fn root(&self) -> &Path {
+            self.0.path()
+        }
+        /// Adds a device at `devices/<path>` (a partition's path lies in
+        /// its disk's directory) and returns its directory.
+        fn device(&self, path: &str, name: &str, dev: (u32, u32)) -> std::path::PathBuf {
+            let dir = self.root().join("devices").join(path);
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join("dev"), format!("{}:{}\n", dev.0, dev.1)).unwrap();
+            fs::write(
+                dir.join("uevent"),
+                format!("MAJOR={}\nDEVNAME={name}\n", dev.0),
+            )
+            .unwrap();
+            symlink(
+                &dir,
+                self.root().join(format!("dev/block/{}:{}", dev.0, dev.1)),
+            )
+            .unwrap();
+            dir
+        }
+    }
+
+    #[test]
+    fn a_loop_image_on_a_partition_reaches_the_whole_disk() {
+        let sys = FakeSys::new();
+        sys.device("virtual/block/vda", "vda", (254, 0));
+        let part = sys.device("virtual/block/vda/vda1", "vda1", (254, 1));
+        fs::write(part.join("partition"), "1\n").unwrap();
+        let lo = sys.device("virtual/block/loop0", "loop0", (7, 0));
+        fs::create_dir_all(lo.join("loop")).unwrap();
+        fs::write(lo.join("loop/backing_file"), "/data/disk.img\n").unwrap();
+        let file_dev = |p: &Path| (p == Path::new("/data/disk.img")).then_some((254, 1));
+        let lower = lower_devices_in(sys.root(), (7, 0), &file_dev);
+        let names: Vec<(&str, &str, Stacking)> = lower
+            .iter()
+            .map(|l| (l.name.as_str(), l.dev.as_str(), l.via))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("vda1", "254:1", Stacking::LoopImage),
+                ("vda", "254:0", Stacking::LoopImage)
+            ]
+        );
+        // The disk itself sits on nothing; an image on a file system
+        // without a block device (tmpfs: major 0) is not followed.
+        assert!(lower_devices_in(sys.root(), (254, 0), &file_dev).is_empty());
+        assert!(lower_devices_in(sys.root(), (7, 0), &|_| Some((0, 42))).is_empty());
+    }
+
+    #[test]
+    fn dm_members_are_followed_down_and_listed_once() {
+        let sys = FakeSys::new();
+        sys.device("virtual/block/vda", "vda", (254, 0));
+        sys.device("virtual/block/vdb", "vdb", (254, 16));
+        let md = sys.device("virtual/block/md0", "md0", (9, 0));
+        let dm = sys.device("virtual/block/dm-0", "dm-0", (253, 0));
+        for (upper, members) in [(&md, &["vda", "vdb"][..]), (&dm, &["md0", "vda"][..])] {
+            for m in members {
+                let slot = upper.join("slaves").join(m);
+                fs::create_dir_all(&slot).unwrap();
+                let dev = fs::read_to_string(
+                    sys.root().join("devices/virtual/block").join(m).join("dev"),
+                );
+                fs::write(slot.join("dev"), dev.unwrap()).unwrap();
+            }
+        }
+        let lower = lower_devices_in(sys.root(), (253, 0), &|_| None);
+        let names: Vec<&str> = lower.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["md0", "vda", "vdb"]);
+        assert!(lower.iter().all(|l| l.via == Stacking::Member));
+        // A loop (a device listed as its own member) ends.
+        let slot = md.join("slaves/dm-0");
+        fs::create_dir_all(&slot).unwrap();
+        fs::write(slot.join("dev"), "253:0\n").unwrap();
+        assert_eq!(lower_devices_in(sys.root(), (253, 0), &|_| None).len(), 3);
+    }
+
+    #[test]
+    fn user_dev_t_splits_into_major_and_minor() {
+        assert_eq!(user_dev_major_minor(0xfe01), (254, 1));
+        // Large minors spill into the high bits.
+        assert_eq!(
+            user_dev_major_minor((259 << 8) | (0x12 << 20) | 0x34),
+            (259, 0x1234)
+        );
+    }
 }

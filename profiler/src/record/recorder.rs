@@ -44,6 +44,8 @@ pub(super) struct Recorder {
     /// was last read.
     pub(super) layout_read: std::collections::HashMap<u32, Instant>,
     pub(super) series: aggregate::SeriesBuilder,
+    /// `/proc/vmstat` at the same ticks as `series`.
+    pub(super) vmstat: aggregate::VmstatBuilder,
     /// Threads whose exit was seen, and when: retired once nothing can
     /// still write their entries.
     pub(super) exited: BTreeMap<u32, Instant>,
@@ -98,6 +100,7 @@ impl Recorder {
             fresh: BTreeMap::new(),
             layout_read: std::collections::HashMap::new(),
             series: aggregate::SeriesBuilder::default(),
+            vmstat: aggregate::VmstatBuilder::default(),
             exited: BTreeMap::new(),
             retired: Retired::default(),
             retire_after: RETIRE_AFTER,
@@ -364,6 +367,12 @@ impl Recorder {
         Ok(())
     }
 
+    /// The baseline of the time series: the first tick closes bucket 0.
+    pub(super) fn start_series(&mut self) {
+        self.series.push(aggregate::ThreadCumulative::new());
+        self.vmstat.push(self.probes.vmstat());
+    }
+
     pub(super) fn tick_series(&mut self) -> Result<(), RecordError> {
         let live: Vec<u32> = self
             .tracked
@@ -375,15 +384,19 @@ impl Recorder {
         // map yet: their tids come from /proc.
         let tasks: Vec<u32> = live.iter().flat_map(|&p| procfs::task_ids(p)).collect();
         let snapshot = self.probes.thread_snapshot(&tasks)?;
+        // The edges right after the threads: a wake-up between the two
+        // reads lands in different buckets in each.
+        let edges = self.probes.wake_edges()?;
         let running = Self::running_ns(&snapshot, procfs::monotonic_ns());
         self.series.push(aggregate::thread_cumulative(
             &snapshot.threads,
             &snapshot.syscalls,
             &running,
         ));
+        self.vmstat.push(self.probes.vmstat());
         // Live edges only: a retired edge's last growth is in an earlier
         // bucket, and one that comes back (a reused tid) counts from zero.
-        let wakes = aggregate::wake_cumulative(&self.probes.wake_edges()?);
+        let wakes = aggregate::wake_cumulative(&edges);
         let bucket = self.series.buckets().saturating_sub(1);
         aggregate::add_wake_bucket(&mut self.wake_series, &self.wake_last, &wakes, bucket);
         self.wake_last = wakes;
@@ -469,6 +482,7 @@ impl Retired {
                 *sum += v;
             }
             group.page_cache_pages += t.page_cache_pages;
+            group.page_cache_write_pages += t.page_cache_write_pages;
         }
         let folded = |tgid: u32, tid: u32| into.get(&tid).copied().unwrap_or((tgid, tid));
         for (key, acc) in &moved.syscalls {

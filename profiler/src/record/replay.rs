@@ -18,7 +18,7 @@ use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc,
 use super::kernel::Kernel;
 use crate::{
     probes::{MapSnapshot, ProbeError, RetiredThreads, UserStackEvent},
-    session::model::ProbeStatus,
+    session::model::{LowerDevice, ProbeStatus},
 };
 
 /// One drain's worth of kernel output.
@@ -32,6 +32,9 @@ pub struct ReplayStep {
     pub maps: MapSnapshot,
     /// The wake-up edges after this step (cumulative).
     pub wake_edges: Vec<(WakeKey, WakeAcc)>,
+    /// `/proc/vmstat` as a series tick after this step reads it (None:
+    /// unreadable).
+    pub vmstat: Option<super::aggregate::VmstatCounters>,
 }
 
 /// A [`Kernel`] that replays [`ReplayStep`]s.
@@ -57,6 +60,8 @@ pub struct ReplayKernel {
     pub drains: usize,
     /// Threads the recorder retired.
     pub retired: BTreeSet<u32>,
+    /// dev_t → the devices it sits on (absent: none).
+    pub lower_devices: BTreeMap<u32, Vec<LowerDevice>>,
 }
 
 impl ReplayKernel {
@@ -189,5 +194,11 @@ impl Kernel for ReplayKernel {
     }
     fn lost_events(&self) -> BTreeMap<String, u64> {
         self.lost.clone()
+    }
+    fn vmstat(&self) -> Option<super::aggregate::VmstatCounters> {
+        self.current.vmstat
+    }
+    fn lower_devices(&self, dev: u32) -> Vec<LowerDevice> {
+        self.lower_devices.get(&dev).cloned().unwrap_or_default()
     }
 }

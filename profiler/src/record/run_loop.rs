@@ -4,11 +4,16 @@
 //! Data flow: each turn waits for process events (or 100 ms, 20 ms while a
 //! process is fresh), drains them into the [`Recorder`], rescans a
 //! selected namespace, ticks the time series once a second, and checks the
-//! command, the pending signal (forwarded to the command, which then has
-//! the grace period, `--grace`, 5 s by default, to exit) and the duration
-//! (SIGTERM; a command still running after the grace period is killed
-//! with SIGKILL, with the traced processes it leaves, and [`CommandEnd`]
-//! says so in `session.json` `ended_by` and the report). With a live
+//! command, the pending signal and the duration. A Ctrl-C (SIGINT or
+//! SIGTERM to storprof) is forwarded to the command, which then has the
+//! grace period (`--grace`, 5 s by default) to exit; one still running gets
+//! SIGTERM and the grace period again, then SIGKILL, each step said on
+//! stderr, and a further Ctrl-C takes the next step at once: a root tool
+//! neither leaves a long job running unseen nor kills it silently. At
+//! `--duration` the command gets SIGTERM, then SIGKILL after the grace
+//! period. A SIGKILL also reaches the traced processes the command leaves,
+//! and [`CommandEnd`] says how it ended in `session.json` `ended_by` and
+//! the report. With a live
 //! view or `--until-verdict` ([`LiveContext`]), the recording so far is
 //! analysed every `LiveOptions::interval`, shown, and once the verdict has
 //! held, the loop ends ([`EndReason::Verdict`]), after stopping the
@@ -59,6 +64,9 @@ pub enum StopCause {
     Duration,
     /// `--until-verdict` held and `--then stop`.
     Verdict,
+    /// The command outlived the grace period after a forwarded Ctrl-C,
+    /// or the user pressed Ctrl-C again.
+    Interrupt,
 }
 
 /// How the launched command ended (`session.json` `ended_by`).
@@ -73,8 +81,7 @@ pub enum CommandEnd {
     /// storprof sent SIGTERM, it was still running after the grace period:
     /// SIGKILL.
     SigkillAfterGrace(StopCause),
-    /// Still running when the recording ended (a forwarded Ctrl-C it
-    /// outlived, or `--then continue`).
+    /// Still running when the recording ended (`--then continue`).
     LeftRunning,
 }
 
@@ -88,6 +95,8 @@ impl CommandEnd {
             Self::Sigterm(StopCause::Verdict) => "verdict-sigterm",
             Self::SigkillAfterGrace(StopCause::Duration) => "duration-sigkill-after-grace",
             Self::SigkillAfterGrace(StopCause::Verdict) => "verdict-sigkill-after-grace",
+            Self::Sigterm(StopCause::Interrupt) => "interrupt-sigterm",
+            Self::SigkillAfterGrace(StopCause::Interrupt) => "interrupt-sigkill",
             Self::LeftRunning => "left-running",
         }
     }
@@ -137,6 +146,65 @@ fn command_end(signal: Option<i32>, sigterm_for: Option<StopCause>) -> CommandEn
         (Some(cause), _) => CommandEnd::Sigterm(cause),
         (None, Some(_)) => CommandEnd::Signaled,
         (None, None) => CommandEnd::Exited,
+    }
+}
+
+/// Where the stop of the command after a Ctrl-C stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum InterruptStep {
+    /// The Ctrl-C reached the command (forwarded, or from the terminal).
+    Forwarded,
+    /// storprof sent SIGTERM after it.
+    Sigterm,
+}
+
+/// The next step after a Ctrl-C: the first one is forwarded (when the
+/// terminal did not already deliver it to the command); then SIGTERM; then
+/// SIGKILL. Returns the new step, or None when the next step is SIGKILL
+/// (the caller kills). `why` is said on stderr with the step.
+fn escalate(
+    pid: i32,
+    step: Option<InterruptStep>,
+    forward: Option<i32>,
+    grace: Duration,
+    why: &str,
+) -> Option<InterruptStep> {
+    let secs = grace.as_secs_f64();
+    match step {
+        None => {
+            let how = match forward {
+                Some(signo) => {
+                    launch::send_signal(pid, signo);
+                    format!("passed {} to the command (pid {pid})", signal_name(signo))
+                }
+                None => format!("the command (pid {pid}) got the Ctrl-C too"),
+            };
+            eprintln!(
+                "storprof: {how}; recording until it exits; SIGTERM in {secs:.0} s if it is \
+                 still running (Ctrl-C again: now)"
+            );
+            Some(InterruptStep::Forwarded)
+        }
+        Some(InterruptStep::Forwarded) => {
+            launch::send_signal(pid, libc::SIGTERM);
+            eprintln!(
+                "storprof: {why}: sent SIGTERM to the command (pid {pid}); SIGKILL in \
+                 {secs:.0} s if it is still running (Ctrl-C again: now)"
+            );
+            Some(InterruptStep::Sigterm)
+        }
+        Some(InterruptStep::Sigterm) => {
+            eprintln!("storprof: {why}: killing the command (pid {pid}) with SIGKILL");
+            None
+        }
+    }
+}
+
+fn signal_name(signo: i32) -> String {
+    match signo {
+        libc::SIGINT => "SIGINT".to_string(),
+        libc::SIGTERM => "SIGTERM".to_string(),
+        other => format!("signal {other}"),
     }
 }
 
@@ -357,6 +425,8 @@ fn run_turns(
     let grace = options.grace;
     let mut next_tick = Instant::now() + Duration::from_secs(1);
     let mut interrupted_at: Option<Instant> = None;
+    // The Ctrl-C escalation's current step, and when it was taken.
+    let mut interrupt_step: Option<(InterruptStep, Instant)> = None;
     let mut terminated_at: Option<Instant> = None;
     let mut next_scan = Instant::now() + select::RESCAN_INTERVAL;
     let proc_fd = recorder.probes.wait_fd();
@@ -482,6 +552,8 @@ fn run_turns(
                 Some(StopCause::Verdict)
             } else if terminated_at.is_some() {
                 Some(StopCause::Duration)
+            } else if matches!(interrupt_step, Some((InterruptStep::Sigterm, _))) {
+                Some(StopCause::Interrupt)
             } else {
                 None
             };
@@ -503,10 +575,13 @@ fn run_turns(
         if signo != 0 {
             match child_pid {
                 Some(pid) => {
-                    if forward {
-                        launch::send_signal(pid, signo);
-                    }
                     interrupted_at.get_or_insert_with(Instant::now);
+                    let step = interrupt_step.map(|(step, _)| step);
+                    let forward = forward.then_some(signo);
+                    match escalate(pid, step, forward, grace, "Ctrl-C again") {
+                        Some(next) => interrupt_step = Some((next, Instant::now())),
+                        None => return Ok(interrupt_kill(recorder, pid, grace)),
+                    }
                 }
                 None => return Ok(Ending::new(EndReason::Interrupted, None, None)),
             }
@@ -522,16 +597,25 @@ fn run_turns(
                 Some(grace),
             ));
         }
-        // After a forwarded signal the user sent, the same time; then the
-        // recording ends and the command is left to the user.
-        if let Some(t) = interrupted_at
+        // After a Ctrl-C, the command has the grace period at each step:
+        // then SIGTERM, then SIGKILL.
+        if let (Some((step, t)), Some(pid)) = (interrupt_step, child_pid)
             && t.elapsed() > grace
         {
-            let ending = Ending::new(EndReason::Interrupted, None, None);
-            return Ok(match child_pid {
-                Some(_) => ending.with_command(CommandEnd::LeftRunning, None),
-                None => ending,
-            });
+            let why = format!(
+                "still running {:.0} s after the Ctrl-C",
+                grace.as_secs_f64()
+            );
+            let why = match step {
+                InterruptStep::Forwarded => why,
+                InterruptStep::Sigterm => {
+                    format!("still running {:.0} s after SIGTERM", grace.as_secs_f64())
+                }
+            };
+            match escalate(pid, Some(step), None, grace, &why) {
+                Some(next) => interrupt_step = Some((next, Instant::now())),
+                None => return Ok(interrupt_kill(recorder, pid, grace)),
+            }
         }
         if let Some(limit) = options.duration
             && started.elapsed() >= limit
@@ -547,6 +631,15 @@ fn run_turns(
             }
         }
     }
+}
+
+/// The end of a recording whose command was killed after a Ctrl-C.
+fn interrupt_kill(recorder: &Recorder, pid: i32, grace: Duration) -> Ending {
+    let (code, signal) = kill_after_grace(recorder, pid);
+    Ending::new(EndReason::Interrupted, code, signal).with_command(
+        CommandEnd::SigkillAfterGrace(StopCause::Interrupt),
+        Some(grace),
+    )
 }
 
 /// SIGKILL for every traced process still alive but the launched command

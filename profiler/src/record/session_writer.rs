@@ -226,12 +226,17 @@ pub(super) fn build_session(
         &comm_of,
     );
 
-    let devices = aggregate::device_stats(
+    let mut devices = aggregate::device_stats(
         &recorder.block_events,
         &recorder.tracked,
         duration_ns,
         &procfs::device_name,
     );
+    for device in &mut devices {
+        if let Some(dev) = aggregate::dev_from_major_minor(&device.dev) {
+            device.sits_on = recorder.probes.lower_devices(dev);
+        }
+    }
     let page_size = {
         // SAFETY: sysconf has no preconditions.
         let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -241,6 +246,7 @@ pub(super) fn build_session(
         devices,
         page_cache: PageCacheStats {
             misses_pages: threads.iter().map(|t| t.page_cache_misses).sum(),
+            write_pages: threads.iter().map(|t| t.page_cache_write_pages).sum(),
             page_size,
         },
     };
@@ -261,6 +267,7 @@ pub(super) fn build_session(
             buckets,
             &procfs::device_name,
         ),
+        vmstat: recorder.vmstat.series(page_size),
     };
 
     let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();

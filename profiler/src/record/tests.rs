@@ -42,6 +42,7 @@ fn thread(tgid: u32, tid: u32, name: &str, on_cpu_ms: u64, sleeping_ms: u64) -> 
         on_cpu_ns: on_cpu_ms * 1_000_000,
         off_cpu_ns: [0, sleeping_ms * 1_000_000, 0, 0],
         page_cache_pages: 0,
+        page_cache_write_pages: 0,
         comm: comm(name),
     }
 }
@@ -76,7 +77,12 @@ fn replay(main: u32, worker: u32) -> ReplayKernel {
     let threads = |scale: u64| {
         vec![
             thread(main, main, "trainer", 10 * scale, 90 * scale),
-            thread(worker, worker, "worker", 80 * scale, 5 * scale),
+            ThreadAcc {
+                // Pages it read in, and pages its buffered writes added.
+                page_cache_pages: 3 * scale,
+                page_cache_write_pages: 2 * scale,
+                ..thread(worker, worker, "worker", 80 * scale, 5 * scale)
+            },
         ]
     };
     let samples = vec![
@@ -131,6 +137,12 @@ fn replay(main: u32, worker: u32) -> ReplayKernel {
             ..MapSnapshot::default()
         },
         wake_edges: vec![edge],
+        vmstat: Some(super::aggregate::VmstatCounters {
+            nr_dirty: 10 * scale,
+            nr_writeback: scale,
+            nr_dirtied: 100 * scale,
+            nr_written: 50 * scale,
+        }),
         ..ReplayStep::default()
     };
     let mut kernel = ReplayKernel::new(
@@ -150,6 +162,15 @@ fn replay(main: u32, worker: u32) -> ReplayKernel {
     );
     kernel.stacks = BTreeMap::from([(1, vec![0x1010, 0x1000]), (2, vec![0x2000])]);
     kernel.lost = BTreeMap::from([("stack_map_full".to_string(), 2)]);
+    // The disk is a loop device whose image lives on another one.
+    kernel.lower_devices = BTreeMap::from([(
+        DEV,
+        vec![model::LowerDevice {
+            name: "vdz".to_string(),
+            dev: "250:778".to_string(),
+            via: model::Stacking::LoopImage,
+        }],
+    )]);
     kernel
 }
 
@@ -162,9 +183,7 @@ fn three_ticks_written(
     ending: &Ending,
 ) -> tempfile::TempDir {
     recorder.tracked.insert(main);
-    recorder
-        .series
-        .push(super::aggregate::ThreadCumulative::new());
+    recorder.start_series();
     for _ in 0..3 {
         recorder.drain();
         recorder.tick_series().unwrap();
@@ -373,6 +392,26 @@ fn the_session_writer_turns_a_replay_into_a_session_directory() {
     assert_eq!((dev.read_bytes, dev.read_requests), (5 << 19, 3));
     assert_eq!(dev.traced_read_bytes, 5 << 19);
     assert_eq!(dev.by_pid.get(&worker), Some(&(5 << 19)));
+    // What it sits on, asked of the kernel seam at the end.
+    assert_eq!(dev.sits_on.len(), 1);
+    assert_eq!(
+        (dev.sits_on[0].name.as_str(), dev.sits_on[0].via),
+        ("vdz", model::Stacking::LoopImage)
+    );
+    // Read misses and buffered writes' pages, apart.
+    assert_eq!(io.page_cache.misses_pages, 9);
+    assert_eq!(io.page_cache.write_pages, 6);
+
+    // /proc/vmstat at each tick: gauges at the bucket's end, counters'
+    // increases (none in the first bucket: its baseline, taken before the
+    // first step, had no reading).
+    let ts: model::TimeSeries = read(dir.path(), model::files::TIMESERIES);
+    let page = io.page_cache.page_size;
+    let vm = ts.vmstat.unwrap();
+    assert_eq!(vm.dirty_bytes, vec![10 * page, 20 * page, 30 * page]);
+    assert_eq!(vm.writeback_bytes, vec![page, 2 * page, 3 * page]);
+    assert_eq!(vm.dirtied_bytes, vec![0, 100 * page, 100 * page]);
+    assert_eq!(vm.written_bytes, vec![0, 50 * page, 50 * page]);
 
     // Folded stacks per comm and per thread: the loader's 7 samples in one
     // stack of two frames, the trainer's one.

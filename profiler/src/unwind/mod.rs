@@ -313,6 +313,27 @@ impl DwarfUnwinder {
         info
     }
 
+    /// Takes `bytes` as the contents of the binary at `path`: a later
+    /// unwind of a layout that maps `path` uses their unwind information
+    /// (parsed here, as a file read from disk is) instead of reading the
+    /// file. For the fuzz targets (fuzz/), which unwind over binaries in
+    /// memory. Returns whether the bytes parsed as an object file.
+    pub fn add_file_bytes(&mut self, path: &str, bytes: Vec<u8>) -> bool {
+        let info = match FileUnwindInfo::parse(path, &Arc::new(FileBytes::Owned(bytes))) {
+            Ok(parsed) => Some(Arc::new(parsed)),
+            Err(err) => {
+                log::debug!("unwind: {err}");
+                None
+            }
+        };
+        let parsed = info.is_some();
+        self.files_by_path.insert(path.to_string(), info);
+        // Processes built from an earlier file at this path are stale.
+        self.processes
+            .retain(|_, p| p.layout.iter().all(|e| e.path.as_deref() != Some(path)));
+        parsed
+    }
+
     fn process(&mut self, tgid: u32, layout: &[MapEntry]) -> &ProcessUnwinder {
         let stale = self
             .processes
@@ -467,6 +488,35 @@ mod tests {
         assert!(bad.exec_segments.is_empty(), "{:?}", bad.exec_segments);
     }
     use crate::symbolize::{Symbolizer, parse_maps};
+
+    /// A binary given as bytes unwinds as the same binary read from its
+    /// file: the stack of this test, with this test binary's bytes under
+    /// another name, reaches the same frames.
+    #[test]
+    fn file_bytes_unwind_as_the_file_does() {
+        let sample = capture_own_stack(16 * 1024);
+        let maps = parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap_or_default());
+        let exe = std::env::current_exe().unwrap_or_default();
+        let exe = exe.to_string_lossy().into_owned();
+        let from_file = DwarfUnwinder::new().unwind(1, &maps, &sample);
+        assert!(from_file.ips.len() > 3, "{from_file:?}");
+        let renamed = "in-memory-test-binary";
+        let layout: Vec<MapEntry> = maps
+            .iter()
+            .map(|m| MapEntry {
+                path: if m.path.as_deref() == Some(exe.as_str()) {
+                    Some(renamed.to_string())
+                } else {
+                    m.path.clone()
+                },
+                ..m.clone()
+            })
+            .collect();
+        let mut unwinder = DwarfUnwinder::new();
+        assert!(unwinder.add_file_bytes(renamed, std::fs::read(&exe).unwrap_or_default()));
+        assert_eq!(unwinder.unwind(1, &layout, &sample), from_file);
+        assert!(!unwinder.add_file_bytes("not-an-elf", b"plain text".to_vec()));
+    }
 
     /// Captures this thread's registers and `len` bytes of its stack, as the
     /// probe does for a sampled thread.

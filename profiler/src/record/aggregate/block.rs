@@ -53,6 +53,13 @@ pub fn dev_major_minor(dev: u32) -> (u32, u32) {
     (dev >> 20, dev & 0xfffff)
 }
 
+/// "MAJ:MIN" → kernel-internal dev_t (None: not that form, or out of range).
+pub fn dev_from_major_minor(text: &str) -> Option<u32> {
+    let (major, minor) = text.split_once(':')?;
+    let (major, minor): (u32, u32) = (major.parse().ok()?, minor.parse().ok()?);
+    (major < 1 << 12 && minor < 1 << 20).then_some((major << 20) | minor)
+}
+
 /// Per-device statistics from completed requests. `name_of` maps a dev_t to
 /// its kernel name; `traced` is the set of traced tgids.
 pub fn device_stats(
@@ -61,11 +68,12 @@ pub fn device_stats(
     duration_ns: u64,
     name_of: &dyn Fn(u32) -> String,
 ) -> Vec<DeviceStats> {
-    /// Per device: its stats, latency histogram, in-flight intervals.
-    type DeviceAcc = (DeviceStats, Vec<u64>, Vec<(u64, u64)>);
+    /// Per device: its stats, latency histograms (all, reads, writes),
+    /// in-flight intervals.
+    type DeviceAcc = (DeviceStats, [Vec<u64>; 3], Vec<(u64, u64)>);
     let mut per_dev: BTreeMap<u32, DeviceAcc> = BTreeMap::new();
     for e in events {
-        let (stats, hist, intervals) = per_dev.entry(e.dev).or_insert_with(|| {
+        let (stats, hists, intervals) = per_dev.entry(e.dev).or_insert_with(|| {
             let (major, minor) = dev_major_minor(e.dev);
             (
                 DeviceStats {
@@ -73,12 +81,14 @@ pub fn device_stats(
                     dev: format!("{major}:{minor}"),
                     ..DeviceStats::default()
                 },
-                vec![0; LOG2_BUCKETS],
+                std::array::from_fn(|_| vec![0; LOG2_BUCKETS]),
                 Vec::new(),
             )
         });
         let bytes = u64::from(e.bytes);
-        match direction(&e.rwbs) {
+        let latency_bucket = log2_bucket(e.complete_ns.saturating_sub(e.issue_ns));
+        let direction = direction(&e.rwbs);
+        match direction {
             Direction::Read => {
                 stats.read_bytes += bytes;
                 stats.read_requests += 1;
@@ -95,14 +105,20 @@ pub fn device_stats(
         if e.tgid != 0 && bytes > 0 {
             *stats.by_pid.entry(e.tgid).or_insert(0) += bytes;
         }
-        let latency = e.complete_ns.saturating_sub(e.issue_ns);
-        hist[log2_bucket(latency)] += 1;
+        hists[0][latency_bucket] += 1;
+        match direction {
+            Direction::Read => hists[1][latency_bucket] += 1,
+            Direction::Write => hists[2][latency_bucket] += 1,
+            Direction::Other => {}
+        }
         intervals.push((e.issue_ns, e.complete_ns.max(e.issue_ns)));
     }
     per_dev
         .into_values()
-        .map(|(mut stats, hist, mut intervals)| {
-            stats.latency_log2_ns = trim_histogram(&hist);
+        .map(|(mut stats, [all, reads, writes], mut intervals)| {
+            stats.latency_log2_ns = trim_histogram(&all);
+            stats.read_latency_log2_ns = trim_histogram(&reads);
+            stats.write_latency_log2_ns = trim_histogram(&writes);
             stats.busy_ns = union_ns(&mut intervals);
             stats.utilization = if duration_ns > 0 {
                 (stats.busy_ns as f64 / duration_ns as f64).min(1.0)
@@ -178,6 +194,7 @@ pub fn device_series(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -222,7 +239,21 @@ mod tests {
         assert_eq!(d.busy_ns, 1500 + 1000 + 1);
         assert_eq!(d.by_pid.get(&7), Some(&4608));
         assert_eq!(d.latency_log2_ns.iter().sum::<u64>(), 4);
+        // By direction: the two reads (1000 ns each: bucket 9), the write
+        // (1000 ns); the flush only in the whole-device histogram.
+        assert_eq!(d.read_latency_log2_ns.iter().sum::<u64>(), 2);
+        assert_eq!(d.read_latency_log2_ns.get(9), Some(&2));
+        assert_eq!(d.write_latency_log2_ns.iter().sum::<u64>(), 1);
+        assert_eq!(d.write_latency_log2_ns.get(9), Some(&1));
         assert!((d.utilization - 0.2501).abs() < 1e-9);
+    }
+
+    #[test]
+    fn major_minor_round_trips_to_a_kernel_dev_t() {
+        let dev = dev_from_major_minor("254:16").unwrap();
+        assert_eq!(dev_major_minor(dev), (254, 16));
+        assert_eq!(dev_from_major_minor("4096:0"), None);
+        assert_eq!(dev_from_major_minor("vda"), None);
     }
 
     #[test]

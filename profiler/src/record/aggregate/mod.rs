@@ -6,6 +6,7 @@ mod folded;
 mod names;
 mod series;
 mod threads;
+mod vmstat;
 mod waits;
 
 pub use block::*;
@@ -13,6 +14,7 @@ pub use folded::*;
 pub use names::*;
 pub use series::*;
 pub use threads::*;
+pub use vmstat::*;
 pub use waits::*;
 
 /// Map contents the tests of several modules share.
@@ -29,6 +31,7 @@ mod test_data {
             on_cpu_ns: on,
             off_cpu_ns: [1, 2, 3, 4],
             page_cache_pages: 5,
+            page_cache_write_pages: 6,
             comm: c,
         }
     }

@@ -40,6 +40,7 @@ pub fn thread_stats(
             other: s.off_cpu_ns.other + t.off_cpu_ns[3],
         };
         s.page_cache_misses += t.page_cache_pages;
+        s.page_cache_write_pages += t.page_cache_write_pages;
     }
     let mut sorted: Vec<&(SyscallKey, SyscallAcc)> = syscalls.iter().collect();
     sorted.sort_by_key(|(k, _)| (k.tid, k.nr));
@@ -119,6 +120,7 @@ mod tests {
         assert_eq!(t.write_bytes, 10);
         assert_eq!(t.samples_user, 3);
         assert_eq!(t.page_cache_misses, 5);
+        assert_eq!(t.page_cache_write_pages, 6);
         assert_eq!(t.syscalls[0].name, "pread64");
         assert_eq!(t.syscalls[0].count, 100);
         assert_eq!(t.syscalls[0].latency_log2_ns.len(), 7);
