@@ -108,6 +108,12 @@ fixture_tests! { real_recording, REAL_FIXTURES;
     real_pool_storage_bound => "real-pool-storage-bound", StorageBound;
     real_files_spawn => "real-files-spawn", ComputeBound;
     real_threads_lock_contention => "real-threads-lock-contention", LockContention;
+    // The real DLIO 2.0.0 with storage #330's debug formatting (tests/dlio.rs's
+    // cpu-bound-reader run), two forked workers. Edited: every futex wait of
+    // a worker's feeder threads ended by the worker's main thread is marked
+    // shared (the main thread had waited on the word too), as the GIL's
+    // waits came out in a CI recording that was then called lock-contention.
+    real_dlio_worker_gil => "real-dlio-worker-gil", CpuBoundReader;
 }
 
 /// A fixture directory without a test would go unchecked.
@@ -384,6 +390,23 @@ fn bundle_holds_everything_and_no_secrets() {
         "session/oncpu.folded",
     ] {
         assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    // Every file report.md links or shows as an image travels with it.
+    let report_md = fs::read_to_string(s.join("report.md")).unwrap();
+    let targets: Vec<&str> = report_md
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .filter(|t| !t.starts_with('#') && !t.contains("://"))
+        .collect();
+    assert!(targets.contains(&"timeline.svg"), "{targets:?}");
+    assert!(targets.contains(&"report.html"), "{targets:?}");
+    for t in targets {
+        let entry = format!("session/{t}");
+        assert!(
+            names.contains(&entry),
+            "report.md names {t}, not in the bundle"
+        );
     }
     for secret in ["wJalrXUtnFEMIK7MDENG", "hunter2", "abc123"] {
         assert!(!all.contains(secret), "{secret} leaked into the bundle");

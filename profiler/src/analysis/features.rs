@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::{Thresholds, frames, waitgraph::WaitAnalysis};
 use crate::session::{
     load::{FoldedStacks, Session},
-    model::{DeviceStats, SyscallStats, ThreadStats},
+    model::{DeviceStats, Stacking, SyscallStats, ThreadStats},
 };
 
 /// x86_64 syscall numbers used when a syscall has no name.
@@ -144,6 +144,19 @@ pub const WRITE_PATH_FRAMES: &[&str] = &[
     "copy_user_generic",
 ];
 
+/// Kernel frames of a write-family syscall (names checked on kernel 6.18):
+/// off-CPU time under them is a writer blocked inside a write call.
+pub const WRITE_SYSCALL_FRAMES: &[&str] = &[
+    "__x64_sys_write",
+    "__x64_sys_pwrite64",
+    "__x64_sys_writev",
+    "__x64_sys_pwritev",
+    "ksys_write",
+    "ksys_pwrite64",
+    "vfs_write",
+    "vfs_writev",
+];
+
 /// Kernel frames that mean reclaim, swap-in or OOM handling.
 pub const RECLAIM_FRAMES: &[&str] = &[
     "try_to_free_pages",
@@ -219,6 +232,123 @@ pub struct DeviceFeature {
     /// Median issue→complete latency, upper bound of its log2 bucket (µs).
     pub latency_p50_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
+    /// The same for reads and for writes alone (None: no such request, or
+    /// a session recorded before latency was split by direction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_p99_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_latency_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_latency_p99_us: Option<f64>,
+    /// The session's devices stacked right on this one (a loop device
+    /// whose image file lives on it, a dm/md device it is a member of):
+    /// its requests carry their bytes again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carries: Vec<CarriedDevice>,
+}
+
+/// A device stacked on another one ([`DeviceFeature::carries`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CarriedDevice {
+    pub name: String,
+    pub via: Stacking,
+}
+
+/// The session's devices with their stacking: which devices sit right on
+/// which, and each device's bytes beyond those of the devices on it (a
+/// lower device's own traffic), so totals count stacked bytes once and the
+/// device named is the one the files are on, not the one carrying it.
+struct DeviceStack<'a> {
+    devices: &'a [DeviceStats],
+    /// Per device: the indices of the devices directly on it, and how.
+    uppers: Vec<Vec<(usize, Stacking)>>,
+}
+
+impl<'a> DeviceStack<'a> {
+    fn new(devices: &'a [DeviceStats]) -> Self {
+        let is = |lower: &crate::session::model::LowerDevice, d: &DeviceStats| {
+            if lower.dev.is_empty() || d.dev.is_empty() {
+                lower.name == d.name
+            } else {
+                lower.dev == d.dev
+            }
+        };
+        let on = |upper: usize, lower: usize| -> Option<Stacking> {
+            devices[upper]
+                .sits_on
+                .iter()
+                .find(|l| is(l, &devices[lower]))
+                .map(|l| l.via)
+        };
+        let uppers = (0..devices.len())
+            .map(|lower| {
+                let all: Vec<(usize, Stacking)> = (0..devices.len())
+                    .filter(|&u| u != lower)
+                    .filter_map(|u| on(u, lower).map(|via| (u, via)))
+                    .collect();
+                // Directly on it: not on top of another of them (loop0 on
+                // dm-0 on vda: dm-0's bytes already hold loop0's).
+                all.iter()
+                    .filter(|&&(u, _)| !all.iter().any(|&(o, _)| o != u && on(u, o).is_some()))
+                    .copied()
+                    .collect()
+            })
+            .collect();
+        DeviceStack { devices, uppers }
+    }
+
+    /// Device `i`'s bytes (`bytes` of it) beyond those of the devices
+    /// directly on it.
+    fn own(&self, i: usize, bytes: fn(&DeviceStats) -> u64) -> u64 {
+        let carried: u64 = self.uppers[i]
+            .iter()
+            .map(|&(u, _)| bytes(&self.devices[u]))
+            .fold(0, u64::saturating_add);
+        bytes(&self.devices[i]).saturating_sub(carried)
+    }
+
+    /// The sum of every device's own `bytes`: stacked bytes once.
+    fn total(&self, bytes: fn(&DeviceStats) -> u64) -> u64 {
+        (0..self.devices.len())
+            .map(|i| self.own(i, bytes))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// The device with the most own `bytes` (a disk only carrying a loop
+    /// device's image gives way to the loop device), ties to a real disk,
+    /// then to `tie` (larger first), then by name; None when no device
+    /// has any.
+    fn top(&self, bytes: fn(&DeviceStats) -> u64, tie: &dyn Fn(usize) -> u64) -> Option<usize> {
+        (0..self.devices.len())
+            .filter(|&i| bytes(&self.devices[i]) > 0)
+            .max_by(|&a, &b| {
+                let key = |i: usize| {
+                    (
+                        self.own(i, bytes),
+                        !is_virtual_device(&self.devices[i].name),
+                        tie(i),
+                    )
+                };
+                key(a)
+                    .cmp(&key(b))
+                    .then_with(|| self.devices[b].name.cmp(&self.devices[a].name))
+            })
+    }
+
+    fn feature(&self, i: usize, duration_s: f64) -> DeviceFeature {
+        DeviceFeature {
+            carries: self.uppers[i]
+                .iter()
+                .map(|&(u, via)| CarriedDevice {
+                    name: self.devices[u].name.clone(),
+                    via,
+                })
+                .collect(),
+            ..device_feature(&self.devices[i], duration_s)
+        }
+    }
 }
 
 /// The simulated accelerator: threads asleep in nanosleep most of their life.
@@ -233,6 +363,29 @@ pub struct ConsumerFeature {
     /// The share came from the wake-up graph's data wait.
     #[serde(default)]
     pub from_wait_graph: bool,
+    /// The consumers' own writes and the window time around them, when
+    /// they wrote (a trainer saving checkpoints in its own thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<ConsumerWrites>,
+}
+
+/// The consumers' training window split, for consumers that wrote: the
+/// shares are of their summed window time (wake-up graph).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerWrites {
+    /// Write-syscall bytes of the consumer threads.
+    pub write_bytes: u64,
+    /// The consumers' summed window time, s.
+    pub window_s: f64,
+    /// Computing: the rest of the window (timed sleeps for a consumer that
+    /// emulates compute, on CPU as well for one that does not).
+    pub compute_share: f64,
+    /// Waiting for data.
+    pub data_wait_share: f64,
+    /// Neither: their own work, where a checkpoint save goes.
+    pub own_share: f64,
+    /// Of the own time, in uninterruptible (D) waits: fsync, writeback.
+    pub own_io_share: f64,
 }
 
 /// Figures of the `storprof bench` run, when the command was one.
@@ -284,16 +437,104 @@ pub struct WriteFeatures {
     /// Of writer CPU samples, the share in the kernel write path
     /// ([`WRITE_PATH_FRAMES`]); the rest is making the data.
     pub writer_write_path_share: f64,
-    /// Bytes the block devices wrote during the recording.
+    /// Bytes the block devices wrote during the recording, stacked
+    /// devices' bytes once (a disk's beyond those of a loop or dm device
+    /// on it).
     pub device_write_bytes: u64,
     /// device_write_bytes / write_syscall_bytes (None: nothing written).
     pub device_over_written: Option<f64>,
-    /// The device that wrote the most.
+    /// The device that wrote the most of its own: a disk that only wrote
+    /// a loop device's image (or a dm device's blocks) gives way to that
+    /// device.
     pub top_write_device: Option<DeviceFeature>,
     /// No fsync-family call, and devices wrote less than
     /// `write_memory_only_device_ratio` of the bytes: the data only reached
     /// memory (the page cache) while recording.
     pub only_in_memory: bool,
+    /// Off-CPU time under [`WRITE_SYSCALL_FRAMES`] outside fsync-family
+    /// calls and outside [`WRITEBACK_WAIT_FRAMES`] / writer time: blocked
+    /// in a write call for another reason (locks, allocation, the device
+    /// for a direct write).
+    #[serde(default)]
+    pub writer_write_other_wait_share: f64,
+    /// The writers' time split, from the shares above.
+    #[serde(default)]
+    pub time_split: WriterTimeSplit,
+    /// Each writer thread's own split (sessions with per-thread stacks),
+    /// most bytes first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writers: Vec<WriterRow>,
+    /// The system's dirty page cache over the recording (None: the session
+    /// has no /proc/vmstat series).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirty: Option<DirtyPages>,
+}
+
+/// Where writer time went, as shares of writer thread time. On-CPU time
+/// is split by the CPU samples (user space, the kernel write path, the rest
+/// of the kernel); blocked time by the off-CPU stacks and syscall times
+/// the write rules use. `other_off_cpu` is what is left (sleeping outside
+/// these, waiting for a CPU); fsync-family time is the calls' whole time,
+/// so the parts can overlap by the CPU time spent inside them and
+/// `other_off_cpu` is clamped at 0.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriterTimeSplit {
+    pub on_cpu_user: f64,
+    /// In the kernel write path (copying data into the page cache).
+    pub on_cpu_write_path: f64,
+    pub on_cpu_other_kernel: f64,
+    /// `writer_write_other_wait_share`.
+    pub write_blocked: f64,
+    /// `writer_sync_share`.
+    pub fsync_blocked: f64,
+    /// `writer_writeback_wait_share`: throttled in balance_dirty_pages or
+    /// waiting for pages under writeback.
+    pub writeback_wait: f64,
+    /// `writer_dirty_throttle_share`, the balance_dirty_pages part of it.
+    pub dirty_throttle: f64,
+    pub other_off_cpu: f64,
+}
+
+/// One writer thread and its time split.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriterRow {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub write_bytes: u64,
+    /// Thread time (s).
+    pub thread_s: f64,
+    pub split: WriterTimeSplit,
+}
+
+/// Dirty and under-writeback page cache, system-wide, from the session's
+/// /proc/vmstat series (MiB).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirtyPages {
+    pub dirty_peak_mib: f64,
+    pub dirty_mean_mib: f64,
+    pub writeback_peak_mib: f64,
+    pub writeback_mean_mib: f64,
+    /// Made dirty / written back during the recording.
+    pub dirtied_mib: f64,
+    pub written_mib: f64,
+}
+
+impl DirtyPages {
+    /// The figures of a series (None: no buckets).
+    pub fn from_series(vm: &crate::session::model::VmstatSeries) -> Option<Self> {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let peak = |v: &[u64]| mib(v.iter().copied().max().unwrap_or(0));
+        let mean = |v: &[u64]| mib(v.iter().sum::<u64>()) / v.len().max(1) as f64;
+        (!vm.dirty_bytes.is_empty()).then(|| Self {
+            dirty_peak_mib: peak(&vm.dirty_bytes),
+            dirty_mean_mib: mean(&vm.dirty_bytes),
+            writeback_peak_mib: peak(&vm.writeback_bytes),
+            writeback_mean_mib: mean(&vm.writeback_bytes),
+            dirtied_mib: mib(vm.dirtied_bytes.iter().sum()),
+            written_mib: mib(vm.written_bytes.iter().sum()),
+        })
+    }
 }
 
 impl WriteFeatures {
@@ -322,6 +563,126 @@ fn offcpu_ns_outside(stacks: &FoldedStacks, patterns: &[&str], outside: &[&str])
         + 0.0
 }
 
+/// The time figures of a group of writer threads, from their statistics
+/// and their stacks (on-CPU samples; off-CPU µs): one computation for the
+/// writers together (the write rules' features) and for each writer.
+struct WriterTime {
+    life_ns: f64,
+    sync_calls: u64,
+    sync_share: f64,
+    writeback_wait_share: f64,
+    dirty_throttle_share: f64,
+    write_other_wait_share: f64,
+    on_cpu_share: f64,
+    blocked_io_share: f64,
+    user_share: Option<f64>,
+    write_path_share: f64,
+}
+
+impl WriterTime {
+    fn of(
+        session: &Session,
+        writers: &[&ThreadStats],
+        oncpu: &FoldedStacks,
+        offcpu: &FoldedStacks,
+    ) -> Self {
+        let sum =
+            |f: &dyn Fn(&ThreadStats) -> u64| writers.iter().map(|w| f(w)).sum::<u64>() as f64;
+        let life = sum(&thread_ns);
+        let freq = session.info.freq_hz.max(1) as f64;
+        let sync_calls = writers
+            .iter()
+            .flat_map(|w| w.syscalls.iter())
+            .filter(|s| is_syscall(s, SYNC_NAMES, SYNC_NRS))
+            .map(|s| s.count)
+            .sum();
+        // Blocked-time sessions add the calls' CPU time (samples inside them).
+        let sync_ns = sum(&|w| syscall_ns(w, SYNC_NAMES, SYNC_NRS))
+            + if syscall_times_are_blocked_time(session) {
+                frames::share_matching(oncpu, SYNC_FRAMES, true) * oncpu.total() as f64 / freq * 1e9
+            } else {
+                0.0
+            };
+        let samples_user = sum(&|w| w.samples_user);
+        let samples_kernel = sum(&|w| w.samples_kernel);
+        let user_share = if samples_user + samples_kernel > 0.0 {
+            Some(samples_user / (samples_user + samples_kernel))
+        } else {
+            frames::kernel_leaf_share(oncpu).map(|k| 1.0 - k)
+        };
+        let not_write_other: Vec<&str> = SYNC_FRAMES
+            .iter()
+            .chain(WRITEBACK_WAIT_FRAMES)
+            .copied()
+            .collect();
+        Self {
+            life_ns: life,
+            sync_calls,
+            sync_share: ratio(sync_ns, life),
+            writeback_wait_share: ratio(
+                offcpu_ns_outside(offcpu, WRITEBACK_WAIT_FRAMES, SYNC_FRAMES),
+                life,
+            ),
+            dirty_throttle_share: ratio(
+                offcpu_ns_outside(offcpu, DIRTY_THROTTLE_FRAMES, SYNC_FRAMES),
+                life,
+            ),
+            write_other_wait_share: ratio(
+                offcpu_ns_outside(offcpu, WRITE_SYSCALL_FRAMES, &not_write_other),
+                life,
+            ),
+            on_cpu_share: ratio(sum(&|w| w.on_cpu_ns), life),
+            blocked_io_share: ratio(sum(&|w| w.off_cpu_ns.uninterruptible), life),
+            user_share,
+            write_path_share: frames::share_matching(oncpu, WRITE_PATH_FRAMES, true),
+        }
+    }
+
+    fn split(&self) -> WriterTimeSplit {
+        let on_cpu = self.on_cpu_share;
+        // No samples: no user share, the on-CPU time stays "other kernel"
+        // but for the write path the stacks saw.
+        let user = on_cpu * self.user_share.unwrap_or(0.0);
+        let write_path = (on_cpu * self.write_path_share).min(on_cpu - user);
+        let blocked = self.write_other_wait_share + self.sync_share + self.writeback_wait_share;
+        WriterTimeSplit {
+            on_cpu_user: user,
+            on_cpu_write_path: write_path,
+            on_cpu_other_kernel: on_cpu - user - write_path,
+            write_blocked: self.write_other_wait_share,
+            fsync_blocked: self.sync_share,
+            writeback_wait: self.writeback_wait_share,
+            dirty_throttle: self.dirty_throttle_share,
+            other_off_cpu: (1.0 - on_cpu - blocked).max(0.0),
+        }
+    }
+}
+
+/// Stacks whose first frame (the comm) is one of `comms`.
+fn stacks_of_comms(stacks: &FoldedStacks, comms: &BTreeSet<String>) -> FoldedStacks {
+    FoldedStacks {
+        stacks: stacks
+            .stacks
+            .iter()
+            .filter(|(s, _)| comms.contains(s.split(';').next().unwrap_or("")))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// Per-thread stacks (`comm;[pid/tid];...`) of thread `tid`.
+fn stacks_of_thread(stacks: &FoldedStacks, pid: u32, tid: u32) -> FoldedStacks {
+    let marker = format!("[{pid}/{tid}]");
+    FoldedStacks {
+        stacks: stacks
+            .stacks
+            .iter()
+            .filter(|(s, _)| s.split(';').nth(1) == Some(marker.as_str()))
+            .cloned()
+            .collect(),
+    }
+}
+
 fn extract_writes(session: &Session, t: &Thresholds, app_read_bytes: u64) -> WriteFeatures {
     let duration_s = session.duration_s();
     let threads = &session.threads;
@@ -329,51 +690,45 @@ fn extract_writes(session: &Session, t: &Thresholds, app_read_bytes: u64) -> Wri
     let floor = ((total_write as f64 * t.writer_write_fraction) as u64).max(1);
     let writers: Vec<&ThreadStats> = threads.iter().filter(|t| t.write_bytes >= floor).collect();
     let comms: BTreeSet<String> = writers.iter().map(|w| w.comm.clone()).collect();
-    let sum = |f: &dyn Fn(&ThreadStats) -> u64| writers.iter().map(|w| f(w)).sum::<u64>() as f64;
-    let life = sum(&thread_ns);
-    let only_writers = |stacks: &FoldedStacks| FoldedStacks {
-        stacks: stacks
-            .stacks
+    let all = WriterTime::of(
+        session,
+        &writers,
+        &stacks_of_comms(&session.oncpu, &comms),
+        &stacks_of_comms(&session.offcpu, &comms),
+    );
+    // Per writer only with per-thread stacks: the per-comm ones would
+    // give every writer of a name the whole group's waits.
+    let per_thread_stacks =
+        !session.oncpu_threads.stacks.is_empty() || !session.offcpu_threads.stacks.is_empty();
+    let mut rows: Vec<WriterRow> = if per_thread_stacks {
+        writers
             .iter()
-            .filter(|(s, _)| comms.contains(s.split(';').next().unwrap_or("")))
-            .cloned()
-            .collect(),
-    };
-    let oncpu = only_writers(&session.oncpu);
-    let offcpu = only_writers(&session.offcpu);
-    let freq = session.info.freq_hz.max(1) as f64;
-    let sync_calls = writers
-        .iter()
-        .flat_map(|w| w.syscalls.iter())
-        .filter(|s| is_syscall(s, SYNC_NAMES, SYNC_NRS))
-        .map(|s| s.count)
-        .sum();
-    // Blocked-time sessions add the calls' CPU time (samples inside them).
-    let sync_ns = sum(&|w| syscall_ns(w, SYNC_NAMES, SYNC_NRS))
-        + if syscall_times_are_blocked_time(session) {
-            frames::share_matching(&oncpu, SYNC_FRAMES, true) * oncpu.total() as f64 / freq * 1e9
-        } else {
-            0.0
-        };
-    let samples_user = sum(&|w| w.samples_user);
-    let samples_kernel = sum(&|w| w.samples_kernel);
-    let writer_user_share = if samples_user + samples_kernel > 0.0 {
-        Some(samples_user / (samples_user + samples_kernel))
+            .map(|w| {
+                let time = WriterTime::of(
+                    session,
+                    &[*w],
+                    &stacks_of_thread(&session.oncpu_threads, w.pid, w.tid),
+                    &stacks_of_thread(&session.offcpu_threads, w.pid, w.tid),
+                );
+                WriterRow {
+                    pid: w.pid,
+                    tid: w.tid,
+                    comm: w.comm.clone(),
+                    write_bytes: w.write_bytes,
+                    thread_s: time.life_ns / 1e9,
+                    split: time.split(),
+                }
+            })
+            .collect()
     } else {
-        frames::kernel_leaf_share(&oncpu).map(|k| 1.0 - k)
+        Vec::new()
     };
-    let device_write_bytes: u64 = session.io.devices.iter().map(|d| d.write_bytes).sum();
-    let top_write_device = session
-        .io
-        .devices
-        .iter()
-        .max_by(|a, b| {
-            (a.write_bytes, !is_virtual_device(&a.name))
-                .cmp(&(b.write_bytes, !is_virtual_device(&b.name)))
-                .then_with(|| b.name.cmp(&a.name))
-        })
-        .filter(|d| d.write_bytes > 0)
-        .map(|d| device_feature(d, duration_s));
+    rows.sort_by(|a, b| b.write_bytes.cmp(&a.write_bytes).then(a.tid.cmp(&b.tid)));
+    let stack = DeviceStack::new(&session.io.devices);
+    let device_write_bytes = stack.total(|d| d.write_bytes);
+    let top_write_device = stack
+        .top(|d| d.write_bytes, &|_| 0)
+        .map(|i| stack.feature(i, duration_s));
     let device_over_written =
         (total_write > 0).then(|| device_write_bytes as f64 / total_write as f64);
     let write_dominated = total_write >= t.writer_min_write_bytes
@@ -382,29 +737,31 @@ fn extract_writes(session: &Session, t: &Thresholds, app_read_bytes: u64) -> Wri
         write_dominated,
         writer_threads: writers.len(),
         writer_comms: comms.iter().cloned().collect(),
-        writer_thread_s: life / 1e9,
+        writer_thread_s: all.life_ns / 1e9,
         write_syscall_bytes: total_write,
         write_syscall_mib_per_s: mib_per_s(total_write, duration_s),
-        writer_sync_calls: sync_calls,
-        writer_sync_share: ratio(sync_ns, life),
-        writer_writeback_wait_share: ratio(
-            offcpu_ns_outside(&offcpu, WRITEBACK_WAIT_FRAMES, SYNC_FRAMES),
-            life,
-        ),
-        writer_dirty_throttle_share: ratio(
-            offcpu_ns_outside(&offcpu, DIRTY_THROTTLE_FRAMES, SYNC_FRAMES),
-            life,
-        ),
-        writer_on_cpu_share: ratio(sum(&|w| w.on_cpu_ns), life),
-        writer_blocked_io_share: ratio(sum(&|w| w.off_cpu_ns.uninterruptible), life),
-        writer_user_share,
-        writer_write_path_share: frames::share_matching(&oncpu, WRITE_PATH_FRAMES, true),
+        writer_sync_calls: all.sync_calls,
+        writer_sync_share: all.sync_share,
+        writer_writeback_wait_share: all.writeback_wait_share,
+        writer_dirty_throttle_share: all.dirty_throttle_share,
+        writer_on_cpu_share: all.on_cpu_share,
+        writer_blocked_io_share: all.blocked_io_share,
+        writer_user_share: all.user_share,
+        writer_write_path_share: all.write_path_share,
         device_write_bytes,
         device_over_written,
         top_write_device,
         only_in_memory: write_dominated
-            && sync_calls == 0
+            && all.sync_calls == 0
             && device_over_written.is_some_and(|r| r < t.write_memory_only_device_ratio),
+        writer_write_other_wait_share: all.write_other_wait_share,
+        time_split: all.split(),
+        writers: rows,
+        dirty: session
+            .timeseries
+            .as_ref()
+            .and_then(|ts| ts.vmstat.as_ref())
+            .and_then(DirtyPages::from_series),
     }
 }
 
@@ -460,10 +817,18 @@ pub struct Features {
     /// Device read bytes attributed to traced processes when the kernel gave
     /// pids, else all device reads (the block layer is system-wide).
     pub device_read_bytes: u64,
+    /// Bytes of pages traced threads added to the page cache outside
+    /// write-family syscalls: read misses, which storage supplied.
     pub page_cache_miss_bytes: u64,
+    /// Bytes of pages traced threads' buffered writes added to the page
+    /// cache (0 in sessions recorded before they were counted apart, whose
+    /// misses include them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub page_cache_write_bytes: u64,
     /// Share of read-syscall bytes not fetched from storage (None: no reads).
     pub page_cache_hit_ratio: Option<f64>,
-    /// The device that served the most reads (or the busiest).
+    /// The device that served the most reads of its own, as for
+    /// [`WriteFeatures::top_write_device`] (without reads: the busiest).
     pub top_device: Option<DeviceFeature>,
     pub devices: Vec<DeviceFeature>,
     pub consumer: Option<ConsumerFeature>,
@@ -513,6 +878,36 @@ pub fn log2_quantile_us(hist: &[u64], q: f64) -> Option<f64> {
     None
 }
 
+/// The window split of consumers that wrote; None when none did.
+fn consumer_writes(consumers: &[super::waitgraph::ConsumerTime]) -> Option<ConsumerWrites> {
+    let write_bytes: u64 = consumers.iter().map(|c| c.write_bytes).sum();
+    let window_ns: u64 = consumers.iter().map(|c| c.window_ns).sum();
+    if write_bytes == 0 || window_ns == 0 {
+        return None;
+    }
+    let share = |ns: u64| ns as f64 / window_ns as f64;
+    let sum = |part: fn(&super::waitgraph::ConsumerTime) -> u64| -> u64 {
+        consumers.iter().map(part).sum()
+    };
+    let own_ns = sum(|c| c.own_ns);
+    let data_wait_share = share(sum(|c| c.data_wait_ns));
+    let own_share = share(own_ns);
+    Some(ConsumerWrites {
+        write_bytes,
+        window_s: window_ns as f64 / 1e9,
+        // The rest of the window: timed sleeps are summed over the whole
+        // wait that ended in the window, so they can exceed it.
+        compute_share: (1.0 - data_wait_share - own_share).max(0.0),
+        data_wait_share,
+        own_share,
+        own_io_share: if own_ns == 0 {
+            0.0
+        } else {
+            sum(|c| c.own_io_ns) as f64 / own_ns as f64
+        },
+    })
+}
+
 fn is_zero(x: &u64) -> bool {
     *x == 0
 }
@@ -549,6 +944,11 @@ fn device_feature(d: &DeviceStats, duration_s: f64) -> DeviceFeature {
         utilization,
         latency_p50_us: log2_quantile_us(&d.latency_log2_ns, 0.5),
         latency_p99_us: log2_quantile_us(&d.latency_log2_ns, 0.99),
+        read_latency_p50_us: log2_quantile_us(&d.read_latency_log2_ns, 0.5),
+        read_latency_p99_us: log2_quantile_us(&d.read_latency_log2_ns, 0.99),
+        write_latency_p50_us: log2_quantile_us(&d.write_latency_log2_ns, 0.5),
+        write_latency_p99_us: log2_quantile_us(&d.write_latency_log2_ns, 0.99),
+        carries: Vec::new(),
     }
 }
 
@@ -642,6 +1042,7 @@ impl Features {
                 tids: w.consumers.iter().map(|c| c.tid).collect(),
                 sleep_share: au / 100.0,
                 from_wait_graph: true,
+                writes: consumer_writes(&w.consumers),
             });
         }
     }
@@ -768,14 +1169,18 @@ impl Features {
 
         let read_syscall_bytes: u64 = threads.iter().map(|t| t.read_bytes).sum();
         let traced_dev: u64 = session.io.devices.iter().map(|d| d.traced_read_bytes).sum();
-        let all_dev: u64 = session.io.devices.iter().map(|d| d.read_bytes).sum();
+        let stack = DeviceStack::new(&session.io.devices);
+        let all_dev = stack.total(|d| d.read_bytes);
         let device_read_bytes = if traced_dev > 0 { traced_dev } else { all_dev };
-        let page_cache_miss_bytes = session.io.page_cache.misses_pages
-            * if session.io.page_cache.page_size > 0 {
-                session.io.page_cache.page_size
-            } else {
-                4096
-            };
+        let page_size = if session.io.page_cache.page_size > 0 {
+            session.io.page_cache.page_size
+        } else {
+            4096
+        };
+        // Read misses only: the pages buffered writes add are counted apart
+        // (they came from the writer's memory, not from storage).
+        let page_cache_miss_bytes = session.io.page_cache.misses_pages.saturating_mul(page_size);
+        let page_cache_write_bytes = session.io.page_cache.write_pages.saturating_mul(page_size);
         let mapped_read_bytes = session
             .bench
             .as_ref()
@@ -790,28 +1195,26 @@ impl Features {
             (1.0 - ratio(from_storage, app_read_bytes as f64)).max(0.0)
         });
 
-        let devices: Vec<DeviceFeature> = session
-            .io
-            .devices
-            .iter()
-            .map(|d| device_feature(d, duration_s))
+        let devices: Vec<DeviceFeature> = (0..session.io.devices.len())
+            .map(|i| stack.feature(i, duration_s))
             .collect();
-        let top_device = devices
-            .iter()
-            .max_by(|a, b| {
-                (
-                    a.read_bytes,
-                    !is_virtual_device(&a.name),
-                    a.utilization.to_bits(),
-                )
-                    .cmp(&(
-                        b.read_bytes,
-                        !is_virtual_device(&b.name),
-                        b.utilization.to_bits(),
-                    ))
-                    .then_with(|| b.name.cmp(&a.name))
+        // The most (own) reads; without reads, the busiest.
+        let top_device = stack
+            .top(|d| d.read_bytes, &|i| devices[i].utilization.to_bits())
+            .or_else(|| {
+                (0..devices.len()).max_by(|&a, &b| {
+                    (
+                        !is_virtual_device(&devices[a].name),
+                        devices[a].utilization.to_bits(),
+                    )
+                        .cmp(&(
+                            !is_virtual_device(&devices[b].name),
+                            devices[b].utilization.to_bits(),
+                        ))
+                        .then_with(|| devices[b].name.cmp(&devices[a].name))
+                })
             })
-            .cloned();
+            .map(|i| devices[i].clone());
 
         // Consumer: non-reader threads asleep in nanosleep most of their life.
         let consumer = threads
@@ -830,6 +1233,7 @@ impl Features {
                 tids: vec![th.tid],
                 sleep_share: share,
                 from_wait_graph: false,
+                writes: None,
             });
 
         let bench = session.bench.as_ref().map(|b| {
@@ -900,6 +1304,7 @@ impl Features {
             },
             device_read_bytes,
             page_cache_miss_bytes,
+            page_cache_write_bytes,
             page_cache_hit_ratio,
             top_device,
             devices,
@@ -1009,7 +1414,7 @@ mod tests {
 mod write_rule_tests {
     use super::*;
     use crate::analysis::frames::HotFrames;
-    use crate::analysis::verdict::{Decision, Note, VerdictId, decide};
+    use crate::analysis::verdict::{Decision, Figure, Note, VerdictId, decide};
     use crate::session::model::{DeviceStats, OffCpuNs};
 
     const GIB: u64 = 1 << 30;
@@ -1091,6 +1496,98 @@ mod write_rule_tests {
             ("ckpt;main;__x64_sys_fsync_[k];do_fsync_[k];folio_wait_writeback_[k]".into(), 500_000),
         ];
         s
+    }
+
+    /// The split of [`writeback_session`]'s writer: 1 s on CPU (no
+    /// samples: other kernel), 8 s throttled in balance_dirty_pages (inside
+    /// write), 0.5 s in fsync's writeback wait (counted as fsync time, 0 s
+    /// here: the call's time is what it is), 0.25 s blocked in write for
+    /// something else, the rest other off-CPU time.
+    #[test]
+    fn the_writer_time_split_comes_from_the_write_features() {
+        let mut s = writeback_session(8_000_000);
+        s.offcpu.stacks.push((
+            "ckpt;main;write_shard;vfs_write_[k];ext4_buffered_write_iter_[k];down_write_[k]"
+                .into(),
+            250_000,
+        ));
+        let (f, _) = decision(&s);
+        let w = f.writes.as_ref().unwrap();
+        let split = &w.time_split;
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(near(split.on_cpu_other_kernel, 0.1), "{split:?}");
+        assert!(
+            near(split.on_cpu_user + split.on_cpu_write_path, 0.0),
+            "{split:?}"
+        );
+        assert!(near(split.writeback_wait, w.writer_writeback_wait_share));
+        assert!(near(split.writeback_wait, 0.8), "{split:?}");
+        assert!(near(split.dirty_throttle, 0.8), "{split:?}");
+        assert!(near(split.write_blocked, 0.025), "{split:?}");
+        assert!(near(split.fsync_blocked, w.writer_sync_share));
+        assert!(near(
+            split.other_off_cpu,
+            1.0 - 0.1 - 0.8 - 0.025 - split.fsync_blocked
+        ));
+        // No per-thread stacks: no per-writer rows.
+        assert!(w.writers.is_empty());
+    }
+
+    /// Two writers of one name: each row has its own thread's waits.
+    #[test]
+    fn each_writer_gets_its_own_split_from_its_thread_stacks() {
+        let mut s = writer_session(1, 9, Vec::new(), 4 * GIB, 0.95);
+        let mut second = s.threads[0].clone();
+        second.tid = 21;
+        second.write_bytes = 2 * GIB;
+        s.threads.push(second);
+        s.offcpu_threads.stacks = vec![
+            (
+                "ckpt;[20/20];vfs_write_[k];balance_dirty_pages_[k];schedule_[k]".into(),
+                6_000_000,
+            ),
+            (
+                "ckpt;[20/21];vfs_write_[k];down_write_[k];schedule_[k]".into(),
+                3_000_000,
+            ),
+        ];
+        s.oncpu_threads.stacks = vec![
+            ("ckpt;[20/20];make_data".into(), 50),
+            ("ckpt;[20/21];make_data".into(), 50),
+        ];
+        let (f, _) = decision(&s);
+        let w = f.writes.as_ref().unwrap();
+        assert_eq!(w.writers.len(), 2);
+        let (first, other) = (&w.writers[0], &w.writers[1]);
+        assert_eq!((first.tid, other.tid), (20, 21));
+        assert!((first.split.dirty_throttle - 0.6).abs() < 1e-9, "{first:?}");
+        assert_eq!(first.split.write_blocked, 0.0);
+        assert_eq!(other.split.dirty_throttle, 0.0);
+        assert!((other.split.write_blocked - 0.3).abs() < 1e-9, "{other:?}");
+        assert!((first.thread_s - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn dirty_page_figures_from_the_vmstat_series() {
+        let mut s = writeback_session(8_000_000);
+        s.timeseries = Some(crate::session::model::TimeSeries {
+            bucket_ns: S,
+            vmstat: Some(crate::session::model::VmstatSeries {
+                dirty_bytes: vec![10 << 20, 30 << 20, 20 << 20],
+                writeback_bytes: vec![0, 4 << 20, 2 << 20],
+                dirtied_bytes: vec![10 << 20, 20 << 20, 0],
+                written_bytes: vec![0, 0, 10 << 20],
+            }),
+            ..Default::default()
+        });
+        let (f, _) = decision(&s);
+        let d = f.writes.unwrap().dirty.unwrap();
+        assert_eq!((d.dirty_peak_mib, d.dirty_mean_mib), (30.0, 20.0));
+        assert_eq!((d.writeback_peak_mib, d.writeback_mean_mib), (4.0, 2.0));
+        assert_eq!((d.dirtied_mib, d.written_mib), (30.0, 10.0));
+        // Without the series: none.
+        let (f, _) = decision(&writeback_session(8_000_000));
+        assert!(f.writes.unwrap().dirty.is_none());
     }
 
     #[test]
@@ -1260,6 +1757,189 @@ mod write_rule_tests {
         // The features of a session without writes serialize as before.
         let json = serde_json::to_string(&f0).unwrap();
         assert!(!json.contains("\"writes\""), "{json}");
+    }
+
+    /// `name` (dev `dev`) on `lower` ((name, dev) nearest first), reached
+    /// by `via`.
+    fn stacked(name: &str, dev: &str, lower: &[(&str, &str)], via: Stacking) -> DeviceStats {
+        DeviceStats {
+            name: name.into(),
+            dev: dev.into(),
+            sits_on: lower
+                .iter()
+                .map(|(n, d)| crate::session::model::LowerDevice {
+                    name: (*n).into(),
+                    dev: (*d).into(),
+                    via,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The loop scenario of tests/write_scenarios.rs: the writer's ext4 is
+    /// on loop0, whose image file is on vda, so vda writes the bytes again
+    /// (plus a little of its own) and is the busier of the two.
+    #[test]
+    fn a_disk_carrying_a_loop_image_gives_way_to_the_loop_device() {
+        let mut s = writeback_session(8_000_000);
+        let vda = s.io.devices[0].clone();
+        let mut lo = stacked("loop0", "7:0", &[("vda", "254:0")], Stacking::LoopImage);
+        lo.write_bytes = 4 * GIB;
+        lo.utilization = 0.3;
+        s.io.devices = vec![
+            lo,
+            DeviceStats {
+                write_bytes: 4 * GIB + (100 << 20),
+                ..vda.clone()
+            },
+        ];
+        let (f, d) = decision(&s);
+        let w = f.writes.as_ref().unwrap();
+        assert_eq!(w.top_write_device.as_ref().unwrap().name, "loop0");
+        // The image's bytes once: loop0's, and vda's own 100 MiB.
+        assert_eq!(w.device_write_bytes, 4 * GIB + (100 << 20));
+        let vda_feature = f.devices.iter().find(|d| d.name == "vda").unwrap();
+        assert_eq!(
+            vda_feature.carries,
+            [CarriedDevice {
+                name: "loop0".into(),
+                via: Stacking::LoopImage
+            }]
+        );
+        assert!(
+            f.devices
+                .iter()
+                .find(|d| d.name == "loop0")
+                .unwrap()
+                .carries
+                .is_empty()
+        );
+        // The verdict's device figures and headline name the loop device.
+        assert!(fired(&d, VerdictId::WritebackBound));
+        let finding = std::iter::once(&d.primary)
+            .chain(&d.runners_up)
+            .find(|r| r.verdict == VerdictId::WritebackBound)
+            .unwrap();
+        assert!(
+            finding.figures.iter().any(
+                |fig| matches!(fig, Figure::DeviceWriteRate { device, .. } if device == "loop0")
+            ),
+            "{:?}",
+            finding.figures
+        );
+        let summary = crate::output::wording::summary(finding, d.basis);
+        assert!(
+            summary.contains("loop0") && !summary.contains("vda"),
+            "{summary}"
+        );
+
+        // A disk with more writes of its own than the loop device's stays
+        // the one named; a session recorded before stacking was read (no
+        // sits_on) names the busiest writer, as before.
+        let mut own = s.clone();
+        own.io.devices[1].write_bytes = 9 * GIB;
+        let (f, _) = decision(&own);
+        let w = f.writes.as_ref().unwrap();
+        assert_eq!(w.top_write_device.as_ref().unwrap().name, "vda");
+        assert_eq!(w.device_write_bytes, 9 * GIB);
+        let mut old = s.clone();
+        old.io.devices[0].sits_on.clear();
+        let (f, _) = decision(&old);
+        let w = f.writes.as_ref().unwrap();
+        assert_eq!(w.top_write_device.as_ref().unwrap().name, "vda");
+        assert_eq!(w.device_write_bytes, 8 * GIB + (100 << 20));
+        assert!(f.devices.iter().all(|d| d.carries.is_empty()));
+    }
+
+    /// Reads on a file system on dm-0 (on md0, on vda and vdb) on which a
+    /// loop device's image also lives: each lower device carries only the
+    /// device right on it, the read total counts each byte once, and the
+    /// device read from is the top one.
+    #[test]
+    fn stacked_reads_name_the_top_device_and_count_once() {
+        let mut s = writeback_session(0);
+        let mut lo = stacked(
+            "loop0",
+            "7:0",
+            &[
+                ("dm-0", "253:0"),
+                ("md0", "9:0"),
+                ("vda", "254:0"),
+                ("vdb", "254:16"),
+            ],
+            Stacking::LoopImage,
+        );
+        lo.read_bytes = 2 * GIB;
+        let mut dm = stacked(
+            "dm-0",
+            "253:0",
+            &[("md0", "9:0"), ("vda", "254:0"), ("vdb", "254:16")],
+            Stacking::Member,
+        );
+        dm.read_bytes = 2 * GIB;
+        let mut md = stacked(
+            "md0",
+            "9:0",
+            &[("vda", "254:0"), ("vdb", "254:16")],
+            Stacking::Member,
+        );
+        md.read_bytes = 2 * GIB;
+        let disk = |name: &str, dev: &str| DeviceStats {
+            name: name.into(),
+            dev: dev.into(),
+            read_bytes: GIB,
+            utilization: 0.9,
+            ..Default::default()
+        };
+        s.io.devices = vec![lo, dm, md, disk("vda", "254:0"), disk("vdb", "254:16")];
+        let (f, _) = decision(&s);
+        assert_eq!(f.top_device.as_ref().unwrap().name, "loop0");
+        // No traced reads: all devices' reads, stacked ones once.
+        assert_eq!(f.device_read_bytes, 2 * GIB);
+        let carried = |name: &str| -> Vec<String> {
+            f.devices
+                .iter()
+                .find(|d| d.name == name)
+                .unwrap()
+                .carries
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        assert_eq!(carried("dm-0"), ["loop0"]);
+        assert_eq!(carried("md0"), ["dm-0"]);
+        assert_eq!(carried("vda"), ["md0"]);
+        assert_eq!(carried("vdb"), ["md0"]);
+        assert!(carried("loop0").is_empty());
+    }
+
+    /// Pages a buffered writer added to the page cache are not storage
+    /// supplying reads: the hit ratio and "storage supplied" see only the
+    /// read misses.
+    #[test]
+    fn buffered_writes_pages_are_not_read_misses() {
+        let mut s = writeback_session(0);
+        s.threads[0].read_bytes = 64 << 20;
+        s.io.page_cache.page_size = 4096;
+        // 16 MiB of reads missed, 4 GiB of pages came from writes.
+        s.io.page_cache.misses_pages = 4096;
+        s.io.page_cache.write_pages = (4 * GIB) / 4096;
+        let (f, _) = decision(&s);
+        assert_eq!(f.page_cache_miss_bytes, 16 << 20);
+        assert_eq!(f.page_cache_write_bytes, 4 * GIB);
+        assert!((f.page_cache_hit_ratio.unwrap() - 0.75).abs() < 1e-9);
+        let line = crate::output::report::read_supply_line(&f);
+        assert!(line.contains("storage supplied 16.0 MiB"), "{line}");
+        assert!(
+            line.contains("Buffered writes added 4096.0 MiB of new pages"),
+            "{line}"
+        );
+        // Without write pages (or in an older session) the line is as it was.
+        s.io.page_cache.write_pages = 0;
+        let (f, _) = decision(&s);
+        let line = crate::output::report::read_supply_line(&f);
+        assert!(!line.contains("Buffered"), "{line}");
     }
 }
 

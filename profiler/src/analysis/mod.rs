@@ -382,6 +382,7 @@ mod tests {
             tids: vec![7],
             sleep_share: 0.96,
             from_wait_graph: false,
+            writes: None,
         });
         let v = decide(&f);
         assert_eq!(v.verdict, VerdictId::ComputeBound);
@@ -519,7 +520,8 @@ mod tests {
                 "stalled",
                 "writeback-bound",
                 "fsync-bound",
-                "write-generator-bound"
+                "write-generator-bound",
+                "checkpoint-bound"
             ]
         );
         for v in VerdictId::ALL {

@@ -79,6 +79,13 @@ pub struct Thresholds {
     // ---- lock-contention ----
     /// Readers asleep in futex at least this share of their time. Default 0.3.
     pub lock_futex_share: f64,
+    /// Loaders that wait on each other's lock are not contention when one
+    /// reader among them does at least this share of their CPU time
+    /// together and the others read nothing (they pass its results on).
+    /// Default 0.8: without the lock such a group could run at most 1.25×
+    /// faster (Amdahl), its limit is the reader's CPU; a DataLoader
+    /// worker's main thread and its queue feeder sharing the GIL are one.
+    pub lock_dominant_holder_share: f64,
 
     // ---- memory-pressure ----
     /// Reclaim / swap-in / OOM stacks at least this share of reader time.
@@ -121,6 +128,12 @@ pub struct Thresholds {
     /// made and the devices wrote less than this share of the write-syscall
     /// bytes during the recording. Default 0.1.
     pub write_memory_only_device_ratio: f64,
+    /// A consumer (trainer) that wrote at least `writer_min_write_bytes` and
+    /// spent at least this share of its training window on its own work,
+    /// neither computing nor waiting for data (and more than it waited for
+    /// data), is held back by its own writes: checkpoint-bound. Default
+    /// 0.25: a quarter of the training time lost to saving.
+    pub checkpoint_bound_own_share: f64,
 
     // ---- evidence and confidence ----
     /// Derived (DLIO) vs measured (bench) I/O differing by more than this
@@ -185,6 +198,7 @@ impl Default for Thresholds {
             compute_bound_au_percentage: 90.0,
             cpu_starved_runnable_share: 0.2,
             lock_futex_share: 0.3,
+            lock_dominant_holder_share: 0.8,
             memory_reclaim_share: 0.2,
             network_socket_share: 0.3,
             writer_write_fraction: 0.05,
@@ -195,6 +209,7 @@ impl Default for Thresholds {
             write_generator_on_cpu_share: 0.5,
             write_generator_own_work_share: 0.5,
             write_memory_only_device_ratio: 0.1,
+            checkpoint_bound_own_share: 0.25,
             io_mismatch_factor: 2.0,
             stall_s: 60.0,
             stall_busy_share: 0.9,

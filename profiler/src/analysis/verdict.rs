@@ -62,6 +62,10 @@ pub enum VerdictId {
     FsyncBound,
     /// Writers on CPU making the data most of their life; device idle.
     WriteGeneratorBound,
+    /// The consumer (trainer) spends its training window on its own
+    /// writes (checkpoints saved in its own thread), not computing and not
+    /// waiting for data.
+    CheckpointBound,
 }
 
 /// A verdict rule: the id it decides, its name in verdict.json and the
@@ -75,7 +79,7 @@ pub struct Rule {
 
 /// Every rule, in the ids' order: adding a verdict is one entry here (plus
 /// its [`VerdictId`] variant and its wording in `output::wording`).
-pub const RULES: [Rule; 12] = [
+pub const RULES: [Rule; 13] = [
     Rule {
         id: VerdictId::CpuBoundReader,
         name: "cpu-bound-reader",
@@ -135,6 +139,11 @@ pub const RULES: [Rule; 12] = [
         id: VerdictId::WriteGeneratorBound,
         name: "write-generator-bound",
         score: |f, _, t| rule_write_generator_bound(f, t),
+    },
+    Rule {
+        id: VerdictId::CheckpointBound,
+        name: "checkpoint-bound",
+        score: |f, _, t| rule_checkpoint_bound(f, t),
     },
 ];
 
@@ -339,6 +348,21 @@ pub enum Figure {
         device: String,
         mib_per_s: f64,
     },
+    /// The consumer's own time in its window (neither compute nor data
+    /// wait) and what it wrote.
+    ConsumerOwnTime {
+        comm: String,
+        share: f64,
+        written_mib: f64,
+    },
+    /// Of that own time, the share in uninterruptible (D) waits.
+    ConsumerOwnIo {
+        share: f64,
+    },
+    /// The consumer's data wait, as a share of its window.
+    ConsumerDataWaitShare {
+        share: f64,
+    },
 }
 
 impl Figure {
@@ -379,6 +403,9 @@ impl Figure {
             Self::WriterBlockedIo { .. } => "writer_blocked_io_share",
             Self::WrittenReachedDevice { .. } => "device_over_written",
             Self::DeviceWriteRate { .. } => "device_write_mib_per_s",
+            Self::ConsumerOwnTime { .. } => "consumer_own_share",
+            Self::ConsumerOwnIo { .. } => "consumer_own_io_share",
+            Self::ConsumerDataWaitShare { .. } => "consumer_data_wait_share",
         }
         .to_string()
     }
@@ -404,7 +431,10 @@ impl Figure {
             | Self::WriterSync { share, .. }
             | Self::WriterWritebackWait { share }
             | Self::WriterDirtyThrottle { share }
-            | Self::WriterBlockedIo { share } => *share,
+            | Self::WriterBlockedIo { share }
+            | Self::ConsumerOwnTime { share, .. }
+            | Self::ConsumerOwnIo { share }
+            | Self::ConsumerDataWaitShare { share } => *share,
             Self::WrittenReachedDevice { ratio, .. } => *ratio,
             Self::DeviceWriteRate { mib_per_s, .. } => *mib_per_s,
             Self::DeviceReadRate { mib_per_s, .. } => *mib_per_s,
@@ -548,6 +578,17 @@ pub enum Detail {
         own_work_share: f64,
         device: Option<WriteDeviceFigures>,
     },
+    CheckpointBound {
+        /// The consumer, as named in the wait-for graph (None: no consumer).
+        comm: Option<String>,
+        own_share: f64,
+        compute_share: f64,
+        data_wait_share: f64,
+        /// Of the own time, in uninterruptible (D) waits.
+        own_io_share: f64,
+        written_mib: f64,
+        device: Option<WriteDeviceFigures>,
+    },
     Stalled {
         /// None: the rule did not fire.
         kind: Option<StallKind>,
@@ -605,6 +646,13 @@ pub enum Note {
     WritesOnlyInMemory {
         written_mib: f64,
         device_mib: f64,
+    },
+    /// The bench's AU counts only its steps, while the consumer's window
+    /// includes its own writes (DLIO leaves checkpoint time out).
+    BenchAuLeavesOutOwnTime {
+        bench_au: f64,
+        compute_share: f64,
+        own_share: f64,
     },
     /// Reader figures are shares of the consumers' data wait.
     ConsumerDataWait {
@@ -1261,6 +1309,49 @@ fn rule_write_generator_bound(f: &Features, t: &Thresholds) -> Finding {
     }
 }
 
+fn rule_checkpoint_bound(f: &Features, t: &Thresholds) -> Finding {
+    let consumer = f.consumer.as_ref();
+    let w = consumer.and_then(|c| c.writes.clone()).unwrap_or_default();
+    let written_mib = w.write_bytes as f64 / (1 << 20) as f64;
+    let fired = w.write_bytes >= t.writer_min_write_bytes
+        && w.own_share >= t.checkpoint_bound_own_share
+        && w.own_share > w.data_wait_share;
+    let comm = consumer.map(|c| c.comm.clone());
+    let mut figures = vec![
+        Figure::ConsumerOwnTime {
+            comm: comm.clone().unwrap_or_default(),
+            share: w.own_share,
+            written_mib,
+        },
+        Figure::ConsumerOwnIo {
+            share: w.own_io_share,
+        },
+        Figure::ConsumerSleep {
+            comm: comm.clone().unwrap_or_default(),
+            share: w.compute_share,
+        },
+        Figure::ConsumerDataWaitShare {
+            share: w.data_wait_share,
+        },
+    ];
+    figures.extend(write_device_evidence(f));
+    Finding {
+        verdict: VerdictId::CheckpointBound,
+        fired,
+        score: w.own_share,
+        detail: Detail::CheckpointBound {
+            comm,
+            own_share: w.own_share,
+            compute_share: w.compute_share,
+            data_wait_share: w.data_wait_share,
+            own_io_share: w.own_io_share,
+            written_mib,
+            device: write_device_figures(f),
+        },
+        figures,
+    }
+}
+
 /// Every rule's finding, in [`RULES`] order.
 pub fn findings(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Vec<Finding> {
     RULES.iter().map(|r| (r.score)(f, hot_oncpu, t)).collect()
@@ -1286,8 +1377,11 @@ pub fn confidence(primary: &Finding, runner_up_score: f64, f: &Features, t: &Thr
     if f.lost_events > 0 {
         c *= t.confidence_lost_events_factor;
     }
-    let basis_s = match &f.writes {
-        Some(w) if primary.verdict.is_write() => w.writer_thread_s,
+    let basis_s = match (&f.writes, &f.consumer) {
+        (Some(w), _) if primary.verdict.is_write() => w.writer_thread_s,
+        (_, Some(c)) if primary.verdict == VerdictId::CheckpointBound => {
+            c.writes.as_ref().map_or(0.0, |w| w.window_s)
+        }
         _ => f.reader_thread_s,
     };
     if basis_s < t.min_reader_thread_s {
@@ -1353,13 +1447,15 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
             .then_with(|| a.verdict.cmp(&b.verdict))
     });
     // Compute-bound wins whenever it fires: the pipeline keeps the consumer
-    // busy, so whatever else is slow does not limit it.
-    if let Some(i) = all
-        .iter()
-        .position(|x| x.verdict == VerdictId::ComputeBound && x.fired)
-    {
-        let cb = all.remove(i);
-        all.insert(0, cb);
+    // busy, so whatever else is slow does not limit it. Unless the consumer
+    // spends its window saving checkpoints in its own thread: it is not
+    // computing then, whatever the bench's AU (DLIO's leaves that time out),
+    // and that rule fires only when the saving outweighs its data wait.
+    for leader in [VerdictId::ComputeBound, VerdictId::CheckpointBound] {
+        if let Some(i) = all.iter().position(|x| x.verdict == leader && x.fired) {
+            let first = all.remove(i);
+            all.insert(0, first);
+        }
     }
     // A job that makes no progress is limited by nothing else.
     if let Some(i) = all.iter().position(|x| x.verdict == VerdictId::Stalled) {
@@ -1370,11 +1466,17 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
     let stall = (primary.verdict == VerdictId::Stalled)
         .then(|| f.stall.clone())
         .flatten();
-    // The stall's certainty does not depend on how the other shares rank.
+    // The stall's certainty does not depend on how the other shares rank;
+    // a bench AU that left the checkpoints out is no rival to them.
     let runner_score = if stall.is_some() {
         0.0
     } else {
-        all.first().map_or(0.0, |r| r.score)
+        all.iter()
+            .find(|r| {
+                !(primary.verdict == VerdictId::CheckpointBound
+                    && r.verdict == VerdictId::ComputeBound)
+            })
+            .map_or(0.0, |r| r.score)
     };
     let confidence = confidence(&primary, runner_score, f, t);
     let inconclusive = !primary.fired;
@@ -1385,6 +1487,18 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
         .map(|r| Note::AlsoFired(r.verdict))
         .collect();
     notes.extend(bench_notes(f, t));
+    if primary.verdict == VerdictId::CheckpointBound
+        && let (Some(bench_au), Some(w)) = (
+            f.bench.as_ref().and_then(|b| b.au_percentage),
+            f.consumer.as_ref().and_then(|c| c.writes.as_ref()),
+        )
+    {
+        notes.push(Note::BenchAuLeavesOutOwnTime {
+            bench_au,
+            compute_share: w.compute_share,
+            own_share: w.own_share,
+        });
+    }
     if let Some(w) = f.writes.as_ref().filter(|w| w.only_in_memory) {
         notes.push(Note::WritesOnlyInMemory {
             written_mib: w.write_syscall_bytes as f64 / (1 << 20) as f64,
@@ -1438,7 +1552,8 @@ mod tests {
             | VerdictId::Stalled
             | VerdictId::WritebackBound
             | VerdictId::FsyncBound
-            | VerdictId::WriteGeneratorBound => id,
+            | VerdictId::WriteGeneratorBound
+            | VerdictId::CheckpointBound => id,
         };
         let f = Features::default();
         let t = Thresholds::default();

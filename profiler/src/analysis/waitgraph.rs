@@ -81,6 +81,25 @@ pub struct ConsumerTime {
     pub window_ns: u64,
     /// 1 − data_wait / window, in percent.
     pub au_percentage: f64,
+    /// Bytes the consumer thread wrote with write-family syscalls over the
+    /// recording (checkpoints, logs); 0 for a consumer that wrote nothing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub write_bytes: u64,
+    /// The consumer's own time in the window, neither computing nor waiting
+    /// for data, ns: what is left of the window after both for a consumer
+    /// that emulates compute; only its uninterruptible (D) waits for one
+    /// that computes on a CPU (its CPU time is its compute). A trainer that
+    /// saves checkpoints in its own thread spends them here.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub own_ns: u64,
+    /// Of `own_ns`, the time in uninterruptible (D) waits: I/O such as
+    /// fsync or writeback throttling.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub own_io_ns: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// One phase of the recording.
@@ -366,6 +385,41 @@ impl<'a> Graph<'a> {
         })
     }
 }
+
+/// A thread's accounted time in a bucket window: its time on a CPU and
+/// runnable from the time series, and its blocked time from its wake-up
+/// edges when those cover its blocked time over the whole run. The time
+/// series and the edges are read from the kernel one after the other at
+/// each tick, so a wake-up between the two reads lands in one bucket in
+/// one and in the next in the other; the waits that the AU's numerator
+/// counts (data waits, timed sleeps) come from the edges, and so must the
+/// blocked time of its denominator, or a single 0.25-s sleep on the wrong
+/// side of the window's edge moves a 5-s window's AU by 5 points.
+fn window_accounted_ns(whole: &Graph<'_>, g: &Graph<'_>, id: ThreadId, own: StateTime) -> u64 {
+    let edge_ns = |graph: &Graph<'_>| -> u64 {
+        graph
+            .into
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .map(|(_, ns, _)| ns)
+            .sum()
+    };
+    let whole_blocked = whole
+        .states
+        .get(&id)
+        .map_or(0, |st| st.sleeping.saturating_add(st.io));
+    // Edges lost to a full map (or a recording without them) leave the time
+    // series as the only full account.
+    if whole_blocked > 0 && (edge_ns(whole) as f64) < EDGES_COVER_BLOCKED * whole_blocked as f64 {
+        return own.total();
+    }
+    own.on_cpu + own.runnable + own.other + edge_ns(g)
+}
+
+/// The share of a thread's blocked time that its wake-up edges must hold
+/// for them to stand for it (they held 99.99% on the real DLIO runs).
+const EDGES_COVER_BLOCKED: f64 = 0.95;
 
 /// Threads whose wake-ups feed `to`: (waker, wake-ups).
 fn feeders(g: &Graph, to: ThreadId) -> BTreeMap<ThreadId, u64> {
@@ -764,11 +818,72 @@ fn is_contended_lock(e: &WakeEdge, roles: &BTreeMap<ThreadId, Role>) -> bool {
     e.futex_shared && loader(waker) && loader((e.wakee_pid, e.wakee_tid))
 }
 
+/// Threads of a process whose lock waits among themselves are not
+/// contention: loaders of one process linked by contended-lock wake-ups
+/// ([`is_contended_lock`]) into a group where one reader does most of the
+/// group's CPU work and the others read nothing, passing its results on (a
+/// DataLoader worker's main thread and its queue feeder taking turns at the
+/// GIL). Such a group would gain little from losing the lock, since its
+/// limit is the reader's CPU. Readers that starve each other at an unfair
+/// lock stay contention however their CPU is split, and so do waits between
+/// processes (a shared-memory lock of a queue).
+fn one_reader_lock_groups(
+    g: &Graph,
+    roles: &BTreeMap<ThreadId, Role>,
+    readers: &BTreeSet<ThreadId>,
+    t: &Thresholds,
+) -> BTreeSet<ThreadId> {
+    fn root(parent: &mut BTreeMap<ThreadId, ThreadId>, id: ThreadId) -> ThreadId {
+        let mut r = id;
+        while let Some(&p) = parent.get(&r) {
+            if p == r {
+                break;
+            }
+            r = p;
+        }
+        parent.insert(id, r);
+        r
+    }
+    let mut parent: BTreeMap<ThreadId, ThreadId> = BTreeMap::new();
+    for (&wakee, edges) in &g.into {
+        for (e, _, _) in edges {
+            let Some(waker) = waker_id(e).filter(|w| w.0 == wakee.0 && is_contended_lock(e, roles))
+            else {
+                continue;
+            };
+            let (a, b) = (root(&mut parent, waker), root(&mut parent, wakee));
+            parent.insert(a, b);
+            parent.entry(b).or_insert(b);
+        }
+    }
+    let members: Vec<ThreadId> = parent.keys().copied().collect();
+    let mut groups: BTreeMap<ThreadId, Vec<ThreadId>> = BTreeMap::new();
+    for id in members {
+        let r = root(&mut parent, id);
+        groups.entry(r).or_default().push(id);
+    }
+    let cpu = |id: &ThreadId| g.states.get(id).map_or(0, |s| s.on_cpu) as f64;
+    groups
+        .into_values()
+        .filter(|group| {
+            let total: f64 = group.iter().map(cpu).sum();
+            let top = group
+                .iter()
+                .max_by(|a, b| cpu(a).total_cmp(&cpu(b)))
+                .filter(|top| total > 0.0 && cpu(top) >= t.lock_dominant_holder_share * total);
+            top.is_some_and(|top| group.iter().all(|id| id == top || !readers.contains(id)))
+        })
+        .flatten()
+        .collect()
+}
+
 /// The fixed context of one critical-path walk.
 struct Walk<'g, 'a> {
     g: &'g Graph<'a>,
     consumers: &'g BTreeSet<ThreadId>,
     roles: &'g BTreeMap<ThreadId, Role>,
+    /// From [`one_reader_lock_groups`].
+    one_reader_groups: &'g BTreeSet<ThreadId>,
     max_depth: usize,
 }
 
@@ -777,6 +892,7 @@ fn attribute(walk: &Walk, id: ThreadId, amount: f64, path: &mut Vec<ThreadId>, a
         g,
         consumers,
         roles,
+        one_reader_groups,
         max_depth,
     } = *walk;
     let Some(st) = g.states.get(&id).copied() else {
@@ -814,7 +930,12 @@ fn attribute(walk: &Walk, id: ThreadId, amount: f64, path: &mut Vec<ThreadId>, a
                 continue;
             }
             Some(w) if path.contains(&w) || w == id => continue,
-            Some(_) if is_contended_lock(e, roles) => Part::Leaf(PathKind::Lock),
+            Some(w)
+                if is_contended_lock(e, roles)
+                    && !(w.0 == id.0 && one_reader_groups.contains(&w)) =>
+            {
+                Part::Leaf(PathKind::Lock)
+            }
             Some(w) => Part::Thread(w),
             None => Part::Leaf(classify_untraced(e)),
         };
@@ -880,6 +1001,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         trainers,
         how: side_how,
     } = data_side(session, t);
+    let reader_ids = readers.clone();
     let whole = Graph::new(session, None);
     let mut consumers = find_consumers(&whole, &side, &trainers, t);
     if consumers.is_empty() && !trainers.is_empty() {
@@ -1098,10 +1220,12 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
     });
 
     // Data wait and the critical path.
+    let one_reader_groups = one_reader_lock_groups(&g, &role_map, &reader_ids, t);
     let walk = Walk {
         g: &g,
         consumers: &consumer_ids,
         roles: &role_map,
+        one_reader_groups: &one_reader_groups,
         max_depth: t.critical_path_max_depth,
     };
     let mut acc = PathAcc::default();
@@ -1142,7 +1266,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         // that matches its data waits, not the window's length.
         let own = g.states.get(&c).copied().unwrap_or_default();
         let window_ns = match buckets {
-            Some(_) => own.total(),
+            Some(_) => window_accounted_ns(&whole, &g, c, own),
             None => ((end_s - start_s).max(0.0) * 1e9) as u64,
         };
         let compute_ns = g.timer_sleep_ns(c);
@@ -1165,6 +1289,16 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         } else {
             (1.0 - not_computing as f64 / window_ns as f64).clamp(0.0, 1.0) * 100.0
         };
+        let own_ns = if emulated {
+            window_ns.saturating_sub(compute_ns.saturating_add(wait_ns))
+        } else {
+            own.io
+        };
+        let write_bytes = session
+            .threads
+            .iter()
+            .find(|t| (t.pid, t.tid) == c)
+            .map_or(0, |t| t.write_bytes);
         total_wait += wait_ns as f64;
         out.consumers.push(ConsumerTime {
             pid: c.0,
@@ -1175,6 +1309,9 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
             emulated_compute: emulated,
             window_ns,
             au_percentage: au,
+            write_bytes,
+            own_ns,
+            own_io_ns: own.io.min(own_ns),
         });
     }
     if !out.consumers.is_empty() {
@@ -1591,6 +1728,127 @@ mod tests {
     }
 
     #[test]
+    fn a_sleep_the_time_series_and_the_edges_put_in_different_buckets_does_not_move_the_au() {
+        let s = dataloader(10, 300);
+        let before = analyze(&s, &Thresholds::default()).unwrap();
+        let window = before.window.as_ref().unwrap().buckets.unwrap();
+        // The time series was read just before a 500-ms sleep ended at the
+        // tick that closed the bucket before the window, the edges just
+        // after: the series has the sleep inside the window, the edges
+        // outside.
+        let mut shifted = s.clone();
+        let series = shifted.timeseries.as_mut().unwrap();
+        let trainer = series
+            .threads
+            .iter_mut()
+            .find(|t| (t.pid, t.tid) == TRAINER)
+            .unwrap();
+        trainer.sleeping_ns[window.0 - 1] -= 500 * MS;
+        trainer.sleeping_ns[window.0] += 500 * MS;
+        let after = analyze(&shifted, &Thresholds::default()).unwrap();
+        let (au0, au1) = (
+            before.kernel_au_percentage.unwrap(),
+            after.kernel_au_percentage.unwrap(),
+        );
+        assert!((au0 - au1).abs() < 0.01, "{au0} -> {au1}");
+        // Without edges for most of its blocked time the series is the
+        // account, shift and all.
+        let mut no_timer = shifted.clone();
+        for e in &mut no_timer.waits.as_mut().unwrap().edges {
+            if e.waker_kind == "timer" {
+                e.blocked_ns = 0;
+            }
+        }
+        let lost = analyze(&no_timer, &Thresholds::default()).unwrap();
+        let consumer = &lost.consumers[0];
+        assert_eq!(consumer.window_ns, {
+            let t = &shifted.timeseries.as_ref().unwrap().threads;
+            let t = t.iter().find(|t| (t.pid, t.tid) == TRAINER).unwrap();
+            (window.0..window.1)
+                .map(|b| t.on_cpu_ns[b] + t.runnable_ns[b] + t.sleeping_ns[b] + t.blocked_io_ns[b])
+                .sum::<u64>()
+        });
+    }
+
+    /// DLIO's shape with checkpoints on: the trainer (which emulates compute
+    /// with timed sleeps) hardly waits for data but spends `own_ms` of
+    /// every second of its window saving a checkpoint in its own thread,
+    /// on CPU or, with `in_d`, in uninterruptible waits (fsync).
+    fn checkpointing_trainer(own_ms: u64, in_d: bool) -> Session {
+        let wait_ms = 20;
+        let compute_ms = 1000 - wait_ms - own_ms;
+        let mut s = dataloader(wait_ms, 300);
+        s.info.command = vec!["dlio_benchmark".into(), "workload=unet3d_a100".into()];
+        let (cpu, d) = if in_d { (0, own_ms) } else { (own_ms, 0) };
+        let per_bucket = [cpu * MS, 0, (wait_ms + compute_ms) * MS, d * MS];
+        let b = BUCKETS as u64;
+        for t in s.threads.iter_mut().filter(|t| (t.pid, t.tid) == TRAINER) {
+            t.on_cpu_ns = per_bucket[0] * b;
+            t.off_cpu_ns.sleeping = per_bucket[2] * b;
+            t.off_cpu_ns.uninterruptible = per_bucket[3] * b;
+            t.write_bytes = 2 << 30;
+        }
+        let series = s.timeseries.as_mut().unwrap();
+        for t in series
+            .threads
+            .iter_mut()
+            .filter(|t| (t.pid, t.tid) == TRAINER)
+        {
+            t.on_cpu_ns = vec![per_bucket[0]; BUCKETS];
+            t.sleeping_ns = vec![per_bucket[2]; BUCKETS];
+            t.blocked_io_ns = vec![per_bucket[3]; BUCKETS];
+        }
+        for e in &mut s.waits.as_mut().unwrap().edges {
+            if e.waker_kind == "timer" {
+                *e = timer(TRAINER, compute_ms * MS);
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn a_trainer_saving_checkpoints_in_its_own_thread_is_checkpoint_bound() {
+        let s = checkpointing_trainer(600, false);
+        let w = analyze(&s, &Thresholds::default()).unwrap();
+        let c = &w.consumers[0];
+        assert_eq!(c.write_bytes, 2 << 30);
+        let own = c.own_ns as f64 / c.window_ns as f64;
+        assert!((own - 0.6).abs() < 0.02, "{own}");
+        assert_eq!(c.own_io_ns, 0);
+        let a = analysis::analyze(&s, &Thresholds::default());
+        assert_verdict(&a, VerdictId::CheckpointBound);
+        assert!(
+            a.verdict.headline.contains("the saving itself"),
+            "{}",
+            a.verdict.headline
+        );
+        // The same time in fsync: storage is the limit.
+        let a = analysis::analyze(&checkpointing_trainer(600, true), &Thresholds::default());
+        assert_verdict(&a, VerdictId::CheckpointBound);
+        assert!(
+            a.verdict.headline.contains("storage is the limit"),
+            "{}",
+            a.verdict.headline
+        );
+        let checkpoint_fired = |s: &Session| {
+            let a = analysis::analyze(s, &Thresholds::default());
+            a.verdict.verdict == VerdictId::CheckpointBound
+                || a.verdict
+                    .runners_up
+                    .iter()
+                    .any(|r| r.verdict == VerdictId::CheckpointBound && r.fired)
+        };
+        // A short save (10% of the window) is not the limit.
+        assert!(!checkpoint_fired(&checkpointing_trainer(100, false)));
+        // Nor is the own time of a trainer that wrote nothing.
+        let mut quiet = checkpointing_trainer(600, false);
+        for t in &mut quiet.threads {
+            t.write_bytes = 0;
+        }
+        assert!(!checkpoint_fired(&quiet));
+    }
+
+    #[test]
     fn benchmarks_are_known_through_a_shell_or_by_their_process_name() {
         let mut s = dataloader(10, 300);
         s.info.command = vec!["python".into(), "train.py".into()];
@@ -1612,9 +1870,15 @@ mod tests {
         assert!(emulates_compute(&s));
     }
 
-    #[test]
-    fn loader_threads_serialized_by_one_lock_are_lock_contention() {
-        let main = (300, 300);
+    const LOCK_MAIN: (u32, u32) = (300, 300);
+
+    /// A main thread fed by four loader threads of its process, each reading
+    /// and on CPU `cpu_ms[i]` of each second, with the lock waits
+    /// `lock_edges(i, loaders)` gives for loader `i`.
+    fn four_loaders(
+        cpu_ms: [u64; 4],
+        lock_edges: impl Fn(usize, &[(u32, u32)]) -> Vec<WakeEdge>,
+    ) -> Session {
         let loaders: Vec<(u32, u32)> = (301..=304).map(|t| (300, t)).collect();
         let mut threads = vec![T {
             pid: 300,
@@ -1623,27 +1887,89 @@ mod tests {
             per_bucket: [10 * MS, 0, 990 * MS, 0],
             read_bytes: 0,
         }];
-        let mut edges = vec![timer(main, 200 * MS)];
+        let mut edges = vec![timer(LOCK_MAIN, 200 * MS)];
         for (i, &l) in loaders.iter().enumerate() {
             threads.push(T {
                 pid: 300,
                 tid: l.1,
                 comm: "loader",
-                per_bucket: [250 * MS, 0, 750 * MS, 0],
+                per_bucket: [cpu_ms[i] * MS, 0, (1000 - cpu_ms[i]) * MS, 0],
                 read_bytes: 50 << 20,
             });
-            edges.push(edge(l, main, "futex", 195 * MS, 5));
-            // Each waits on the one lock, released by the next, which
-            // waited on it too.
-            let next = loaders[(i + 1) % loaders.len()];
-            edges.push(futex(next, l, true, 700 * MS));
+            edges.push(edge(l, LOCK_MAIN, "futex", 195 * MS, 5));
+            edges.extend(lock_edges(i, &loaders));
         }
-        let s = session(&threads, &[(300, 0)], edges);
+        session(&threads, &[(300, 0)], edges)
+    }
+
+    #[test]
+    fn loader_threads_serialized_by_one_lock_are_lock_contention() {
+        // Each waits on the one lock, released by the next, which waited on
+        // it too.
+        let s = four_loaders([250; 4], |i, loaders| {
+            vec![futex(
+                loaders[(i + 1) % loaders.len()],
+                loaders[i],
+                true,
+                700 * MS,
+            )]
+        });
         let a = analysis::analyze(&s, &Thresholds::default());
         let w = a.wait.as_ref().unwrap();
-        assert_eq!((w.consumers[0].pid, w.consumers[0].tid), main);
+        assert_eq!((w.consumers[0].pid, w.consumers[0].tid), LOCK_MAIN);
         assert!(w.share(&[PathKind::Lock]) > 0.6, "{:?}", w.critical_path);
         assert_verdict(&a, VerdictId::LockContention);
+    }
+
+    #[test]
+    fn a_worker_and_its_feeder_taking_turns_at_the_gil_are_not_lock_contention() {
+        // DLIO #330: the worker formats on CPU holding the GIL; its feeder
+        // waits for the GIL to send the last batch, and the worker waited on
+        // the same word when the feeder had it. Both are loaders.
+        let mut s = dataloader(600, 900);
+        for e in &mut s.waits.as_mut().unwrap().edges {
+            if (e.waker_pid, e.waker_tid) == WORKER && (e.wakee_pid, e.wakee_tid) == FEEDER {
+                e.futex_shared = true;
+            }
+        }
+        s.waits
+            .as_mut()
+            .unwrap()
+            .edges
+            .push(futex(FEEDER, WORKER, true, 20 * MS));
+        let a = analysis::analyze(&s, &Thresholds::default());
+        let w = a.wait.as_ref().unwrap();
+        assert_eq!(w.role_of(FEEDER.0, FEEDER.1), Some(Role::Loader));
+        assert_eq!(w.share(&[PathKind::Lock]), 0.0, "{:?}", w.critical_path);
+        assert_verdict(&a, VerdictId::CpuBoundReader);
+        // A feeder that does a third of the pair's work under the same lock
+        // is contention: without the lock the pair could go 1.5x faster.
+        let mut shared = s.clone();
+        for series in &mut shared.timeseries.as_mut().unwrap().threads {
+            if (series.pid, series.tid) == FEEDER {
+                series.on_cpu_ns = vec![450 * MS; BUCKETS];
+            }
+        }
+        let w = analyze(&shared, &Thresholds::default()).unwrap();
+        assert!(w.share(&[PathKind::Lock]) > 0.3, "{:?}", w.critical_path);
+    }
+
+    #[test]
+    fn readers_starved_at_an_unfair_lock_are_lock_contention() {
+        // One of four readers wins the lock nearly every time: it does most
+        // of the CPU work, the others wait to do theirs.
+        let s = four_loaders([900, 30, 30, 30], |i, loaders| {
+            if i == 0 {
+                return Vec::new();
+            }
+            vec![
+                futex(loaders[0], loaders[i], true, 900 * MS),
+                futex(loaders[i], loaders[0], true, 50 * MS),
+            ]
+        });
+        let a = analysis::analyze(&s, &Thresholds::default());
+        let w = a.wait.as_ref().unwrap();
+        assert!(w.share(&[PathKind::Lock]) > 0.3, "{:?}", w.critical_path);
     }
 
     #[test]

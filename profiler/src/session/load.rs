@@ -302,6 +302,18 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
     if !dir.is_dir() {
         return Err(LoadError::NotADir(dir.to_path_buf()));
     }
+    load_from(dir, |name| read_optional(&dir.join(name)))
+}
+
+/// Parses a session from its files' texts as [`load`] does from a
+/// directory: `read(name)` gives the text of the session file `name` (one
+/// of [`files`]), `None` when it is absent. `dir` is recorded in the
+/// session and names the files in errors; nothing is read from it. The
+/// fuzz targets (fuzz/) feed sessions from memory through it.
+pub fn load_from(
+    dir: &Path,
+    mut read: impl FnMut(&'static str) -> Result<Option<String>, LoadError>,
+) -> Result<Session, LoadError> {
     let mut session = Session {
         dir: dir.to_path_buf(),
         ..Session::default()
@@ -309,7 +321,7 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
     let mut found_any = false;
 
     let path = dir.join(files::SESSION);
-    if let Some(text) = read_optional(&path)? {
+    if let Some(text) = read(files::SESSION)? {
         found_any = true;
         // Check the version before the full parse, so a newer layout gives
         // the version error rather than a confusing field error.
@@ -331,7 +343,7 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
     }
 
     let path = dir.join(files::THREADS);
-    match read_optional(&path)? {
+    match read(files::THREADS)? {
         Some(text) => {
             found_any = true;
             session.threads = parse_json(&path, &text)?;
@@ -340,7 +352,7 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
     }
 
     let path = dir.join(files::IO);
-    match read_optional(&path)? {
+    match read(files::IO)? {
         Some(text) => {
             found_any = true;
             session.io = parse_json(&path, &text)?;
@@ -349,7 +361,7 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
     }
 
     let path = dir.join(files::TIMESERIES);
-    match read_optional(&path)? {
+    match read(files::TIMESERIES)? {
         Some(text) => {
             found_any = true;
             session.timeseries = Some(parse_json(&path, &text)?);
@@ -361,8 +373,7 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
         (files::ONCPU_FOLDED, &mut session.oncpu),
         (files::OFFCPU_FOLDED, &mut session.offcpu),
     ] {
-        let path = dir.join(name);
-        match read_optional(&path)? {
+        match read(name)? {
             Some(text) => {
                 found_any = true;
                 let (stacks, warnings) = FoldedStacks::parse(&text, name);
@@ -380,26 +391,25 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
 
     // Format 2 files: optional, a session of format 1 has none of them.
     let path = dir.join(files::WAITS);
-    if let Some(text) = read_optional(&path)? {
+    if let Some(text) = read(files::WAITS)? {
         session.waits = Some(parse_json(&path, &text)?);
     }
     let path = dir.join(files::FRAMES);
-    if let Some(text) = read_optional(&path)? {
+    if let Some(text) = read(files::FRAMES)? {
         session.frame_modules = parse_json(&path, &text)?;
     }
     for (name, slot) in [
         (files::ONCPU_THREADS_FOLDED, &mut session.oncpu_threads),
         (files::OFFCPU_THREADS_FOLDED, &mut session.offcpu_threads),
     ] {
-        if let Some(text) = read_optional(&dir.join(name))? {
+        if let Some(text) = read(name)? {
             let (stacks, warnings) = FoldedStacks::parse(&text, name);
             session.warnings.extend(warnings);
             *slot = stacks;
         }
     }
 
-    let path = dir.join(files::BENCH_SUMMARY);
-    if let Some(text) = read_optional(&path)? {
+    if let Some(text) = read(files::BENCH_SUMMARY)? {
         // Optional file: a broken copy should not hide the rest of the analysis.
         match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(value) => session.bench = Some(BenchSummary::from_value(value)),
@@ -430,6 +440,37 @@ pub fn load(dir: &Path) -> Result<Session, LoadError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// `load_from` with the files' texts in memory gives the session
+    /// `load` reads from the directory, and the same errors.
+    #[test]
+    fn load_from_memory_matches_load_from_disk() {
+        let dir = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/sessions/real-storage-bound"
+        ));
+        let from_disk = load(dir).unwrap();
+        let from_memory =
+            load_from(dir, |name| Ok(std::fs::read_to_string(dir.join(name)).ok())).unwrap();
+        assert_eq!(from_memory.info, from_disk.info);
+        assert_eq!(from_memory.threads, from_disk.threads);
+        assert_eq!(from_memory.offcpu, from_disk.offcpu);
+        assert_eq!(from_memory.offcpu_threads, from_disk.offcpu_threads);
+        assert_eq!(from_memory.missing, from_disk.missing);
+        assert_eq!(from_memory.warnings, from_disk.warnings);
+        assert!(!from_memory.offcpu.stacks.is_empty());
+
+        let nothing = load_from(Path::new("mem"), |_| Ok(None)).unwrap_err();
+        assert!(
+            matches!(nothing, LoadError::NotASession { .. }),
+            "{nothing}"
+        );
+        let bad = load_from(Path::new("mem"), |name| {
+            Ok((name == files::THREADS).then(|| "[1,".to_string()))
+        })
+        .unwrap_err();
+        assert!(bad.to_string().starts_with("mem/threads.json"), "{bad}");
+    }
 
     /// Found by the `session_dir` fuzz target: folded counts whose sum
     /// passes u64 (loading the session panicked in `is_empty`, then the
@@ -481,6 +522,48 @@ mod tests {
         std::fs::write(d.path().join(files::FRAMES), "{").unwrap();
         let e = load(d.path()).unwrap_err().to_string();
         assert!(e.contains(files::FRAMES), "{e}");
+    }
+
+    /// A session recorded before the vmstat series and the per-direction
+    /// device latency (the real-storage-bound fixture) loads with none of
+    /// them; a session with them reads them back.
+    #[test]
+    fn sessions_without_vmstat_or_split_latency_still_load() {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/sessions/real-storage-bound"
+        );
+        let old = load(Path::new(fixture)).unwrap();
+        let ts = old.timeseries.as_ref().unwrap();
+        assert!(ts.vmstat.is_none());
+        assert!(ts.bucket_count() > 0);
+        let dev = &old.io.devices[0];
+        assert!(!dev.latency_log2_ns.is_empty());
+        assert!(dev.read_latency_log2_ns.is_empty() && dev.write_latency_log2_ns.is_empty());
+
+        let d = tempfile::tempdir().unwrap();
+        let info = serde_json::to_string(&SessionInfo::default()).unwrap();
+        std::fs::write(d.path().join(files::SESSION), info).unwrap();
+        std::fs::write(
+            d.path().join(files::TIMESERIES),
+            r#"{"bucket_ns": 1000000000, "start_unix_ns": 0, "threads": [], "devices": [],
+                "vmstat": {"dirty_bytes": [4096, 8192], "writeback_bytes": [0, 4096],
+                           "dirtied_bytes": [4096, 4096], "written_bytes": [0, 0]}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join(files::IO),
+            r#"{"devices": [{"name": "loop0", "dev": "7:0", "read_bytes": 0, "write_bytes": 8192,
+                "read_requests": 0, "write_requests": 2, "latency_log2_ns": [0, 2],
+                "write_latency_log2_ns": [0, 2], "busy_ns": 10}],
+                "page_cache": {"misses_pages": 0, "page_size": 4096}}"#,
+        )
+        .unwrap();
+        let new = load(d.path()).unwrap();
+        let vm = new.timeseries.unwrap().vmstat.unwrap();
+        assert_eq!(vm.dirty_bytes, vec![4096, 8192]);
+        assert_eq!(new.io.devices[0].write_latency_log2_ns, vec![0, 2]);
+        assert!(new.io.devices[0].read_latency_log2_ns.is_empty());
     }
 
     #[test]
@@ -537,5 +620,31 @@ mod tests {
         assert!(m.read_mib_per_second.is_some());
         assert!(m.record_size_bytes_real.is_some_and(|r| r > 0.0));
         assert!(b.au_mean_percentage.is_some());
+    }
+
+    /// io.json as sessions recorded before devices' stacking and buffered
+    /// writes' page-cache pages were recorded: it loads, with neither.
+    #[test]
+    fn an_io_json_without_stacking_or_write_pages_loads() {
+        let old = r#"{"devices":[{"name":"vda","dev":"254:0","read_bytes":4096,
+            "write_bytes":562270208,"read_requests":1,"write_requests":300,
+            "latency_log2_ns":[0,1],"busy_ns":1000,"utilization":0.01,
+            "traced_read_bytes":0,"by_pid":{"7":4096}}],
+            "page_cache":{"misses_pages":137272,"page_size":4096}}"#;
+        let session = load_from(Path::new("mem"), |name| {
+            Ok((name == files::IO).then(|| old.to_string()))
+        })
+        .unwrap();
+        let dev = &session.io.devices[0];
+        assert_eq!((dev.name.as_str(), dev.write_bytes), ("vda", 562270208));
+        assert!(dev.sits_on.is_empty());
+        assert_eq!(session.io.page_cache.misses_pages, 137272);
+        assert_eq!(session.io.page_cache.write_pages, 0);
+        // And writes back without the new fields.
+        let json = serde_json::to_string(&session.io).unwrap();
+        assert!(
+            !json.contains("sits_on") && !json.contains("write_pages"),
+            "{json}"
+        );
     }
 }

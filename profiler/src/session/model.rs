@@ -297,9 +297,15 @@ pub struct ThreadStats {
     pub read_bytes: u64,
     /// Bytes returned by write, pwrite64, writev, pwritev, pwritev2.
     pub write_bytes: u64,
-    /// Pages this thread added to the page cache (cache misses).
+    /// Pages this thread added to the page cache outside write-family
+    /// syscalls (read misses). Sessions recorded before buffered writes'
+    /// pages were counted apart include those here.
     #[serde(default)]
     pub page_cache_misses: u64,
+    /// Pages this thread's buffered writes added to the page cache (inside
+    /// write-family syscalls; no device supplied them).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub page_cache_write_pages: u64,
 }
 
 /// `io.json`.
@@ -322,9 +328,16 @@ pub struct DeviceStats {
     pub write_bytes: u64,
     pub read_requests: u64,
     pub write_requests: u64,
-    /// Issue → complete latency, log2 ns buckets.
+    /// Issue → complete latency, log2 ns buckets (every request: reads,
+    /// writes, flushes, discards).
     #[serde(default)]
     pub latency_log2_ns: Vec<u64>,
+    /// The same for reads and for writes only (empty in sessions recorded
+    /// before they were split).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_latency_log2_ns: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_latency_log2_ns: Vec<u64>,
     /// Time with at least one request in flight, ns.
     pub busy_ns: u64,
     /// busy_ns / recording duration (0..1).
@@ -336,13 +349,51 @@ pub struct DeviceStats {
     /// pid → bytes (read + write) for requests issued in that pid's context.
     #[serde(default)]
     pub by_pid: BTreeMap<u32, u64>,
+    /// The devices this one sits on, nearest first, read from sysfs at the
+    /// end of the recording: a loop device's image file's device (and that
+    /// partition's whole disk, and on down), a dm/md device's members
+    /// (`slaves/`). Their requests carry this device's bytes again. Empty
+    /// for a disk, and in sessions recorded before it was read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sits_on: Vec<LowerDevice>,
+}
+
+/// A device under another one ([`DeviceStats::sits_on`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LowerDevice {
+    /// Kernel name ("vda", "nvme0n1p2"), or "MAJ:MIN" when it has none.
+    pub name: String,
+    /// "MAJ:MIN".
+    pub dev: String,
+    /// How the upper device reaches it (the first step down from it).
+    pub via: Stacking,
+}
+
+/// How a device sits on the devices under it.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Stacking {
+    /// A loop device: its image file lives on the lower device.
+    LoopImage,
+    /// A dm or md device: the lower device is one of its members.
+    Member,
+    /// A kind a newer storprof recorded.
+    #[default]
+    #[serde(other)]
+    Other,
 }
 
 /// Page-cache activity of the traced processes.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PageCacheStats {
-    /// Pages added to the page cache by traced processes (misses).
+    /// Pages added to the page cache by traced processes outside
+    /// write-family syscalls (read misses). Sessions recorded before
+    /// buffered writes' pages were counted apart include those here.
     pub misses_pages: u64,
+    /// Pages traced processes' buffered writes added to the page cache
+    /// (absent: none, or a session recorded before they were counted apart).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub write_pages: u64,
     /// Page size used to turn pages into bytes.
     pub page_size: u64,
 }
@@ -360,6 +411,31 @@ pub struct TimeSeries {
     pub threads: Vec<ThreadSeries>,
     /// One series per device: bytes per bucket.
     pub devices: Vec<DeviceSeries>,
+    /// System-wide dirty and writeback page cache per bucket (absent in
+    /// sessions recorded before it was sampled, or where /proc/vmstat
+    /// could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vmstat: Option<VmstatSeries>,
+}
+
+/// `/proc/vmstat` once per bucket, system-wide (the page cache is shared:
+/// writeback of other processes' files counts too). Gauges are read at
+/// each bucket's end; counters are the bucket's increase. Bytes are pages
+/// × the page size.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct VmstatSeries {
+    /// `nr_dirty`: page cache waiting to be written back.
+    pub dirty_bytes: Vec<u64>,
+    /// `nr_writeback`: page cache being written back (I/O in flight).
+    pub writeback_bytes: Vec<u64>,
+    /// Increase of `nr_dirtied`: pages made dirty during the bucket.
+    pub dirtied_bytes: Vec<u64>,
+    /// Increase of `nr_written`: pages written back during the bucket.
+    pub written_bytes: Vec<u64>,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 fn is_zero_u32(v: &u32) -> bool {
