@@ -101,8 +101,9 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
     /// Seconds the command has to exit after storprof's SIGTERM (at
-    /// --duration, after an early verdict) before SIGKILL, and after a
-    /// forwarded Ctrl-C before the recording ends without it.
+    /// --duration, after an early verdict) before SIGKILL, and at each
+    /// step after a Ctrl-C: the forwarded SIGINT, then SIGTERM, then
+    /// SIGKILL (a further Ctrl-C takes the next step at once).
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub grace: f64,
     /// CPU sampling frequency in Hz.

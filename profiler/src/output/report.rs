@@ -14,8 +14,15 @@ use serde::Serialize;
 
 use super::bundle::redact_args;
 use crate::{
-    analysis::{Analysis, Features, HotFrames, Verdict, frames::FrameShare},
-    session::{load::Session, model::ThreadStats},
+    analysis::{
+        Analysis, Features, HotFrames, Verdict,
+        features::{DeviceFeature, WriterTimeSplit},
+        frames::FrameShare,
+    },
+    session::{
+        load::Session,
+        model::{Stacking, ThreadStats},
+    },
 };
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -161,6 +168,47 @@ pub struct ProcessRow {
     pub page_cache_miss_mib: f64,
 }
 
+/// A device's name, with the devices stacked on it ("`vda` (carries
+/// `loop0`'s image file)").
+fn device_cell(d: &DeviceFeature) -> String {
+    let mut cell = code(&d.name);
+    let carried: Vec<String> = d
+        .carries
+        .iter()
+        .map(|c| match c.via {
+            Stacking::LoopImage => format!("{}'s image file", code(&c.name)),
+            Stacking::Member => format!("{}'s blocks (member)", code(&c.name)),
+            Stacking::Other => format!("{}'s blocks", code(&c.name)),
+        })
+        .collect();
+    if !carried.is_empty() {
+        let _ = write!(cell, " (carries {})", carried.join(", "));
+    }
+    cell
+}
+
+/// What reads returned and what storage supplied for them: device reads,
+/// or the read misses of the page cache when more (files on a file system
+/// without a block device). New pages of buffered writes are named apart:
+/// no device supplied them.
+pub fn read_supply_line(f: &Features) -> String {
+    let mut line = format!(
+        "Read syscalls returned {:.1} MiB ({:.2} MiB/s); storage supplied {:.1} MiB; page-cache hit ratio {}.",
+        f.read_syscall_bytes as f64 / MIB,
+        f.read_syscall_mib_per_s,
+        f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / MIB,
+        f.page_cache_hit_ratio.map_or("n/a".to_string(), pct)
+    );
+    if f.page_cache_write_bytes > 0 {
+        let _ = write!(
+            line,
+            " Buffered writes added {:.1} MiB of new pages to the page cache (not counted as supplied by storage).",
+            f.page_cache_write_bytes as f64 / MIB
+        );
+    }
+    line
+}
+
 /// The per-process rows from threads.json, by pid.
 pub fn process_rows(session: &Session, f: &Features) -> Vec<ProcessRow> {
     let duration_ns = (f.duration_s * 1e9).max(1.0);
@@ -198,6 +246,105 @@ pub fn process_rows(session: &Session, f: &Features) -> Vec<ProcessRow> {
             }
         })
         .collect()
+}
+
+/// One row of the writers' time split: the writers together, then each
+/// writer (shares of thread time, from the write features).
+#[derive(Clone, Debug, Serialize)]
+pub struct WriterSplitRow {
+    pub label: String,
+    pub write_mib: f64,
+    pub thread_s: f64,
+    pub split: WriterTimeSplit,
+}
+
+/// The writers' time split rows of a write-dominated session (empty
+/// otherwise): all writers first, then each writer when there are several.
+pub fn writer_split_rows(f: &Features) -> Vec<WriterSplitRow> {
+    let Some(w) = f.writes.as_ref().filter(|w| w.write_dominated) else {
+        return Vec::new();
+    };
+    // Without per-writer rows (no per-thread stacks) the writers' own
+    // bytes are not summed anywhere: all traced threads' bytes stand in.
+    let writer_bytes = if w.writers.is_empty() {
+        w.write_syscall_bytes
+    } else {
+        w.writers.iter().map(|r| r.write_bytes).sum()
+    };
+    let mut rows = vec![WriterSplitRow {
+        label: format!(
+            "all writers ({} thread(s): {})",
+            w.writer_threads,
+            w.writer_comms.join(", ")
+        ),
+        write_mib: writer_bytes as f64 / MIB,
+        thread_s: w.writer_thread_s,
+        split: w.time_split.clone(),
+    }];
+    if w.writers.len() > 1 {
+        rows.extend(w.writers.iter().map(|r| WriterSplitRow {
+            label: format!("{} {}/{}", r.comm, r.pid, r.tid),
+            write_mib: r.write_bytes as f64 / MIB,
+            thread_s: r.thread_s,
+            split: r.split.clone(),
+        }));
+    }
+    rows
+}
+
+/// Column titles of the writers' time split, and a row's cells.
+pub const WRITER_SPLIT_COLUMNS: [&str; 10] = [
+    "writer",
+    "write syscalls (MiB)",
+    "thread time (s)",
+    "on CPU: user",
+    "on CPU: kernel write path",
+    "on CPU: other kernel",
+    "blocked in write",
+    "fsync family",
+    "writeback waits (of which dirty throttling)",
+    "other off-CPU",
+];
+
+pub fn writer_split_cells(r: &WriterSplitRow) -> [String; 10] {
+    let s = &r.split;
+    [
+        r.label.clone(),
+        format!("{:.1}", r.write_mib),
+        format!("{:.1}", r.thread_s),
+        pct(s.on_cpu_user),
+        pct(s.on_cpu_write_path),
+        pct(s.on_cpu_other_kernel),
+        pct(s.write_blocked),
+        pct(s.fsync_blocked),
+        format!("{} ({})", pct(s.writeback_wait), pct(s.dirty_throttle)),
+        pct(s.other_off_cpu),
+    ]
+}
+
+/// The system's dirty page cache over a write-dominated recording, in words.
+pub fn dirty_pages_line(f: &Features) -> Option<String> {
+    let w = f.writes.as_ref().filter(|w| w.write_dominated)?;
+    let d = w.dirty.as_ref()?;
+    Some(format!(
+        "Dirty page cache (system-wide, /proc/vmstat each second): peak {:.1} MiB, mean {:.1} MiB; \
+         under writeback: peak {:.1} MiB, mean {:.1} MiB; {:.1} MiB dirtied and {:.1} MiB written \
+         back during the recording.",
+        d.dirty_peak_mib,
+        d.dirty_mean_mib,
+        d.writeback_peak_mib,
+        d.writeback_mean_mib,
+        d.dirtied_mib,
+        d.written_mib
+    ))
+}
+
+/// A latency pair, "≤ p50 / ≤ p99 µs" ("n/a" without requests).
+pub fn latency_pair(p50: Option<f64>, p99: Option<f64>) -> String {
+    match (p50, p99) {
+        (Some(a), Some(b)) => format!("≤ {a:.0} / ≤ {b:.0} µs"),
+        _ => "n/a".to_string(),
+    }
 }
 
 /// How the reader threads were chosen, in words ("n/a" when none were).
@@ -421,37 +568,60 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
         );
     }
 
+    let writer_rows = writer_split_rows(f);
+    if !writer_rows.is_empty() {
+        out.push_str(
+            "## Writers\n\nWhere the writer threads' time went (shares of their thread time; \
+             on-CPU time split by their CPU samples, blocked time by their off-CPU stacks and \
+             syscall times, as the write verdicts count it):\n\n",
+        );
+        let _ = writeln!(out, "| {} |", WRITER_SPLIT_COLUMNS.join(" | "));
+        let _ = writeln!(
+            out,
+            "|---|{}",
+            "---:|".repeat(WRITER_SPLIT_COLUMNS.len() - 1)
+        );
+        for r in &writer_rows {
+            let cells = writer_split_cells(r);
+            let _ = writeln!(out, "| {} | {} |", cell(&cells[0]), cells[1..].join(" | "));
+        }
+        out.push('\n');
+    }
+
     out.push_str("## Devices\n\n");
     if f.devices.is_empty() {
         out.push_str("_No block-device activity recorded (io.json missing or no devices)._\n\n");
     } else {
         out.push_str(
-            "| device | read (MiB) | read MiB/s | read requests | write (MiB) | busy | p50 latency | p99 latency |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|\n",
+            "| device | read (MiB) | read MiB/s | read requests | read latency p50 / p99 | write (MiB) | write MiB/s | write requests | write latency p50 / p99 | busy | all requests p50 / p99 |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         );
         for (d, raw) in f.devices.iter().zip(&session.io.devices) {
-            let lat = |x: Option<f64>| x.map_or("n/a".to_string(), |us| format!("≤ {us:.0} µs"));
             let _ = writeln!(
                 out,
-                "| {} | {:.1} | {:.2} | {} | {:.1} | {} | {} | {} |",
-                code(&d.name),
+                "| {} | {:.1} | {:.2} | {} | {} | {:.1} | {:.2} | {} | {} | {} | {} |",
+                device_cell(d),
                 d.read_bytes as f64 / MIB,
                 d.read_mib_per_s,
                 d.read_requests,
+                latency_pair(d.read_latency_p50_us, d.read_latency_p99_us),
                 raw.write_bytes as f64 / MIB,
+                d.write_mib_per_s,
+                raw.write_requests,
+                latency_pair(d.write_latency_p50_us, d.write_latency_p99_us),
                 pct(d.utilization),
-                lat(d.latency_p50_us),
-                lat(d.latency_p99_us)
+                latency_pair(d.latency_p50_us, d.latency_p99_us)
             );
         }
-        let _ = writeln!(
-            out,
-            "\nRead syscalls returned {:.1} MiB ({:.2} MiB/s); storage supplied {:.1} MiB; page-cache hit ratio {}.\n",
-            f.read_syscall_bytes as f64 / MIB,
-            f.read_syscall_mib_per_s,
-            f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / MIB,
-            f.page_cache_hit_ratio.map_or("n/a".to_string(), pct)
-        );
+        let _ = writeln!(out, "\n{}\n", read_supply_line(f));
+        if f.devices.iter().any(|d| !d.carries.is_empty()) {
+            out.push_str(
+                "A device that carries another one's (a loop device's image file, a dm/md device's members) moves its bytes again: device totals count them once, and a verdict names the upper device unless the lower one moved more bytes of its own.\n\n",
+            );
+        }
+        if let Some(line) = dirty_pages_line(f) {
+            let _ = writeln!(out, "{line}\n");
+        }
     }
 
     hot_section(
@@ -495,9 +665,15 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
     if let Some(sentence) = command_ending(i) {
         let _ = writeln!(out, "{sentence}\n");
     }
+    // Relative image references: GitHub shows SVGs next to the markdown
+    // (a bundle unpacked into a repository or gist); report.html is the
+    // interactive page for everything else.
     out.push_str(
-        "Flamegraphs: [on-CPU](flamegraph-oncpu.svg), [off-CPU](flamegraph-offcpu.svg); \
-         timeline: [timeline.svg](timeline.svg); figures: `verdict.json`.\n",
+        "Interactive report (zoom, search, differential flamegraph): [report.html](report.html); \
+         figures: `verdict.json`.\n\n\
+         ![Timeline](timeline.svg)\n\n\
+         ![On-CPU flamegraph](flamegraph-oncpu.svg)\n\n\
+         Off-CPU flamegraph: [flamegraph-offcpu.svg](flamegraph-offcpu.svg).\n",
     );
     out
 }
@@ -542,6 +718,13 @@ pub fn command_ending(i: &crate::session::model::SessionInfo) -> Option<String> 
             "After the early verdict the command ignored SIGTERM and was killed with SIGKILL \
              after the{grace} grace period."
         ),
+        "interrupt-sigterm" => format!(
+            "After Ctrl-C the command was still running, was sent SIGTERM and ended \
+             ({status})."
+        ),
+        "interrupt-sigkill" => "After Ctrl-C the command outlived SIGINT and SIGTERM and was \
+                                killed with SIGKILL."
+            .to_string(),
         "left-running" => "The command was still running when the recording ended.".to_string(),
         _ => return None,
     })
@@ -753,9 +936,151 @@ pub fn render_terminal(analysis: &Analysis) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::{checkpoint_note, command_ending};
-    use crate::session::model::SessionInfo;
+    use super::{checkpoint_note, command_ending, render_markdown};
+    use crate::{
+        analysis::{Thresholds, analyze},
+        session::{
+            load::Session,
+            model::{
+                DeviceStats, LowerDevice, OffCpuNs, SessionInfo, Stacking, ThreadStats, TimeSeries,
+                VmstatSeries,
+            },
+        },
+    };
+
+    /// A writer that wrote 4 GiB in 10 s, 8 s of it throttled in
+    /// balance_dirty_pages, on a device whose writes took 1-2 ms, with a
+    /// vmstat series, and a reader that read 64 MiB.
+    fn write_session() -> Session {
+        const S: u64 = 1_000_000_000;
+        let mut s = Session::default();
+        s.info.freq_hz = 100;
+        s.info.duration_s = 10.0;
+        s.info
+            .features
+            .insert("syscall_timing".into(), "blocked".into());
+        let thread = |tid: u32, comm: &str, write: u64, read: u64| ThreadStats {
+            pid: 20,
+            tid,
+            comm: comm.into(),
+            on_cpu_ns: S,
+            off_cpu_ns: OffCpuNs {
+                uninterruptible: 9 * S,
+                ..Default::default()
+            },
+            write_bytes: write,
+            read_bytes: read,
+            ..Default::default()
+        };
+        s.threads = vec![
+            thread(20, "ckpt", 4 << 30, 0),
+            thread(21, "log", 0, 64 << 20),
+        ];
+        s.offcpu.stacks = vec![(
+            "ckpt;main;vfs_write_[k];balance_dirty_pages_[k];schedule_[k]".into(),
+            8_000_000,
+        )];
+        s.io.devices = vec![DeviceStats {
+            name: "loop0".into(),
+            dev: "7:0".into(),
+            read_bytes: 1 << 20,
+            read_requests: 4,
+            write_bytes: 100 << 20,
+            write_requests: 100,
+            latency_log2_ns: [vec![0; 16], vec![4], vec![0; 3], vec![100]].concat(),
+            read_latency_log2_ns: [vec![0; 16], vec![4]].concat(),
+            write_latency_log2_ns: [vec![0; 20], vec![100]].concat(),
+            busy_ns: 9 * S,
+            utilization: 0.9,
+            ..Default::default()
+        }];
+        s.timeseries = Some(TimeSeries {
+            bucket_ns: S,
+            vmstat: Some(VmstatSeries {
+                dirty_bytes: vec![8 << 20, 16 << 20],
+                writeback_bytes: vec![1 << 20, 3 << 20],
+                dirtied_bytes: vec![24 << 20, 8 << 20],
+                written_bytes: vec![8 << 20, 8 << 20],
+            }),
+            ..Default::default()
+        });
+        s
+    }
+
+    #[test]
+    fn write_sessions_show_the_writers_split_device_writes_and_dirty_pages() {
+        let s = write_session();
+        let md = render_markdown(&s, &analyze(&s, &Thresholds::default()));
+        assert!(md.contains("## Writers"), "{md}");
+        // The writer's row: 10% on CPU (no samples: other kernel), 80%
+        // throttled, the rest (D sleep outside these stacks) other.
+        assert!(
+            md.contains(
+                "| all writers (1 thread(s): ckpt) | 4096.0 | 10.0 | 0.0% | 0.0% | 10.0% | 0.0% \
+                 | 0.0% | 80.0% (80.0%) | 10.0% |"
+            ),
+            "{md}"
+        );
+        // Reads ≤ 131 µs (bucket 16), writes ≤ 2097 µs (bucket 20), both
+        // in the whole-device figure.
+        assert!(
+            md.contains(
+                "| `loop0` | 1.0 | 0.10 | 4 | ≤ 131 / ≤ 131 µs | 100.0 | 10.00 | 100 \
+                 | ≤ 2097 / ≤ 2097 µs | 90.0% | ≤ 2097 / ≤ 2097 µs |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "Dirty page cache (system-wide, /proc/vmstat each second): peak 16.0 MiB, \
+                 mean 12.0 MiB; under writeback: peak 3.0 MiB, mean 2.0 MiB; 32.0 MiB dirtied \
+                 and 16.0 MiB written back during the recording."
+            ),
+            "{md}"
+        );
+    }
+
+    /// loop0's image lives on vda, which wrote its bytes again: vda's row
+    /// says so, and the line under the table explains the counting.
+    #[test]
+    fn a_disk_carrying_a_loop_image_says_so_in_the_device_table() {
+        let mut s = write_session();
+        s.io.devices[0].sits_on = vec![LowerDevice {
+            name: "vda".into(),
+            dev: "254:0".into(),
+            via: Stacking::LoopImage,
+        }];
+        s.io.devices.push(DeviceStats {
+            name: "vda".into(),
+            dev: "254:0".into(),
+            write_bytes: 101 << 20,
+            write_requests: 50,
+            ..Default::default()
+        });
+        let md = render_markdown(&s, &analyze(&s, &Thresholds::default()));
+        assert!(
+            md.contains("| `vda` (carries `loop0`'s image file) |"),
+            "{md}"
+        );
+        assert!(md.contains("| `loop0` |"), "{md}");
+        assert!(md.contains("device totals count them once"), "{md}");
+        // Without stacking read, neither.
+        s.io.devices[0].sits_on.clear();
+        let md = render_markdown(&s, &analyze(&s, &Thresholds::default()));
+        assert!(md.contains("| `vda` |") && !md.contains("carries"), "{md}");
+    }
+
+    #[test]
+    fn read_sessions_have_no_writers_section_nor_dirty_line() {
+        let mut s = write_session();
+        s.threads[0].write_bytes = 0;
+        s.threads[1].read_bytes = 4 << 30;
+        let md = render_markdown(&s, &analyze(&s, &Thresholds::default()));
+        assert!(!md.contains("## Writers"), "{md}");
+        assert!(!md.contains("Dirty page cache"), "{md}");
+    }
 
     #[test]
     fn a_checkpoint_says_it_is_partial() {

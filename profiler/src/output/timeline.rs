@@ -1,5 +1,6 @@
-//! `timeline.svg`: three stacked panels over the recording, from
-//! timeseries.json: per-thread CPU %, read-syscall MiB/s, device read MiB/s.
+//! `timeline.svg`: stacked panels over the recording, from
+//! timeseries.json: per-thread CPU %, read-syscall MiB/s, device read (and
+//! write) MiB/s, and the system's dirty/writeback page cache when sampled.
 //! Hand-written SVG (polylines, axes, legends); no dependencies.
 //!
 //! ```text
@@ -106,7 +107,7 @@ fn panels(ts: &TimeSeries) -> (Vec<Panel>, usize) {
             })
             .collect(),
     }];
-    let devices = ts
+    let mut devices: Vec<Series> = ts
         .devices
         .iter()
         .map(|d| Series {
@@ -114,26 +115,61 @@ fn panels(ts: &TimeSeries) -> (Vec<Panel>, usize) {
             values: (0..buckets).map(|i| at(&d.read_bytes, i) / mib).collect(),
         })
         .collect();
-    (
-        vec![
-            Panel {
-                title: "CPU per thread",
-                unit: "% of one CPU",
-                series: cpu,
-            },
-            Panel {
-                title: "Read syscalls",
-                unit: "MiB/s",
-                series: reads,
-            },
-            Panel {
-                title: "Block devices",
-                unit: "MiB/s",
-                series: devices,
-            },
-        ],
-        buckets,
-    )
+    // Writes only for devices that wrote: read-only sessions keep their lines.
+    devices.extend(
+        ts.devices
+            .iter()
+            .filter(|d| d.write_bytes.iter().any(|&b| b > 0))
+            .map(|d| Series {
+                label: format!("{} write", d.name),
+                values: (0..buckets).map(|i| at(&d.write_bytes, i) / mib).collect(),
+            }),
+    );
+    let page_cache = page_cache_series(ts, buckets);
+    let mut panels = vec![
+        Panel {
+            title: "CPU per thread",
+            unit: "% of one CPU",
+            series: cpu,
+        },
+        Panel {
+            title: "Read syscalls",
+            unit: "MiB/s",
+            series: reads,
+        },
+        Panel {
+            title: "Block devices",
+            unit: "MiB/s",
+            series: devices,
+        },
+    ];
+    if !page_cache.is_empty() {
+        panels.push(Panel {
+            title: "Dirty page cache, system-wide",
+            unit: "MiB",
+            series: page_cache,
+        });
+    }
+    (panels, buckets)
+}
+
+/// Dirty and under-writeback MiB at each bucket's end (empty without
+/// /proc/vmstat readings).
+fn page_cache_series(ts: &TimeSeries, buckets: usize) -> Vec<Series> {
+    let Some(vm) = &ts.vmstat else {
+        return Vec::new();
+    };
+    let mib = (1u64 << 20) as f64;
+    let line = |label: &str, values: &[u64]| Series {
+        label: label.to_string(),
+        values: (0..buckets)
+            .map(|i| values.get(i).copied().unwrap_or(0) as f64 / mib)
+            .collect(),
+    };
+    vec![
+        line("dirty", &vm.dirty_bytes),
+        line("writeback", &vm.writeback_bytes),
+    ]
 }
 
 /// Renders the timeline SVG. Empty series give empty panels that say so.
@@ -254,7 +290,7 @@ fn format_tick(v: f64) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::session::model::{DeviceSeries, ThreadSeries};
+    use crate::session::model::{DeviceSeries, ThreadSeries, VmstatSeries};
 
     #[test]
     fn draws_threads_reads_and_devices() {
@@ -277,6 +313,7 @@ mod tests {
                 read_bytes: vec![0, 2 << 20],
                 ..Default::default()
             }],
+            vmstat: None,
         };
         let svg = render(&ts);
         assert!(svg.contains("w&lt;0&gt; 1/0"));
@@ -287,6 +324,35 @@ mod tests {
             MAX_THREAD_LINES + 1 + 1 + 1
         );
         assert!(svg.ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn device_writes_and_dirty_pages_get_their_lines() {
+        let ts = TimeSeries {
+            bucket_ns: 1_000_000_000,
+            buckets: 2,
+            devices: vec![DeviceSeries {
+                name: "loop0".into(),
+                read_bytes: vec![0, 0],
+                write_bytes: vec![8 << 20, 8 << 20],
+                ..Default::default()
+            }],
+            vmstat: Some(VmstatSeries {
+                dirty_bytes: vec![16 << 20, 15 << 20],
+                writeback_bytes: vec![1 << 20, 2 << 20],
+                dirtied_bytes: vec![24 << 20, 8 << 20],
+                written_bytes: vec![8 << 20, 8 << 20],
+            }),
+            ..TimeSeries::default()
+        };
+        let svg = render(&ts);
+        assert!(svg.contains("loop0 write"), "{svg}");
+        assert!(svg.contains("Dirty page cache, system-wide (MiB)"), "{svg}");
+        assert!(svg.contains("<title>dirty</title>") && svg.contains("<title>writeback</title>"));
+        // 16 MiB is the dirty panel's largest value: its axis ends at 20.
+        assert!(svg.contains(">20</text>"), "{svg}");
+        // Four panels; only the threads panel is empty.
+        assert_eq!(svg.matches("no data recorded").count(), 1);
     }
 
     #[test]

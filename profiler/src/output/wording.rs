@@ -205,6 +205,38 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
             pct(*own_work_share),
             write_device_phrase(device.as_ref())
         ),
+        Detail::CheckpointBound {
+            comm,
+            own_share,
+            compute_share,
+            data_wait_share,
+            own_io_share,
+            written_mib,
+            device,
+        } => {
+            let who = comm.as_deref().map_or_else(
+                || "the consumer".to_string(),
+                |c| format!("the trainer {c}"),
+            );
+            let device = write_device_phrase(device.as_ref());
+            let limit = if *own_io_share >= 0.5 {
+                format!(
+                    "{} of that time in uninterruptible I/O waits (fsync, writeback): storage is the limit: {device}",
+                    pct(*own_io_share)
+                )
+            } else {
+                format!(
+                    "{} of that time in I/O waits, the rest on a CPU: the saving itself (serializing, copying into the page cache) is the limit, not storage: {device}",
+                    pct(*own_io_share)
+                )
+            };
+            format!(
+                "Checkpoint-bound: {who} spends {} of its training window on its own writes ({written_mib:.1} MiB written), computing {} and waiting for data {}; {limit}",
+                pct(*own_share),
+                pct(*compute_share),
+                pct(*data_wait_share)
+            )
+        }
         Detail::Stalled {
             kind,
             quiet_s,
@@ -385,6 +417,22 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
         Figure::DeviceWriteRate { device, mib_per_s } => {
             format!("{device} wrote {mib_per_s:.2} MiB/s")
         }
+        Figure::ConsumerOwnTime {
+            comm,
+            share,
+            written_mib,
+        } => format!(
+            "consumer {comm} neither computing nor waiting for data {} of its training window; it wrote {written_mib:.1} MiB",
+            pct(*share)
+        ),
+        Figure::ConsumerOwnIo { share } => format!(
+            "{} of that time in uninterruptible (D) waits: fsync, writeback",
+            pct(*share)
+        ),
+        Figure::ConsumerDataWaitShare { share } => format!(
+            "consumer waiting for data {} of its training window",
+            pct(*share)
+        ),
     }
 }
 
@@ -440,6 +488,15 @@ fn note_text(note: &Note, d: &Decision) -> String {
             device_mib,
         } => format!(
             "The written data only reached memory: {written_mib:.1} MiB written, no fsync, {device_mib:.1} MiB reached a device while recording; the rest sits in the page cache as dirty pages, so the write speed is memory's, not storage's."
+        ),
+        Note::BenchAuLeavesOutOwnTime {
+            bench_au,
+            compute_share,
+            own_share,
+        } => format!(
+            "The bench's AU ({bench_au:.1}%) counts its training steps only (DLIO leaves checkpoint time out); over the whole training window the trainer computed {} and spent {} on its own writes.",
+            pct(*compute_share),
+            pct(*own_share)
         ),
         Note::ConsumerDataWait { wait_s, consumers } => {
             let names: Vec<String> = consumers

@@ -88,8 +88,15 @@ pub struct ReportData {
     pub hot_offcpu: HotTables,
     pub processes: Table<ProcessRow>,
     pub reader_line: String,
+    /// Write-dominated sessions: the writers' time split, as report.md's
+    /// table (column titles, then rows of cells; empty otherwise).
+    pub writer_columns: Vec<String>,
+    pub writer_rows: Vec<Vec<String>>,
     pub devices: Vec<DeviceRow>,
     pub io_line: Option<String>,
+    /// Write-dominated sessions with a /proc/vmstat series: the dirty page
+    /// cache's peak and mean.
+    pub dirty_line: Option<String>,
     pub system: Vec<(String, String)>,
     pub system_notes: Vec<String>,
     pub command: String,
@@ -146,9 +153,14 @@ pub struct DeviceRow {
     pub read_mib_per_s: f64,
     pub read_requests: u64,
     pub write_mib: f64,
+    pub write_mib_per_s: f64,
+    pub write_requests: u64,
     pub utilization: f64,
     pub latency_p50_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
+    /// "≤ p50 / ≤ p99 µs" of reads and of writes, as report.md shows them.
+    pub read_latency: String,
+    pub write_latency: String,
 }
 
 /// The flamegraphs of the page.
@@ -656,29 +668,77 @@ pub fn timeline(ts: &TimeSeries, analysis: &Analysis, options: &HtmlOptions) -> 
             )
         })
         .collect();
+    let writes: Vec<Series> = ts
+        .devices
+        .iter()
+        .filter(|d| d.write_bytes.iter().any(|&b| b > 0))
+        .map(|d| {
+            series(
+                format!("{} write", d.name),
+                (0..buckets)
+                    .map(|i| d.write_bytes.get(i).copied().unwrap_or(0) as f64 / mib)
+                    .collect(),
+            )
+        })
+        .collect();
+    let page_cache: Vec<Series> = ts
+        .vmstat
+        .iter()
+        .flat_map(|vm| {
+            [
+                ("dirty", &vm.dirty_bytes),
+                ("writeback", &vm.writeback_bytes),
+            ]
+        })
+        .map(|(label, values)| {
+            series(
+                label.to_string(),
+                (0..buckets)
+                    .map(|i| values.get(i).copied().unwrap_or(0) as f64 / MIB)
+                    .collect(),
+            )
+        })
+        .collect();
+    let mut panels = vec![
+        Panel {
+            title: "CPU per thread".to_string(),
+            unit: "% of one CPU".to_string(),
+            series: cpu,
+        },
+        Panel {
+            title: "Read syscalls".to_string(),
+            unit: "MiB/s".to_string(),
+            series: reads,
+        },
+        Panel {
+            title: "Device reads".to_string(),
+            unit: "MiB/s".to_string(),
+            series: devices,
+        },
+    ];
+    // Write panels only for sessions with writes or a vmstat series:
+    // read sessions keep their three panels.
+    if !writes.is_empty() {
+        panels.push(Panel {
+            title: "Device writes".to_string(),
+            unit: "MiB/s".to_string(),
+            series: writes,
+        });
+    }
+    if !page_cache.is_empty() {
+        panels.push(Panel {
+            title: "Dirty page cache, system-wide".to_string(),
+            unit: "MiB".to_string(),
+            series: page_cache,
+        });
+    }
     let window = analysis.wait.as_ref().and_then(|w| w.window.as_ref());
     Timeline {
         point_s: bucket_s * factor as f64,
         buckets,
         factor,
         points: buckets.div_ceil(factor),
-        panels: vec![
-            Panel {
-                title: "CPU per thread".to_string(),
-                unit: "% of one CPU".to_string(),
-                series: cpu,
-            },
-            Panel {
-                title: "Read syscalls".to_string(),
-                unit: "MiB/s".to_string(),
-                series: reads,
-            },
-            Panel {
-                title: "Device reads".to_string(),
-                unit: "MiB/s".to_string(),
-                series: devices,
-            },
-        ],
+        panels,
         window: window.map(|w| (w.start_s, w.end_s)),
         window_source: window.map(|w| w.source.clone()),
         omitted_series,
@@ -722,22 +782,17 @@ pub fn build_data(session: &Session, analysis: &Analysis, options: &HtmlOptions)
             read_mib_per_s: d.read_mib_per_s,
             read_requests: d.read_requests,
             write_mib: raw.write_bytes as f64 / MIB,
+            write_mib_per_s: d.write_mib_per_s,
+            write_requests: raw.write_requests,
             utilization: d.utilization,
             latency_p50_us: d.latency_p50_us,
             latency_p99_us: d.latency_p99_us,
+            read_latency: report::latency_pair(d.read_latency_p50_us, d.read_latency_p99_us),
+            write_latency: report::latency_pair(d.write_latency_p50_us, d.write_latency_p99_us),
         })
         .collect::<Vec<_>>();
-    let io_line = (!devices.is_empty()).then(|| {
-        format!(
-            "Read syscalls returned {:.1} MiB ({:.2} MiB/s); storage supplied {:.1} MiB; \
-             page-cache hit ratio {}.",
-            f.read_syscall_bytes as f64 / MIB,
-            f.read_syscall_mib_per_s,
-            f.device_read_bytes.max(f.page_cache_miss_bytes) as f64 / MIB,
-            f.page_cache_hit_ratio
-                .map_or("n/a".to_string(), |x| format!("{:.1}%", x * 100.0))
-        )
-    });
+    let io_line = (!devices.is_empty()).then(|| report::read_supply_line(f));
+    let writer_rows = report::writer_split_rows(f);
     let command = if i.command.is_empty() {
         let pids: Vec<String> = i.attached_pids.iter().map(ToString::to_string).collect();
         format!("# attached to pid(s) {}", pids.join(" "))
@@ -772,8 +827,21 @@ pub fn build_data(session: &Session, analysis: &Analysis, options: &HtmlOptions)
             f.reader_threads,
             f.reader_comms.join(", ")
         ),
+        writer_columns: if writer_rows.is_empty() {
+            Vec::new()
+        } else {
+            report::WRITER_SPLIT_COLUMNS
+                .iter()
+                .map(|c| c.to_string())
+                .collect()
+        },
+        writer_rows: writer_rows
+            .iter()
+            .map(|r| report::writer_split_cells(r).to_vec())
+            .collect(),
         devices,
         io_line,
+        dirty_line: report::dirty_pages_line(f),
         system: report::system_rows(session, f)
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))

@@ -453,17 +453,29 @@
     ps.appendChild(para(D.reader_line));
   }
 
+  if (D.writer_rows.length) {
+    var ws = section('writers', 'Writers');
+    ws.appendChild(para('Where the writer threads\u2019 time went (shares of their thread time; on-CPU time split by their CPU samples, ' +
+      'blocked time by their off-CPU stacks and syscall times, as the write verdicts count it).'));
+    ws.appendChild(table(D.writer_columns, D.writer_rows.map(function (r) {
+      return r.map(function (c, i) { return i === 0 ? c : num(c); });
+    })));
+  }
+
   var ds = section('devices', 'Devices');
   if (!D.devices.length) {
     ds.appendChild(para('No block-device activity recorded (io.json missing or no devices).', 'muted'));
   } else {
     var lat = function (x) { return x === null ? 'n/a' : '\u2264 ' + fixed(x, 0) + ' \u00b5s'; };
-    ds.appendChild(table(['device', 'read (MiB)', 'read MiB/s', 'read requests', 'write (MiB)', 'busy', 'p50 latency', 'p99 latency'],
+    ds.appendChild(table(['device', 'read (MiB)', 'read MiB/s', 'read requests', 'read latency p50 / p99', 'write (MiB)', 'write MiB/s',
+      'write requests', 'write latency p50 / p99', 'busy', 'p50 latency', 'p99 latency'],
       D.devices.map(function (d) {
-        return [{ code: d.name }, num(fixed(d.read_mib, 1)), num(fixed(d.read_mib_per_s, 2)), num(String(d.read_requests)), num(fixed(d.write_mib, 1)),
+        return [{ code: d.name }, num(fixed(d.read_mib, 1)), num(fixed(d.read_mib_per_s, 2)), num(String(d.read_requests)), num(d.read_latency),
+          num(fixed(d.write_mib, 1)), num(fixed(d.write_mib_per_s, 2)), num(String(d.write_requests)), num(d.write_latency),
           num(pct(d.utilization)), num(lat(d.latency_p50_us)), num(lat(d.latency_p99_us))];
       })));
     if (D.io_line) { ds.appendChild(para(D.io_line)); }
+    if (D.dirty_line) { ds.appendChild(para(D.dirty_line)); }
   }
 
   var ss = section('system', 'System');

@@ -109,6 +109,7 @@ pub(super) fn long_session(hours: u64) -> Session {
             buckets: buckets as u32,
             threads: series,
             devices,
+            vmstat: None,
         }),
         oncpu,
         offcpu,
