@@ -76,15 +76,14 @@ t_build=$(elapsed "$t1")
 echo "fuzz: tools ready in ${t_install} s, targets built in ${t_build} s"
 
 logs=$(mktemp -d)
-scratch=$(mktemp -d)
-trap 'rm -rf "$logs" "$scratch"' EXIT
+trap 'rm -rf "$logs"' EXIT
 
 run_one() {
   local t=$1
   local corpus=fuzz/corpus/$t seeds=fuzz/seeds/$t artifacts=fuzz/artifacts/$t
   mkdir -p "$corpus" "$seeds" "$artifacts"
   rm -f "$seeds"/*
-  local env=(STORPROF_FUZZ_SEEDS="$seeds" STORPROF_FUZZ_SCRATCH="$scratch")
+  local env=(STORPROF_FUZZ_SEEDS="$seeds")
   # First start: the target writes its seeds (libFuzzer reads the
   # directories after the target's init), nothing is fuzzed.
   env "${env[@]}" "$bin_dir/$t" -runs=0 "$seeds" >"$logs/$t.seed" 2>&1 || true

@@ -5,11 +5,14 @@
 //! derived as `bench` and `datagen` use it.
 #![no_main]
 
+use std::sync::OnceLock;
+
 use libfuzzer_sys::fuzz_target;
 use storprof_bench::config::{
     Accelerator, RawConfig, Workload, dataset_size_rule,
     rules::{Division, assess, check_overrides},
 };
+use storprof_bench::error::BenchError;
 use storprof_fuzz::{repo_root, write_seeds};
 
 /// Params applied per input (a long list adds nothing but time).
@@ -40,6 +43,15 @@ fn seeds() {
     write_seeds(out);
 }
 
+/// The embedded flux_b200 workload, parsed once: the same text every time,
+/// so parsing it per input would only cost time.
+fn flux_b200() -> Result<RawConfig, BenchError> {
+    static FLUX: OnceLock<Option<RawConfig>> = OnceLock::new();
+    FLUX.get_or_init(|| RawConfig::embedded(Workload::Flux, Accelerator::B200).ok())
+        .clone()
+        .ok_or_else(|| BenchError::Config("the embedded flux_b200 workload does not parse".into()))
+}
+
 fuzz_target!(init: seeds(), |data: &[u8]| {
     // Files and command-line arguments reach the parser as UTF-8 strings.
     let Ok(text) = std::str::from_utf8(data) else {
@@ -52,7 +64,7 @@ fuzz_target!(init: seeds(), |data: &[u8]| {
         let _ = check_overrides(division, Some(Workload::Flux), Accelerator::B200, yaml.is_empty(), &params);
     }
     let raw = if yaml.is_empty() {
-        RawConfig::embedded(Workload::Flux, Accelerator::B200)
+        flux_b200()
     } else {
         RawConfig::parse(yaml, "fuzz.yaml")
     };

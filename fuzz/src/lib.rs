@@ -1,11 +1,13 @@
 //! Helpers shared by the fuzz targets: an in-memory file for the format
-//! readers, and the seed corpora, written at start-up by the project's own
+//! readers, in-memory sessions, and the seed corpora, written at start-up by the project's own
 //! writers (no binary seeds in git).
 //!
 //! Seeds: `scripts/fuzz.sh` sets `STORPROF_FUZZ_SEEDS=DIR`; each target's
 //! `init` writes its valid inputs there once, and libFuzzer reads DIR as a
 //! second corpus directory.
-use std::{path::PathBuf, sync::OnceLock};
+use std::path::{Path, PathBuf};
+
+use storprof::session::load::{LoadError, Session, load_from};
 
 use storprof_bench::{
     error::BenchError,
@@ -60,22 +62,6 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A scratch directory of this fuzzing process, made once, removed by the
-/// script (it lives under the fuzz run's directory when set).
-pub fn scratch_dir() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let base = std::env::var_os("STORPROF_FUZZ_SCRATCH")
-            .map(PathBuf::from)
-            .unwrap_or_else(std::env::temp_dir);
-        let dir = base.join(format!("storprof-fuzz-{}", std::process::id()));
-        // A failure shows up as the target's first write error, which is
-        // the clearer message.
-        let _ = std::fs::create_dir_all(&dir);
-        dir
-    })
-}
-
 /// Session files in the order the `session_dir` target's framing uses.
 pub const SESSION_FILES: &[&str] = &[
     storprof::session::model::files::SESSION,
@@ -88,6 +74,8 @@ pub const SESSION_FILES: &[&str] = &[
     storprof::session::model::files::ONCPU_THREADS_FOLDED,
     storprof::session::model::files::OFFCPU_THREADS_FOLDED,
     storprof::session::model::files::BENCH_SUMMARY,
+    // Added after the others, so earlier inputs keep their meaning.
+    storprof::session::model::files::FRAMES,
 ];
 
 /// Separator of the session files in one fuzz input (absent from JSON and
@@ -128,4 +116,29 @@ pub fn session_fixture_inputs() -> Vec<(String, Vec<u8>)> {
         out.push((format!("session-{name}"), input));
     }
     out
+}
+
+/// The session in a framed input ([`SESSION_FILES`] separated by
+/// [`FILE_SEP`], an empty piece for an absent file), parsed in memory by
+/// `session::load::load_from`, the parser `load` runs on a directory. A
+/// piece that is not UTF-8 is the error `load` gives for such a file.
+pub fn session_from_framed(data: &[u8]) -> Result<Session, LoadError> {
+    let mut pieces: Vec<&[u8]> = data.split(|&b| b == FILE_SEP).collect();
+    pieces.resize(SESSION_FILES.len(), &[]);
+    load_from(Path::new("fuzz"), |name| {
+        let Some(i) = SESSION_FILES.iter().position(|&f| f == name) else {
+            return Ok(None);
+        };
+        let piece = pieces[i];
+        if piece.is_empty() {
+            return Ok(None);
+        }
+        match std::str::from_utf8(piece) {
+            Ok(text) => Ok(Some(text.to_string())),
+            Err(e) => Err(LoadError::Io {
+                path: Path::new("fuzz").join(name),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            }),
+        }
+    })
 }
