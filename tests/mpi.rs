@@ -250,6 +250,79 @@ fn bench_under_mpirun_2_and_4_ranks() {
 
 #[test]
 #[cfg_attr(not(feature = "mpi"), ignore = "needs --features storprof/mpi")]
+fn checkpoints_during_training_under_mpirun_are_saved_by_every_rank() {
+    skip_unless_mpi!();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    mpi_datagen(&data, 2);
+    let results = tmp.path().join("results");
+    let ck = tmp.path().join("checkpoints");
+    const MODEL: u64 = 300_001;
+    let mut c = bench_cmd(2, &data, &results, "60");
+    c.args(param_args(&[
+        "workflow.checkpoint=True".to_string(),
+        format!("checkpoint.checkpoint_folder={}", ck.display()),
+        "checkpoint.type=all_ranks".into(),
+        format!("model.model_size={MODEL}"),
+    ]));
+    let out = run_within(c, Duration::from_secs(180), "mpirun");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // After each of the two epochs (DLIO's defaults 1, 1), named with the
+    // step after the epoch's last, one file per rank.
+    let steps = SPF * FILES / BATCH / 2;
+    let mut dirs: Vec<String> = std::fs::read_dir(&ck)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    assert_eq!(
+        dirs,
+        vec![
+            format!("global_epoch1_step{}", steps + 1),
+            format!("global_epoch2_step{}", steps + 1)
+        ]
+    );
+    for d in &dirs {
+        for r in 0..2 {
+            let f = ck.join(d).join(format!("model_states-{r}.pt"));
+            assert_eq!(std::fs::metadata(&f).unwrap().len(), MODEL, "{f:?}");
+        }
+    }
+    let s = read_json::<Value>(&results.join("summary.json"));
+    assert_eq!(s["checkpoint"]["saved"], 2, "{s}");
+    assert_eq!(s["checkpoint"]["bytes_written_all_ranks"], 4 * MODEL);
+    assert!(
+        s["metric"]["save_checkpoint_duration_mean_seconds"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // Each rank timed its own saves.
+    for r in 0..2 {
+        let stats = read_json::<Value>(&results.join(format!("{r}_per_epoch_stats.json")));
+        for e in ["1", "2"] {
+            let save = &stats[e]["save_ckpt1"];
+            assert_eq!(save["bytes_written"], MODEL, "rank {r}: {stats}");
+            assert!(save["duration"].as_f64().unwrap() > 0.0);
+        }
+    }
+    // One [METRIC] block (rank 0's) with DLIO's checkpoint lines.
+    assert_eq!(
+        stdout
+            .matches("[METRIC] Checkpoint save duration (seconds): ")
+            .count(),
+        1,
+        "{stdout}"
+    );
+}
+
+#[test]
+#[cfg_attr(not(feature = "mpi"), ignore = "needs --features storprof/mpi")]
 fn hung_or_dead_rank_ends_the_job_naming_it() {
     skip_unless_mpi!();
     let tmp = tempfile::tempdir().unwrap();

@@ -19,7 +19,11 @@
 mod support;
 
 use std::{
-    fs, os::unix::fs::MetadataExt, os::unix::fs::PermissionsExt, path::Path, process::Command,
+    fs,
+    os::unix::fs::MetadataExt,
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    process::Command,
 };
 
 use support::{STORPROF, assert_root, copy_dir, session_fixture};
@@ -234,6 +238,29 @@ fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Root's files the planted links point at, in `dir`: a private file
+/// ("precious") and an empty private directory.
+fn root_targets(dir: &Path) -> (PathBuf, PathBuf) {
+    let victim = dir.join("victim.txt");
+    fs::write(&victim, "precious").unwrap();
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
+    let root_dir = dir.join("root-only");
+    fs::create_dir(&root_dir).unwrap();
+    fs::set_permissions(&root_dir, fs::Permissions::from_mode(0o700)).unwrap();
+    (victim, root_dir)
+}
+
+/// `out` (of `what`) is storprof's refusal of a path through a link
+/// `user` owns: usage error 2, naming the link's owner.
+fn assert_link_refused(out: &std::process::Output, user: (u32, u32), what: &str) {
+    assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr_of(out));
+    assert!(
+        stderr_of(out).contains(&format!("symbolic link owned by uid {}", user.0)),
+        "{what}: {}",
+        stderr_of(out)
+    );
+}
+
 /// The file-writing commands, each as `args ++ [OUTPUT]`.
 fn file_commands(session: &str) -> Vec<Vec<String>> {
     let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -251,12 +278,7 @@ fn bundle_and_flamegraph_outputs_are_not_written_through_links_nor_over_files() 
     let shared = shared_dir();
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let session = session_copy(shared.path(), "session", "compute-bound");
-    let victim = shared.path().join("victim.txt");
-    fs::write(&victim, "precious").unwrap();
-    fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
-    let root_dir = shared.path().join("root-only");
-    fs::create_dir(&root_dir).unwrap();
-    fs::set_permissions(&root_dir, fs::Permissions::from_mode(0o700)).unwrap();
+    let (victim, root_dir) = root_targets(shared.path());
     let planted_dir = shared.path().join("planted-dir");
     as_user(user, &["ln", "-s", &s(&root_dir), &s(&planted_dir)]);
 
@@ -281,17 +303,7 @@ fn bundle_and_flamegraph_outputs_are_not_written_through_links_nor_over_files() 
         for out in [planted_file.clone(), planted_dir.join(format!("out-{i}"))] {
             for force in [false, true] {
                 let o = run(&out, force, false);
-                assert_eq!(
-                    o.status.code(),
-                    Some(2),
-                    "{command:?} {out:?}: {}",
-                    stderr_of(&o)
-                );
-                assert!(
-                    stderr_of(&o).contains(&format!("symbolic link owned by uid {}", user.0)),
-                    "{command:?}: {}",
-                    stderr_of(&o)
-                );
+                assert_link_refused(&o, user, &format!("{command:?} {out:?}"));
             }
         }
         assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
@@ -352,12 +364,7 @@ fn merge_output_is_not_written_through_links_nor_into_a_full_directory() {
         a.extend_from_slice(extra);
         storprof_as(sudo.then_some(user), &a)
     };
-    let victim = shared.path().join("victim.txt");
-    fs::write(&victim, "precious").unwrap();
-    fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
-    let root_dir = shared.path().join("root-only");
-    fs::create_dir(&root_dir).unwrap();
-    fs::set_permissions(&root_dir, fs::Permissions::from_mode(0o700)).unwrap();
+    let (victim, root_dir) = root_targets(shared.path());
 
     // Through the user's link to root's directory: refused, even with --force.
     let planted = shared.path().join("planted");
@@ -365,12 +372,7 @@ fn merge_output_is_not_written_through_links_nor_into_a_full_directory() {
     for out in [planted.clone(), planted.join("merged")] {
         for extra in [&[][..], &["--force"][..]] {
             let o = merge(&out, extra, false);
-            assert_eq!(o.status.code(), Some(2), "{out:?}: {}", stderr_of(&o));
-            assert!(
-                stderr_of(&o).contains(&format!("symbolic link owned by uid {}", user.0)),
-                "{}",
-                stderr_of(&o)
-            );
+            assert_link_refused(&o, user, &format!("merge {out:?} {extra:?}"));
         }
     }
     assert_eq!(fs::read_dir(&root_dir).unwrap().count(), 0);

@@ -5,7 +5,10 @@
 //!   of the bundle;
 //! - a command that ignores SIGTERM at `--duration` is killed after the
 //!   grace period: storprof returns promptly, session.json `ended_by` and
-//!   report.md say so; one that obeys SIGTERM is recorded as such.
+//!   report.md say so; one that obeys SIGTERM is recorded as such;
+//! - a Ctrl-C (SIGINT to storprof) that the command ignores is followed,
+//!   after the grace period, by SIGTERM, then SIGKILL, each said on stderr
+//!   and in `ended_by`; a second and third Ctrl-C take those steps at once.
 //!
 //! Root only.
 // Tests may unwrap (a failure is a test failure).
@@ -16,11 +19,11 @@ use std::{
     fs,
     io::Read,
     path::Path,
-    process::Command,
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
-use support::{STORPROF, assert_root, read_session_json, run_within};
+use support::{STORPROF, assert_root, read_session_json, run_within, storprof};
 
 /// Every entry of a tar.gz: (name, bytes).
 fn bundle_entries(tgz: &Path) -> Vec<(String, Vec<u8>)> {
@@ -240,6 +243,169 @@ fn record_for_a_second(
     (out, started.elapsed())
 }
 
+/// Runs `storprof report` on `session` and asserts report.md says `sentence`.
+fn assert_report_says(session: &Path, sentence: &str) {
+    let out = storprof([Path::new("report"), session]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = fs::read_to_string(session.join("report.md")).unwrap();
+    assert!(report.contains(sentence), "{report}");
+}
+
+/// The process whose pid `pid_file` holds (`what`) is gone, or a zombie
+/// nobody reaps.
+fn assert_gone(pid_file: &Path, what: &str) {
+    let pid = fs::read_to_string(pid_file).unwrap();
+    let stat = fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+    assert!(
+        stat.as_ref().map_or(true, |s| s
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))),
+        "{what} still runs: {stat:?}"
+    );
+}
+
+/// Sends `signo` to `pid` (a process this test started).
+fn send(pid: u32, signo: i32) {
+    // SAFETY: kill(2) of a child this test started, with a valid signal.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, signo) };
+    assert_eq!(rc, 0, "kill {pid}: {}", std::io::Error::last_os_error());
+}
+
+/// `storprof record --live off --grace GRACE -- sh -c SCRIPT` in `dir`,
+/// interrupted as a user would: once the command has written `ready`,
+/// SIGINT to storprof (a `kill`, which storprof forwards), then again
+/// after each of `again`. Returns the output and the time from the first
+/// SIGINT until storprof exited (within a deadline).
+fn record_interrupted(
+    dir: &Path,
+    grace: &str,
+    script: &str,
+    ready: &Path,
+    again: &[Duration],
+) -> (std::process::Output, Duration) {
+    let mut cmd = Command::new(STORPROF);
+    cmd.args(["record", "--live", "off", "--grace", grace, "--output"])
+        .arg(dir)
+        .args(["--", "sh", "-c", script]);
+    // Its own process group: nothing the test leaves outlives it.
+    let child = std::os::unix::process::CommandExt::process_group(&mut cmd, 0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait_with_output());
+    });
+    let waited = Instant::now();
+    while !ready.exists() && waited.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = Instant::now();
+    if ready.exists() {
+        send(pid, libc::SIGINT);
+        for pause in again {
+            std::thread::sleep(*pause);
+            send(pid, libc::SIGINT);
+        }
+    }
+    let out = match done_rx.recv_timeout(Duration::from_secs(40)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) of the process group this test started.
+            unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+            panic!("storprof record did not exit 40 s after the Ctrl-C");
+        }
+    };
+    let took = first.elapsed();
+    assert!(
+        ready.exists(),
+        "the command never started: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, took)
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_command_ignoring_ctrl_c_gets_sigterm_after_the_grace_period() {
+    assert_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("session");
+    let ready = tmp.path().join("ready");
+    // The shell ignores SIGINT (and so do the sleeps it starts); SIGTERM
+    // ends it.
+    let script = format!(
+        "trap '' INT; echo $$ > {}; while :; do sleep 0.1; done",
+        ready.display()
+    );
+    let (out, took) = record_interrupted(&session, "1", &script, &ready, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(15), "took {took:?}\n{stderr}");
+    assert_eq!(out.status.code(), Some(128 + 15), "{stderr}");
+    assert!(
+        stderr.contains("passed SIGINT to the command")
+            && stderr.contains("SIGTERM in 1 s if it is still running (Ctrl-C again: now)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("still running 1 s after the Ctrl-C: sent SIGTERM to the command"),
+        "{stderr}"
+    );
+    let info: serde_json::Value = read_session_json(&session, "session.json");
+    assert_eq!(info["end_reason"], "interrupted");
+    assert_eq!(info["ended_by"], "interrupt-sigterm");
+    assert_eq!(info["grace_s"], 1.0);
+    assert_eq!(info["exit_signal"], 15);
+    assert_report_says(
+        &session,
+        "After Ctrl-C the command was still running, was sent SIGTERM and ended (signal 15).",
+    );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ctrl_c_again_skips_to_sigterm_then_sigkill() {
+    assert_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("session");
+    let ready = tmp.path().join("ready");
+    // Ignores SIGINT and SIGTERM: only SIGKILL ends it.
+    let script = format!(
+        "trap '' INT TERM; echo $$ > {}; while :; do sleep 0.1; done",
+        ready.display()
+    );
+    let pause = Duration::from_millis(700);
+    // A 60 s grace period: only the second and third Ctrl-C can end it soon.
+    let (out, took) = record_interrupted(&session, "60", &script, &ready, &[pause, pause]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(15), "took {took:?}\n{stderr}");
+    assert_eq!(out.status.code(), Some(128 + 9), "{stderr}");
+    assert!(
+        stderr.contains("Ctrl-C again: sent SIGTERM to the command"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Ctrl-C again: killing the command"),
+        "{stderr}"
+    );
+    let info: serde_json::Value = read_session_json(&session, "session.json");
+    assert_eq!(info["end_reason"], "interrupted");
+    assert_eq!(info["ended_by"], "interrupt-sigkill");
+    assert_eq!(info["exit_signal"], 9);
+    // The shell's pid: gone (or a zombie of nobody's).
+    assert_gone(&ready, "the command");
+    assert_report_says(
+        &session,
+        "After Ctrl-C the command outlived SIGINT and SIGTERM and was killed with SIGKILL.",
+    );
+}
+
 #[test]
 #[ignore = "needs root"]
 fn a_command_ignoring_sigterm_at_the_duration_is_killed_after_the_grace_period() {
@@ -268,32 +434,12 @@ fn a_command_ignoring_sigterm_at_the_duration_is_killed_after_the_grace_period()
     assert_eq!(info["grace_s"], 1.0);
     assert_eq!(info["exit_signal"], 9);
     // The sleep the shell left is gone too.
-    let sleep_pid = fs::read_to_string(&pid_file).unwrap();
-    let stat = fs::read_to_string(format!("/proc/{}/stat", sleep_pid.trim()));
-    assert!(
-        stat.as_ref().map_or(true, |s| s
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))),
-        "the sleep still runs: {stat:?}"
-    );
+    assert_gone(&pid_file, "the sleep");
 
-    let out = Command::new(STORPROF)
-        .arg("report")
-        .arg(&session)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = fs::read_to_string(session.join("report.md")).unwrap();
-    assert!(
-        report.contains(
-            "The command ignored SIGTERM at --duration and was killed with SIGKILL after the \
-             1 s grace period."
-        ),
-        "{report}"
+    assert_report_says(
+        &session,
+        "The command ignored SIGTERM at --duration and was killed with SIGKILL after the \
+         1 s grace period.",
     );
 }
 
@@ -313,22 +459,9 @@ fn a_command_that_obeys_sigterm_at_the_duration_ends_within_the_grace_period() {
     assert_eq!(info["ended_by"], "duration-sigterm");
     assert_eq!(info["grace_s"], 5.0);
     assert_eq!(info["exit_signal"], 15);
-    let out = Command::new(STORPROF)
-        .arg("report")
-        .arg(&session)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = fs::read_to_string(session.join("report.md")).unwrap();
-    assert!(
-        report.contains(
-            "At --duration the command was sent SIGTERM and ended within the 5 s grace period \
-             (signal 15)."
-        ),
-        "{report}"
+    assert_report_says(
+        &session,
+        "At --duration the command was sent SIGTERM and ended within the 5 s grace period \
+         (signal 15).",
     );
 }
