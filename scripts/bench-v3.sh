@@ -21,7 +21,10 @@
 #      first epoch read and parsed the footer) beside a C loop that preads
 #      exactly the same byte ranges 3 times (the selected columns' chunks,
 #      taken from the footer by pyarrow) into one reused buffer, dd-style,
-#      and the same loop landing the bytes in distinct memory.
+#      the same loop over storprof's own preads (chunks that touch as one),
+#      and the first loop landing the bytes in distinct memory. The C loops
+#      time their preads only; storprof runs with --read-threads 1 (a read
+#      thread handing batches to the training loop) and 0 (one thread).
 # Usage: scripts/bench-v3.sh [DIR] [FILES] [ROUNDS]   (default /work/bench-v3-data 4000 3)
 #        PARTS="retinanet dlrm" (default both): parts 1-2 are "retinanet", part 3 "dlrm".
 # Needs the DLIO venv (scripts/setup-dlio.sh). Figures: median [min..max] of ROUNDS.
@@ -164,9 +167,17 @@ fi
 if want dlrm; then
 # dlrm: 1 file of DLIO's 4,718,592 rows (768 row groups of 6144), dlrm_b200's 40-column subset.
 DLRM_ROWS=4718592
-rm -rf "$DIR/dlrm"
-"$STORPROF" datagen --workload dlrm --data-dir "$DIR" --threads 2 --param dataset.num_files_train=1 \
-    --param "dataset.num_samples_per_file=$DLRM_ROWS" > /dev/null
+# An earlier run's file of this shape is reused (one file, DLRM_ROWS rows in
+# 768 groups of 200 columns); anything else is generated afresh.
+shape=$("$PY" -c 'import glob, sys, pyarrow.parquet as pq
+f = glob.glob(sys.argv[1] + "/train/*.parquet")
+m = pq.ParquetFile(f[0]).metadata if len(f) == 1 else None
+print(m and (m.num_rows, m.num_row_groups, m.num_columns))' "$DIR/dlrm" 2>/dev/null || true)
+if [ "$shape" != "($DLRM_ROWS, 768, 200)" ]; then
+    rm -rf "$DIR/dlrm"
+    "$STORPROF" datagen --workload dlrm --data-dir "$DIR" --threads 2 --param dataset.num_files_train=1 \
+        --param "dataset.num_samples_per_file=$DLRM_ROWS" > /dev/null
+fi
 cat > "$WORK/ranges.py" <<'EOF'
 import glob, sys, yaml
 import pyarrow.parquet as pq
@@ -176,37 +187,77 @@ for f in sorted(glob.glob(sys.argv[1] + "/*.parquet")):
     md = pq.ParquetFile(f).metadata
     names = [md.schema.column(i).path for i in range(md.num_columns)]
     for g in range(md.num_row_groups):
+        runs = []
         for i, n in enumerate(names):
             if n in want:
                 c = md.row_group(g).column(i)
                 s = c.dictionary_page_offset if c.dictionary_page_offset else c.data_page_offset
-                print(f, s, c.total_compressed_size)
+                runs.append([s, c.total_compressed_size])
+        if sys.argv[3] == "runs":  # chunks that touch as one range, as storprof reads them
+            runs.sort()
+            merged = []
+            for s, n in runs:
+                if merged and merged[-1][0] + merged[-1][1] == s:
+                    merged[-1][1] += n
+                else:
+                    merged.append([s, n])
+            runs = merged
+        for s, n in runs:
+            print(f, s, n)
 EOF
-"$PY" "$WORK/ranges.py" "$DIR/dlrm/train" benchmark/src/config/workloads/dlrm_b200.yaml > "$WORK/ranges1.txt"
+"$PY" "$WORK/ranges.py" "$DIR/dlrm/train" benchmark/src/config/workloads/dlrm_b200.yaml chunks > "$WORK/ranges1.txt"
+"$PY" "$WORK/ranges.py" "$DIR/dlrm/train" benchmark/src/config/workloads/dlrm_b200.yaml runs > "$WORK/runs1.txt"
 # Three epochs on both sides.
 cat "$WORK/ranges1.txt" "$WORK/ranges1.txt" "$WORK/ranges1.txt" > "$WORK/ranges.txt"
+cat "$WORK/runs1.txt" "$WORK/runs1.txt" "$WORK/runs1.txt" > "$WORK/runs.txt"
 cat > "$WORK/ranges.c" <<'EOF'
-/* pread each "path offset length" line of stdin into one reused buffer. */
+/* pread each "path offset length" line of stdin (one file) into one reused
+   buffer. The list is parsed first; only the pread loop is timed: prints
+   bytes and seconds. */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include "list.h"
 int main(void) {
     static char buf[16 << 20];
-    char path[4096], last[4096] = "";
-    long off, len, bytes = 0;
-    int fd = -1;
-    while (scanf("%4095s %ld %ld", path, &off, &len) == 3) {
-        if (strcmp(path, last)) {
-            if (fd >= 0) close(fd);
-            fd = open(path, O_RDONLY);
-            strcpy(last, path);
-        }
-        if (fd < 0 || len > (long)sizeof buf || pread(fd, buf, len, off) != len) { perror(path); return 1; }
-        bytes += len;
+    struct list l = read_list();
+    long bytes = 0;
+    int fd = open(l.path, O_RDONLY);
+    double t = now();
+    for (size_t i = 0; i < l.n; i++) {
+        if (fd < 0 || l.len[i] > (long)sizeof buf || pread(fd, buf, l.len[i], l.off[i]) != l.len[i]) { perror(l.path); return 1; }
+        bytes += l.len[i];
     }
-    printf("%ld\n", bytes);
+    printf("%ld %.6f\n", bytes, now() - t);
     return 0;
+}
+EOF
+cat > "$WORK/list.h" <<'EOF'
+/* The "path offset length" lines of stdin, all of one file, as arrays. */
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+struct list { char path[4096]; long *off, *len; size_t n; };
+static struct list read_list(void) {
+    struct list l = { "", 0, 0, 0 };
+    size_t cap = 1 << 16;
+    char path[4096];
+    long off, len;
+    l.off = malloc(cap * sizeof *l.off);
+    l.len = malloc(cap * sizeof *l.len);
+    while (scanf("%4095s %ld %ld", path, &off, &len) == 3) {
+        if (!*l.path) strcpy(l.path, path);
+        if (strcmp(path, l.path)) { fprintf(stderr, "one file only\n"); exit(1); }
+        if (l.n == cap) {
+            cap *= 2;
+            l.off = realloc(l.off, cap * sizeof *l.off);
+            l.len = realloc(l.len, cap * sizeof *l.len);
+        }
+        if (!l.off || !l.len) { perror("realloc"); exit(1); }
+        l.off[l.n] = off; l.len[l.n] = len; l.n++;
+    }
+    return l;
 }
 EOF
 cc -O2 -o "$WORK/ranges" "$WORK/ranges.c"
@@ -214,31 +265,31 @@ cc -O2 -o "$WORK/ranges" "$WORK/ranges.c"
 # front): the bytes go to distinct memory, as a loader's (and storprof's) do,
 # instead of one cache-resident buffer.
 cat > "$WORK/arena.c" <<'EOF'
-/* pread each "path offset length" line of stdin into the next free part of an arena. */
+/* pread each "path offset length" line of stdin into the next free part of
+   an arena; times the pread loop only, as ranges.c. */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include "list.h"
 int main(void) {
     static char arena[64 << 20];
-    char path[4096], last[4096] = "";
-    long off, len, bytes = 0;
+    struct list l = read_list();
+    long bytes = 0;
     size_t at = 0;
-    int fd = -1;
+    int fd = open(l.path, O_RDONLY);
     memset(arena, 1, sizeof arena);
-    while (scanf("%4095s %ld %ld", path, &off, &len) == 3) {
-        if (strcmp(path, last)) {
-            if (fd >= 0) close(fd);
-            fd = open(path, O_RDONLY);
-            strcpy(last, path);
-        }
-        if (len > (long)sizeof arena) { fprintf(stderr, "range too large\n"); return 1; }
-        if (at + len > sizeof arena) at = 0;
-        if (fd < 0 || pread(fd, arena + at, len, off) != len) { perror(path); return 1; }
-        at += len;
-        bytes += len;
+    double t = now();
+    for (size_t i = 0; i < l.n; i++) {
+        if (l.len[i] > (long)sizeof arena) { fprintf(stderr, "range too large\n"); return 1; }
+        if (at + l.len[i] > sizeof arena) at = 0;
+        if (fd < 0 || pread(fd, arena + at, l.len[i], l.off[i]) != l.len[i]) { perror(l.path); return 1; }
+        at += l.len[i];
+        bytes += l.len[i];
     }
-    printf("%ld\n", bytes);
+    printf("%ld %.6f\n", bytes, now() - t);
     return 0;
 }
 EOF
@@ -253,22 +304,33 @@ t = lambda s: datetime.datetime.fromisoformat(s).timestamp()
 steady = 2 * int(sys.argv[2]) / 3 / (t(e["3"]["end"]) - t(e["2"]["start"]))
 print(m["read_bytes"], f"{m['read_bytes'] / m['elapsed_seconds'] / 1e9:.3f}", f"{steady / 1e9:.3f}")
 EOF
-cat "$DIR"/dlrm/train/*.parquet > /dev/null
+gbps() { awk '{printf "%.3f", $1 / $2 / 1e9}'; }
 for i in $(seq "$ROUNDS"); do
     echo "== round $i: dlrm column subset, one reader"
-    s=$(now); want=$("$WORK/ranges" < "$WORK/ranges.txt"); e=$(now)
-    rec pread_ranges_gbps "$(rate "$want" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
-    s=$(now); got_arena=$("$WORK/arena" < "$WORK/ranges.txt"); e=$(now)
-    rec pread_ranges_arena_gbps "$(rate "$got_arena" "$s" "$e" 3 | awk '{printf "%.3f", $1/1e9}')"
-    rm -rf "$WORK/dres"
-    "$STORPROF" bench --workload dlrm --data-dir "$DIR" --reader raw --read-threads 1 \
-        --computation-time 0 --epochs 3 --param dataset.num_files_train=1 \
-        --param "dataset.num_samples_per_file=$DLRM_ROWS" --results-dir "$WORK/dres" > /dev/null
-    read -r got_bytes got_gbps got_steady < <("$PY" "$WORK/measured.py" "$WORK/dres" "$want")
-    rec storprof_dlrm_read_bytes "$got_bytes"
+    # Every side starts from the whole file in page cache (this VM's memory
+    # reclaim may have taken some of it since the last round).
+    cat "$DIR"/dlrm/train/*.parquet > /dev/null
+    # The C loops time their preads only (their lists are parsed first);
+    # storprof's figure is its training loop, footer read and parse included.
+    read -r want secs < <("$WORK/ranges" < "$WORK/ranges.txt")
+    rec pread_ranges_gbps "$(echo "$want $secs" | gbps)"
+    read -r got secs < <("$WORK/ranges" < "$WORK/runs.txt")
+    [ "$got" = "$want" ] || { echo "runs cover $got B, chunks $want B" >&2; exit 1; }
+    rec pread_runs_gbps "$(echo "$got $secs" | gbps)"
+    read -r got secs < <("$WORK/arena" < "$WORK/ranges.txt")
+    rec pread_ranges_arena_gbps "$(echo "$got $secs" | gbps)"
+    for rt in 1 0; do
+        rm -rf "$WORK/dres"
+        "$STORPROF" bench --workload dlrm --data-dir "$DIR" --reader raw --read-threads "$rt" \
+            --computation-time 0 --epochs 3 --param dataset.num_files_train=1 \
+            --param "dataset.num_samples_per_file=$DLRM_ROWS" --results-dir "$WORK/dres" > /dev/null
+        read -r got_bytes got_gbps got_steady < <("$PY" "$WORK/measured.py" "$WORK/dres" "$want")
+        sfx=$([ "$rt" = 1 ] && echo "" || echo "_rt0")
+        rec "storprof_dlrm_read_bytes$sfx" "$got_bytes"
+        rec "storprof_dlrm_gbps$sfx" "$got_gbps"
+        rec "storprof_dlrm_epochs23_gbps$sfx" "$got_steady"
+    done
     rec selected_chunk_bytes "$want"
-    rec storprof_dlrm_gbps "$got_gbps"
-    rec storprof_dlrm_epochs23_gbps "$got_steady"
 done
 fi
 uptime
@@ -294,4 +356,10 @@ if "storprof_dlrm_gbps" in m:
           f"{m['storprof_dlrm_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's GB/s, "
           f"{m['storprof_dlrm_gbps'] / m['pread_ranges_arena_gbps']:.2f}x the arena loop's; "
           f"epochs 2-3: {m['storprof_dlrm_epochs23_gbps'] / m['pread_ranges_gbps']:.2f}x the pread loop's")
+    print(f"dlrm against the loop over storprof's own preads (touching chunks as one): "
+          f"{m['storprof_dlrm_gbps'] / m['pread_runs_gbps']:.2f}x, epochs 2-3 "
+          f"{m['storprof_dlrm_epochs23_gbps'] / m['pread_runs_gbps']:.2f}x")
+    print(f"dlrm with --read-threads 0 (reads in the training loop's thread, no hand-off): "
+          f"{m['storprof_dlrm_gbps_rt0'] / m['pread_ranges_gbps']:.2f}x, epochs 2-3 "
+          f"{m['storprof_dlrm_epochs23_gbps_rt0'] / m['pread_ranges_gbps']:.2f}x the pread loop's")
 EOF
