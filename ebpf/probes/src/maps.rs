@@ -102,6 +102,13 @@ pub(crate) static SYSCALL_INDEX: Array<u32> =
 pub(crate) static SYSCALL_POOL: Array<SyscallAcc> =
     Array::with_max_entries(SYSCALL_THREAD_SLOTS * SYSCALL_SLOT_ENTRIES, 0);
 
+/// One all-zero statistic, never written: the value a thread's first call
+/// is inserted with in `SYSCALLS`. A map value, not a constant, so the
+/// compiler cannot build its 368 bytes on `sys_exit`'s stack (it did, and
+/// with `flush_offcpu`'s frame that overran the verifier's 512 bytes).
+#[map]
+pub(crate) static SYSCALL_ZERO: Array<SyscallAcc> = Array::with_max_entries(1, 0);
+
 /// ...and whose they are (written before the entry is published).
 #[map]
 pub(crate) static SYSCALL_POOL_KEY: Array<SyscallKey> =

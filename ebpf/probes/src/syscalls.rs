@@ -23,7 +23,8 @@ use crate::{
     kernel::{field, now_ns, pt_regs, pt_regs_word},
     maps::{
         CONFIG, SYSCALL_INDEX, SYSCALL_POOL, SYSCALL_POOL_KEY, SYSCALL_SLOT_OWNER,
-        SYSCALL_SLOT_USED, SYSCALL_START, SYSCALL_THREAD, SYSCALLS, count_lost, is_traced,
+        SYSCALL_SLOT_USED, SYSCALL_START, SYSCALL_THREAD, SYSCALL_ZERO, SYSCALLS, count_lost,
+        is_traced,
     },
     sched::{flush_offcpu, take_offcpu_pending},
     wakeups::{is_futex_wait, remember_futex_wait},
@@ -31,9 +32,6 @@ use crate::{
 
 /// `SYSCALL_THREAD` value of a thread without a slot of its own.
 const NO_SLOT: u32 = u32::MAX;
-
-/// The all-zero syscall accumulator inserted on a thread's first call.
-static SYSCALL_ZERO: SyscallAcc = SyscallAcc::ZERO;
 
 /// Raw `sys_enter` (`FLAG_SYSCALL_LATENCY` only): the syscall's start, and
 /// the word of a futex wait.
@@ -223,10 +221,11 @@ fn hashed_syscall_acc(tgid: u32, tid: u32, nr: u32) -> Option<*mut SyscallAcc> {
     if let Some(acc) = SYSCALLS.get_ptr_mut(key) {
         return Some(acc);
     }
-    if SYSCALLS
-        .insert(key, SYSCALL_ZERO, BPF_NOEXIST as u64)
-        .is_err()
-    {
+    // By reference to the map value: the helper copies it into the map.
+    let Some(zero) = SYSCALL_ZERO.get(0) else {
+        return None;
+    };
+    if SYSCALLS.insert(key, zero, BPF_NOEXIST as u64).is_err() {
         count_lost(lost::SYSCALLS_MAP_FULL);
         return None;
     }
