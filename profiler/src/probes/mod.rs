@@ -290,8 +290,51 @@ pub struct MapSnapshot {
     pub syscalls: Vec<(SyscallKey, SyscallAcc)>,
     pub samples: Vec<(StackKey, u64)>,
     pub offcpu: Vec<(StackKey, u64)>,
-    /// tid → (switch-in time, off-CPU slot) for threads possibly on a CPU now.
+    /// tid → (switch-in time, off-CPU slot) for threads possibly on a CPU
+    /// now, read so that the two agree ([`consistent_slots`]).
     pub oncpu_start: BTreeMap<u32, (u64, OffCpuStart)>,
+    /// CLOCK_MONOTONIC just before `oncpu_start` was read (0: unknown). A
+    /// thread it shows on a CPU was there from its switch-in until at
+    /// least this instant, so its slice in progress is counted up to here.
+    pub slots_read_ns: u64,
+}
+
+/// Tries at reading a thread's two slots between two of its switch-ins.
+const SLOT_READ_TRIES: usize = 3;
+
+/// A thread's switch-in time and off-CPU slot as one consistent pair.
+/// They are two map reads, and a thread switched in between them (a
+/// sleeper woken) would pair its switch-in time from before the sleep with
+/// the cleared off-CPU slot of the new slice: "on a CPU since before the
+/// sleep". The switch-in time is read again after the slot; when it moved,
+/// the pair is read again, and a thread that keeps being switched in gets
+/// no switch-in time (0): its slice is not counted as in progress, only
+/// later at its switch-out, which never counts a sleep as time on a CPU.
+pub fn consistent_slots(
+    mut read_on: impl FnMut() -> Option<u64>,
+    mut read_off: impl FnMut() -> Option<OffCpuStart>,
+) -> Option<(u64, OffCpuStart)> {
+    for _ in 0..SLOT_READ_TRIES {
+        let on = read_on()?;
+        let off = read_off()?;
+        if read_on()? == on {
+            return Some((on, off));
+        }
+    }
+    Some((0, read_off()?))
+}
+
+/// CLOCK_MONOTONIC in ns: the probes' clock (`bpf_ktime_get_ns`).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 /// The loaded (and after `attach_all`, attached) probes.
@@ -821,14 +864,20 @@ impl ProbeSet {
             .collect();
         let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
         let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
+        let slots_read_ns = monotonic_ns();
         let oncpu_start = tids
             .into_iter()
-            .filter_map(|tid| Some((tid, (oncpu.get(&tid, 0).ok()?, offstart.get(&tid, 0).ok()?))))
+            .filter_map(|tid| {
+                let slots =
+                    consistent_slots(|| oncpu.get(&tid, 0).ok(), || offstart.get(&tid, 0).ok())?;
+                Some((tid, slots))
+            })
             .collect();
         Ok(MapSnapshot {
             threads,
             syscalls,
             oncpu_start,
+            slots_read_ns,
             ..MapSnapshot::default()
         })
     }
@@ -847,10 +896,13 @@ impl ProbeSet {
         let offcpu = off_map.iter().filter_map(Result::ok).collect();
         let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
         let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
+        let slots_read_ns = monotonic_ns();
         let mut oncpu_start = BTreeMap::new();
         for &tid in tids_of_interest {
-            if let (Ok(on), Ok(off)) = (oncpu.get(&tid, 0), offstart.get(&tid, 0)) {
-                oncpu_start.insert(tid, (on, off));
+            if let Some(slots) =
+                consistent_slots(|| oncpu.get(&tid, 0).ok(), || offstart.get(&tid, 0).ok())
+            {
+                oncpu_start.insert(tid, slots);
             }
         }
         Ok(MapSnapshot {
@@ -859,6 +911,7 @@ impl ProbeSet {
             samples,
             offcpu,
             oncpu_start,
+            slots_read_ns,
         })
     }
 
@@ -1139,6 +1192,45 @@ mod tests {
     }
 
     use super::*;
+
+    /// A reader that returns `values` one call after another (the last one
+    /// again when they run out).
+    fn reads<T: Copy>(values: &[T]) -> impl FnMut() -> Option<T> + '_ {
+        let mut next = 0;
+        move || {
+            let v = values.get(next).or(values.last()).copied();
+            next += 1;
+            v
+        }
+    }
+
+    fn off(ts: u64) -> OffCpuStart {
+        OffCpuStart {
+            ts,
+            ..OffCpuStart::default()
+        }
+    }
+
+    #[test]
+    fn a_sleeper_woken_between_its_two_slot_reads_is_not_paired_with_its_old_switch_in() {
+        // Switched in at 100, asleep since 200: the first switch-in read
+        // sees 100; it is woken at 900 before the slot read, which sees the
+        // new slice (ts 0); the second switch-in read sees 900. Taken as
+        // read first, it would be on a CPU since 100, its sleep included.
+        let got = consistent_slots(reads(&[100, 900, 900, 900]), reads(&[off(0), off(0)]));
+        assert_eq!(got, Some((900, off(0))));
+        // Asleep through both reads: its open off-CPU slot is kept.
+        let got = consistent_slots(reads(&[100, 100]), reads(&[off(200)]));
+        assert_eq!(got, Some((100, off(200))));
+    }
+
+    #[test]
+    fn a_thread_switched_in_at_every_try_has_no_slice_in_progress() {
+        let got = consistent_slots(reads(&[1, 2, 3, 4, 5, 6, 7]), reads(&[off(0)]));
+        assert_eq!(got, Some((0, off(0))));
+        // An unreadable slot is no pair at all.
+        assert_eq!(consistent_slots(reads(&[1, 1]), || None), None);
+    }
 
     fn acc(count: u64, bytes: u64, bucket: usize) -> SyscallAcc {
         let mut a = SyscallAcc {

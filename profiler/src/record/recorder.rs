@@ -301,13 +301,20 @@ impl Recorder {
         }
     }
 
-    /// On-CPU time of slices in progress at `now` (not yet accounted).
+    /// On-CPU time of slices in progress at `now` (not yet accounted),
+    /// counted up to when the slots were read at the latest: a thread seen
+    /// on a CPU then may have gone to sleep before `now`, and time counted
+    /// here that its switch-out does not confirm would stay in the series.
     pub(super) fn running_ns(snapshot: &MapSnapshot, now: u64) -> BTreeMap<u32, u64> {
+        let seen = match snapshot.slots_read_ns {
+            0 => now,
+            read => now.min(read),
+        };
         snapshot
             .oncpu_start
             .iter()
-            .filter(|(_, (on, off))| *on != 0 && off.ts == 0 && now > *on)
-            .map(|(&tid, (on, _))| (tid, now - on))
+            .filter(|(_, (on, off))| *on != 0 && off.ts == 0 && seen > *on)
+            .map(|(&tid, (on, _))| (tid, seen - on))
             .collect()
     }
 
@@ -548,6 +555,7 @@ impl Retired {
             samples: sum(&self.samples, live.samples),
             offcpu: sum(&self.offcpu, live.offcpu),
             oncpu_start: live.oncpu_start,
+            slots_read_ns: live.slots_read_ns,
         }
     }
 }

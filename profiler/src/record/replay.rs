@@ -152,6 +152,7 @@ impl Kernel for ReplayKernel {
             threads: self.current.maps.threads.clone(),
             syscalls: self.current.maps.syscalls.clone(),
             oncpu_start: self.current.maps.oncpu_start.clone(),
+            slots_read_ns: self.current.maps.slots_read_ns,
             ..MapSnapshot::default()
         })
     }

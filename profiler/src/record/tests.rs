@@ -542,3 +542,46 @@ fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
         "{oncpu}"
     );
 }
+
+#[test]
+fn a_slice_in_progress_counts_up_to_when_the_slots_were_read() {
+    use storprof_common::OffCpuStart;
+    let running = |on: u64, off_ts: u64| {
+        (
+            on,
+            OffCpuStart {
+                ts: off_ts,
+                ..OffCpuStart::default()
+            },
+        )
+    };
+    let snapshot = MapSnapshot {
+        oncpu_start: BTreeMap::from([
+            // On a CPU since 1,000 when the slots were read at 5,000.
+            (11, running(1_000, 0)),
+            // Switched in after the read: its slice waits for its switch-out.
+            (12, running(6_000, 0)),
+            // Asleep since 3,000.
+            (13, running(1_000, 3_000)),
+            // No consistent switch-in time.
+            (14, running(0, 0)),
+        ]),
+        slots_read_ns: 5_000,
+        ..MapSnapshot::default()
+    };
+    // The series is built a while after the read (8,000): thread 11 may
+    // have gone to sleep since, so only what the read saw counts.
+    assert_eq!(
+        Recorder::running_ns(&snapshot, 8_000),
+        BTreeMap::from([(11, 4_000)])
+    );
+    // Without a read time (older replays), up to `now`.
+    let unknown = MapSnapshot {
+        slots_read_ns: 0,
+        ..snapshot
+    };
+    assert_eq!(
+        Recorder::running_ns(&unknown, 8_000),
+        BTreeMap::from([(11, 7_000), (12, 2_000)])
+    );
+}
