@@ -102,6 +102,11 @@ pub(crate) static SYSCALL_INDEX: Array<u32> =
 pub(crate) static SYSCALL_POOL: Array<SyscallAcc> =
     Array::with_max_entries(SYSCALL_THREAD_SLOTS * SYSCALL_SLOT_ENTRIES, 0);
 
+/// Switch-ins of traced threads that had no `sched_switch` event, found
+/// and repaired later (`sched::repair_missed_switch_in`), per CPU.
+#[map]
+pub(crate) static MISSED_SWITCH_INS: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
 /// One all-zero statistic, never written: the value a thread's first call
 /// is inserted with in `SYSCALLS`. A map value, not a constant, so the
 /// compiler cannot build its 368 bytes on `sys_exit`'s stack (it did, and

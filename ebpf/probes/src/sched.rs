@@ -15,8 +15,8 @@ use storprof_common::{
 use crate::{
     kernel::{current_syscall, field, now_ns},
     maps::{
-        CONFIG, DWARF_PROCS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS, OFFCPU_START,
-        ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
+        CONFIG, DWARF_PROCS, MISSED_SWITCH_INS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS,
+        OFFCPU_START, ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
         PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SYSCALL_START, SYSCALL_THREAD, THREADS,
         TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced, thread_acc,
     },
@@ -36,6 +36,7 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
 
     if prev_tid != 0 && is_traced(tgid) {
+        repair_missed_switch_in(prev_tid, now);
         if let Some(acc) = thread_acc(tgid, prev_tid) {
             let started = ONCPU_START.get(prev_tid).copied().unwrap_or(0);
             // SAFETY: map value of `prev_tid`, written only while that thread is
@@ -75,42 +76,88 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
             // SAFETY: per-tid slot, see above.
             unsafe { *slot = now };
         }
-        if let Some(off) = OFFCPU_START.get_ptr_mut(next_tid) {
-            // SAFETY: per-tid slot, see above.
-            let off_copy = unsafe { *off };
-            if off_copy.ts != 0 && now > off_copy.ts {
-                // SAFETY: as above.
-                unsafe { (*off).ts = 0 };
-                let blocked = now - off_copy.ts;
-                if let Some(acc) = THREADS.get_ptr_mut(next_tid) {
-                    let state = (off_copy.state & offcpu_state::INDEX_MASK) as usize;
-                    // Woken earlier, the thread then waited for a CPU: that
-                    // part is runnable time, not the state it blocked in.
-                    let (asleep, queued) = off_copy.split_at_wake(now);
-                    // SAFETY: map value of `next_tid`, which is being switched in here.
-                    unsafe {
-                        (*acc).off_cpu_ns[state] += asleep;
-                        (*acc).off_cpu_ns[offcpu_state::RUNNABLE] += queued;
-                    }
-                }
-                if off_copy.syscall != NO_SYSCALL {
-                    add_syscall_blocked(next_tid, blocked);
-                }
-                let key = StackKey {
-                    tgid: off_copy.tgid,
-                    tid: next_tid,
-                    user_stack: off_copy.user_stack,
-                    kernel_stack: off_copy.kernel_stack,
-                };
-                if off_copy.state & offcpu_state::AT_SYSCALL_EXIT != 0 {
-                    pend_offcpu(key, off_copy.state & offcpu_state::INDEX_MASK, blocked);
-                } else {
-                    add_to(&OFFCPU_STACKS, &key, blocked, lost::OFFCPU_MAP_FULL);
-                }
-            }
-        }
+        end_offcpu(next_tid, now);
     }
     0
+}
+
+/// Ends thread `tid`'s off-CPU interval at its switch-in `end`: the time
+/// goes to the state it blocked in (runnable after its wake-up), to the
+/// syscall it blocked in and to its stacks. Nothing when none is open.
+#[inline(always)]
+fn end_offcpu(tid: u32, end: u64) {
+    let Some(off) = OFFCPU_START.get_ptr_mut(tid) else {
+        return;
+    };
+    // SAFETY: per-tid slot, written at the thread's switch-out and here (its
+    // switch-in, or when it is on a CPU), and by its wake-up before either.
+    let off_copy = unsafe { *off };
+    if off_copy.ts == 0 || end <= off_copy.ts {
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { (*off).ts = 0 };
+    let blocked = end - off_copy.ts;
+    if let Some(acc) = THREADS.get_ptr_mut(tid) {
+        let state = (off_copy.state & offcpu_state::INDEX_MASK) as usize;
+        // Woken earlier, the thread then waited for a CPU: that part is
+        // runnable time, not the state it blocked in.
+        let (asleep, queued) = off_copy.split_at_wake(end);
+        // SAFETY: map value of `tid`, which is being switched in or runs.
+        unsafe {
+            (*acc).off_cpu_ns[state] += asleep;
+            (*acc).off_cpu_ns[offcpu_state::RUNNABLE] += queued;
+        }
+    }
+    if off_copy.syscall != NO_SYSCALL {
+        add_syscall_blocked(tid, blocked);
+    }
+    let key = StackKey {
+        tgid: off_copy.tgid,
+        tid,
+        user_stack: off_copy.user_stack,
+        kernel_stack: off_copy.kernel_stack,
+    };
+    if off_copy.state & offcpu_state::AT_SYSCALL_EXIT != 0 {
+        pend_offcpu(key, off_copy.state & offcpu_state::INDEX_MASK, blocked);
+    } else {
+        add_to(&OFFCPU_STACKS, &key, blocked, lost::OFFCPU_MAP_FULL);
+    }
+}
+
+/// For thread `tid`, known to be on a CPU at `now` (at its switch-out or a
+/// syscall exit): when its off-CPU interval is still open, the kernel ran
+/// it without a `sched_switch` event for its switch-in (seen on a VM whose
+/// agent thread is switched away from without the tracepoint firing). The
+/// switch-in is put at its wake-up (`sched_waking` still saw that), or, not
+/// woken, at its switch-out for a preempted thread and at `now` for one that
+/// blocked: a missed switch-in never turns a sleep into time on a CPU. The
+/// interval is then ended there as the switch-in would have, and counted.
+#[inline(always)]
+pub(crate) fn repair_missed_switch_in(tid: u32, now: u64) {
+    let Some(off) = OFFCPU_START.get(tid) else {
+        return;
+    };
+    if off.ts == 0 || now <= off.ts {
+        return;
+    }
+    let switched_in =
+        if off.state & offcpu_state::WOKEN != 0 && off.woken_ts > off.ts && off.woken_ts <= now {
+            off.woken_ts
+        } else if off.state & offcpu_state::INDEX_MASK == offcpu_state::RUNNABLE as u32 {
+            off.ts
+        } else {
+            now
+        };
+    if let Some(slot) = ONCPU_START.get_ptr_mut(tid) {
+        // SAFETY: per-tid slot of the thread on this CPU.
+        unsafe { *slot = switched_in };
+    }
+    end_offcpu(tid, switched_in);
+    if let Some(counter) = MISSED_SWITCH_INS.get_ptr_mut(0) {
+        // SAFETY: this CPU's slot; these hooks do not nest on one CPU.
+        unsafe { *counter += 1 };
+    }
 }
 
 /// The syscall the current task, leaving the CPU in `offcpu_state` index

@@ -26,7 +26,7 @@ use crate::{
         SYSCALL_SLOT_USED, SYSCALL_START, SYSCALL_THREAD, SYSCALL_ZERO, SYSCALLS, count_lost,
         is_traced,
     },
-    sched::{flush_offcpu, take_offcpu_pending},
+    sched::{flush_offcpu, repair_missed_switch_in, take_offcpu_pending},
     wakeups::{is_futex_wait, remember_futex_wait},
 };
 
@@ -88,6 +88,9 @@ pub(crate) fn exit(ctx: &RawTracePointContext) -> u32 {
         return 0;
     }
     let tid = pid_tgid as u32;
+    // Before the pending stack and the blocked time are taken: a switch-in
+    // without its event leaves this call's blocked time unaccounted.
+    repair_missed_switch_in(tid, now_ns());
     if take_offcpu_pending(tid) {
         flush_offcpu(tgid, tid, ctx.arg(0));
     }
@@ -222,9 +225,7 @@ fn hashed_syscall_acc(tgid: u32, tid: u32, nr: u32) -> Option<*mut SyscallAcc> {
         return Some(acc);
     }
     // By reference to the map value: the helper copies it into the map.
-    let Some(zero) = SYSCALL_ZERO.get(0) else {
-        return None;
-    };
+    let zero = SYSCALL_ZERO.get(0)?;
     if SYSCALLS.insert(key, zero, BPF_NOEXIST as u64).is_err() {
         count_lost(lost::SYSCALLS_MAP_FULL);
         return None;

@@ -398,7 +398,18 @@ pub fn system_rows(session: &Session, f: &Features) -> Vec<(&'static str, String
                 probes.join(", ")
             },
         ),
-        ("lost events", lost.to_string()),
+        (
+            "lost events",
+            if i.missed_switch_ins == 0 {
+                lost.to_string()
+            } else {
+                format!(
+                    "{lost}; {} switch-ins had no scheduler event and were put at the \
+                     thread's wake-up",
+                    i.missed_switch_ins
+                )
+            },
+        ),
         (
             "exit",
             match (i.exit_code, i.exit_signal) {

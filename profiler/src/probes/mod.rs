@@ -1056,6 +1056,15 @@ impl ProbeSet {
         }
     }
 
+    /// `MISSED_SWITCH_INS` summed over CPUs.
+    pub fn missed_switch_ins(&self) -> u64 {
+        self.ebpf
+            .map("MISSED_SWITCH_INS")
+            .and_then(|map| PerCpuArray::<_, u64>::try_from(map).ok())
+            .and_then(|array| array.get(&0, 0).ok())
+            .map_or(0, |values| values.iter().sum())
+    }
+
     /// Drop counters summed over CPUs, by name.
     pub fn lost_events(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();

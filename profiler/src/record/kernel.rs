@@ -66,6 +66,10 @@ pub trait Kernel {
     fn stack(&self, id: i32) -> Vec<u64>;
     /// Drop counters by name.
     fn lost_events(&self) -> BTreeMap<String, u64>;
+    /// Switch-ins found without their `sched_switch` event, and repaired.
+    fn missed_switch_ins(&self) -> u64 {
+        0
+    }
     /// The system's dirty and writeback page counters now (None: not
     /// available). Not a probe, but read through this seam so replayed
     /// recordings do not depend on the machine running the test.
@@ -136,6 +140,9 @@ impl Kernel for ProbeSet {
     }
     fn lost_events(&self) -> BTreeMap<String, u64> {
         ProbeSet::lost_events(self)
+    }
+    fn missed_switch_ins(&self) -> u64 {
+        ProbeSet::missed_switch_ins(self)
     }
     fn vmstat(&self) -> Option<super::aggregate::VmstatCounters> {
         super::procfs::vmstat()

@@ -453,6 +453,7 @@ pub(super) fn build_session(
         probes: probes.status().to_vec(),
         features,
         lost_events: probes.lost_events(),
+        missed_switch_ins: probes.missed_switch_ins(),
         notes,
         unwind: Some(unwind),
         processes: recorder_tracked

@@ -129,6 +129,11 @@ pub struct SessionInfo {
     /// Events or samples that were dropped, by counter name; all zero is the goal.
     #[serde(default)]
     pub lost_events: BTreeMap<String, u64>,
+    /// Switch-ins of traced threads that the kernel made without a
+    /// `sched_switch` event; the probes found each at the thread's next
+    /// syscall exit or switch-out and put it at its wake-up.
+    #[serde(default)]
+    pub missed_switch_ins: u64,
     /// Free-form notes for the reader of the session (what is missing and why).
     #[serde(default)]
     pub notes: Vec<String>,
