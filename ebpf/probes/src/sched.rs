@@ -125,6 +125,12 @@ fn end_offcpu(tid: u32, end: u64) {
     }
 }
 
+/// Whether thread `tid` has an off-CPU interval open (one array load).
+#[inline(always)]
+pub(crate) fn offcpu_open(tid: u32) -> bool {
+    OFFCPU_START.get(tid).is_some_and(|off| off.ts != 0)
+}
+
 /// For thread `tid`, known to be on a CPU at `now` (at its switch-out or a
 /// syscall exit): when its off-CPU interval is still open, the kernel ran
 /// it without a `sched_switch` event for its switch-in (seen on a VM whose
