@@ -325,7 +325,7 @@ pub fn consistent_slots(
 }
 
 /// CLOCK_MONOTONIC in ns: the probes' clock (`bpf_ktime_get_ns`).
-fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -10,16 +10,7 @@ use std::{
 use super::aggregate;
 use crate::session::model::{LowerDevice, Stacking};
 
-/// CLOCK_MONOTONIC in ns: the probes' clock (`bpf_ktime_get_ns`).
-pub(super) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid timespec out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub(super) use crate::probes::monotonic_ns;
 
 /// Wall-clock time in ns since the epoch.
 pub(super) fn unix_ns() -> u64 {
