@@ -607,13 +607,18 @@ impl OffCpuStart {
     /// interval: all of it is blocked time.
     #[inline(always)]
     pub fn split_at_wake(&self, now: u64) -> (u64, u64) {
-        let total = now.saturating_sub(self.ts);
-        if self.state & offcpu_state::WOKEN != 0 && self.woken_ts > self.ts && self.woken_ts <= now
-        {
-            (self.woken_ts - self.ts, now - self.woken_ts)
-        } else {
-            (total, 0)
+        match self.woken_at(now) {
+            Some(woken) => (woken - self.ts, now - woken),
+            None => (now.saturating_sub(self.ts), 0),
         }
+    }
+
+    /// The wake-up inside the interval that ends at `now`: `None` when not
+    /// woken (preempted, or woken by nothing traced) or woken outside it.
+    #[inline(always)]
+    pub fn woken_at(&self, now: u64) -> Option<u64> {
+        (self.state & offcpu_state::WOKEN != 0 && self.woken_ts > self.ts && self.woken_ts <= now)
+            .then_some(self.woken_ts)
     }
 }
 
@@ -907,5 +912,11 @@ mod tests {
         // A wake time outside the interval (a stale slot) is not trusted.
         assert_eq!(slot(woken, 500).split_at_wake(2_500), (1_500, 0));
         assert_eq!(slot(woken, 3_000).split_at_wake(2_500), (1_500, 0));
+        // The repair of a missed switch-in puts it at the wake-up only when
+        // that lies inside the interval.
+        assert_eq!(slot(woken, 2_000).woken_at(2_500), Some(2_000));
+        assert_eq!(slot(woken, 2_000).woken_at(1_999), None);
+        assert_eq!(slot(sleeping, 2_000).woken_at(2_500), None);
+        assert_eq!(slot(woken, 1_000).woken_at(2_500), None);
     }
 }

@@ -92,11 +92,16 @@ fn end_offcpu(tid: u32, end: u64) {
     // SAFETY: per-tid slot, written at the thread's switch-out and here (its
     // switch-in, or when it is on a CPU), and by its wake-up before either.
     let off_copy = unsafe { *off };
-    if off_copy.ts == 0 || end <= off_copy.ts {
+    if off_copy.ts == 0 {
         return;
     }
     // SAFETY: as above.
     unsafe { (*off).ts = 0 };
+    // An empty interval (a repaired preemption, or clocks read out of order
+    // on two CPUs) is closed without adding anything.
+    if end <= off_copy.ts {
+        return;
+    }
     let blocked = end - off_copy.ts;
     if let Some(acc) = THREADS.get_ptr_mut(tid) {
         let state = (off_copy.state & offcpu_state::INDEX_MASK) as usize;
@@ -147,14 +152,11 @@ pub(crate) fn repair_missed_switch_in(tid: u32, now: u64) {
     if off.ts == 0 || now <= off.ts {
         return;
     }
-    let switched_in =
-        if off.state & offcpu_state::WOKEN != 0 && off.woken_ts > off.ts && off.woken_ts <= now {
-            off.woken_ts
-        } else if off.state & offcpu_state::INDEX_MASK == offcpu_state::RUNNABLE as u32 {
-            off.ts
-        } else {
-            now
-        };
+    let switched_in = match off.woken_at(now) {
+        Some(woken) => woken,
+        None if off.state & offcpu_state::INDEX_MASK == offcpu_state::RUNNABLE as u32 => off.ts,
+        None => now,
+    };
     if let Some(slot) = ONCPU_START.get_ptr_mut(tid) {
         // SAFETY: per-tid slot of the thread on this CPU.
         unsafe { *slot = switched_in };
