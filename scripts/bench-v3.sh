@@ -24,7 +24,8 @@
 #      the same loop over storprof's own preads (chunks that touch as one),
 #      and the first loop landing the bytes in distinct memory. The C loops
 #      time their preads only; storprof runs with --read-threads 1 (a read
-#      thread handing batches to the training loop) and 0 (one thread).
+#      thread handing batches to the training loop), 0 (one thread) and the
+#      workload's own reader.read_threads (4).
 # Usage: scripts/bench-v3.sh [DIR] [FILES] [ROUNDS]   (default /work/bench-v3-data 4000 3)
 #        PARTS="retinanet dlrm" (default both): parts 1-2 are "retinanet", part 3 "dlrm".
 # Needs the DLIO venv (scripts/setup-dlio.sh). Figures: median [min..max] of ROUNDS.
@@ -319,13 +320,16 @@ for i in $(seq "$ROUNDS"); do
     rec pread_runs_gbps "$(echo "$got $secs" | gbps)"
     read -r got secs < <("$WORK/arena" < "$WORK/ranges.txt")
     rec pread_ranges_arena_gbps "$(echo "$got $secs" | gbps)"
-    for rt in 1 0; do
+    # 1 and 0 read threads, then the workload's own reader.read_threads (4).
+    for rt in 1 0 config; do
         rm -rf "$WORK/dres"
-        "$STORPROF" bench --workload dlrm --data-dir "$DIR" --reader raw --read-threads "$rt" \
+        threads=(--read-threads "$rt")
+        [ "$rt" = config ] && threads=()
+        "$STORPROF" bench --workload dlrm --data-dir "$DIR" --reader raw "${threads[@]}" \
             --computation-time 0 --epochs 3 --param dataset.num_files_train=1 \
             --param "dataset.num_samples_per_file=$DLRM_ROWS" --results-dir "$WORK/dres" > /dev/null
         read -r got_bytes got_gbps got_steady < <("$PY" "$WORK/measured.py" "$WORK/dres" "$want")
-        sfx=$([ "$rt" = 1 ] && echo "" || echo "_rt0")
+        case $rt in 1) sfx= ;; 0) sfx=_rt0 ;; *) sfx=_config ;; esac
         rec "storprof_dlrm_read_bytes$sfx" "$got_bytes"
         rec "storprof_dlrm_gbps$sfx" "$got_gbps"
         rec "storprof_dlrm_epochs23_gbps$sfx" "$got_steady"
@@ -362,4 +366,7 @@ if "storprof_dlrm_gbps" in m:
     print(f"dlrm with --read-threads 0 (reads in the training loop's thread, no hand-off): "
           f"{m['storprof_dlrm_gbps_rt0'] / m['pread_ranges_gbps']:.2f}x, epochs 2-3 "
           f"{m['storprof_dlrm_epochs23_gbps_rt0'] / m['pread_ranges_gbps']:.2f}x the pread loop's")
+    print(f"dlrm with the workload's reader.read_threads (4): "
+          f"{m['storprof_dlrm_gbps_config'] / m['pread_ranges_gbps']:.2f}x, epochs 2-3 "
+          f"{m['storprof_dlrm_epochs23_gbps_config'] / m['pread_ranges_gbps']:.2f}x the pread loop's")
 EOF

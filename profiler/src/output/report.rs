@@ -21,7 +21,7 @@ use crate::{
     },
     session::{
         load::Session,
-        model::{Stacking, ThreadStats},
+        model::{self, Stacking, ThreadStats},
     },
 };
 
@@ -283,7 +283,7 @@ pub fn writer_split_rows(f: &Features) -> Vec<WriterSplitRow> {
     }];
     if w.writers.len() > 1 {
         rows.extend(w.writers.iter().map(|r| WriterSplitRow {
-            label: format!("{} {}/{}", r.comm, r.pid, r.tid),
+            label: model::thread_label(&r.comm, r.pid, r.tid),
             write_mib: r.write_bytes as f64 / MIB,
             thread_s: r.thread_s,
             split: r.split.clone(),
@@ -860,7 +860,9 @@ fn wait_section(out: &mut String, analysis: &Analysis) {
                 .threads
                 .iter()
                 .take(4)
-                .map(|(pid, tid, comm, share)| format!("{comm} {pid}/{tid} {}", pct(*share)))
+                .map(|(pid, tid, comm, share)| {
+                    format!("{} {}", model::thread_label(comm, *pid, *tid), pct(*share))
+                })
                 .collect();
             let _ = writeln!(
                 out,
@@ -879,10 +881,8 @@ fn wait_section(out: &mut String, analysis: &Analysis) {
         for r in w.roles.iter().filter(|r| r.role != Role::Idle) {
             let _ = writeln!(
                 out,
-                "| {} {}/{} | {:?} | {} | {} |",
-                cell(&r.comm),
-                r.pid,
-                r.tid,
+                "| {} | {:?} | {} | {} |",
+                cell(&model::thread_label(&r.comm, r.pid, r.tid)),
                 r.role,
                 pct(r.on_cpu_share),
                 cell(&r.reason)

@@ -8,7 +8,7 @@
 //! ```
 use std::fmt::Write as _;
 
-use crate::session::model::TimeSeries;
+use crate::session::model::{self, TimeSeries};
 
 /// Threads drawn individually; the rest are summed into "other threads".
 pub const MAX_THREAD_LINES: usize = 8;
@@ -76,7 +76,7 @@ fn panels(ts: &TimeSeries) -> (Vec<Panel>, usize) {
     let mut cpu = Vec::new();
     for t in threads.iter().take(MAX_THREAD_LINES) {
         cpu.push(Series {
-            label: format!("{} {}/{}", t.comm, t.pid, t.tid),
+            label: model::thread_label(&t.comm, t.pid, t.tid),
             values: (0..buckets)
                 .map(|i| t.on_cpu().at(i) as f64 / (bucket_s * 1e9) * 100.0)
                 .collect(),

@@ -97,15 +97,15 @@ pub struct LiveThread {
 }
 
 impl LiveThread {
-    /// `comm/tid NN% state`, as both views show it.
+    /// `comm/tid NN% state`, as both views show it (`comm (exited
+    /// threads)` for a folded group).
     pub fn label(&self) -> String {
-        format!(
-            "{}/{} {:.0}% {}",
-            self.comm,
-            self.tid,
-            self.on_cpu * 100.0,
-            self.state
-        )
+        let name = if crate::session::model::is_folded_group(self.tid) {
+            format!("{} (exited threads)", self.comm)
+        } else {
+            format!("{}/{}", self.comm, self.tid)
+        };
+        format!("{name} {:.0}% {}", self.on_cpu * 100.0, self.state)
     }
 }
 
@@ -421,6 +421,29 @@ mod tests {
             .join("../tests/data/sessions")
             .join(name);
         crate::session::load::load(&dir).unwrap()
+    }
+
+    #[test]
+    fn a_folded_group_is_named_as_exited_threads_not_by_its_synthetic_tid() {
+        let thread = |tid| LiveThread {
+            comm: "churn".to_string(),
+            tid,
+            on_cpu: 0.034,
+            state: "on-cpu",
+        };
+        assert_eq!(thread(4242).label(), "churn/4242 3% on-cpu");
+        assert_eq!(
+            thread(u32::MAX - 1).label(),
+            "churn (exited threads) 3% on-cpu"
+        );
+        assert_eq!(
+            crate::session::model::thread_label("churn", 7, u32::MAX - 1),
+            "churn (exited threads)"
+        );
+        assert_eq!(
+            crate::session::model::thread_label("churn", 7, 4_194_303),
+            "churn 7/4194303"
+        );
     }
 
     fn status(name: &str) -> LiveStatus {

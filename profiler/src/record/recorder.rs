@@ -351,6 +351,7 @@ impl Recorder {
     fn retire_exited(&mut self, seen: &[u32]) -> Result<(), RecordError> {
         self.ticks += 1;
         if self.ticks.is_multiple_of(EXIT_SWEEP_TICKS) {
+            return_freed_memory();
             let now = Instant::now();
             for &tid in seen {
                 if !self.exited.contains_key(&tid) && !Path::new(&format!("/proc/{tid}")).exists() {
@@ -369,7 +370,11 @@ impl Recorder {
         }
         let moved = self.probes.retire_threads(&due)?;
         self.tracked.extend(moved.threads.iter().map(|t| t.tgid));
-        self.retired.add(moved);
+        let folded = self.retired.add(moved);
+        for (&tid, &(group_tgid, group_tid)) in &folded {
+            self.series.fold_thread(tid, group_tgid, group_tid);
+        }
+        aggregate::fold_wake_series(&mut self.wake_series, &folded);
         self.exited.retain(|tid, _| !due.contains(tid));
         Ok(())
     }
@@ -451,7 +456,7 @@ impl Default for Retired {
 
 impl Retired {
     /// Keeps `kept` retired threads one by one, folds later ones.
-    fn keeping(kept: usize) -> Self {
+    pub(super) fn keeping(kept: usize) -> Self {
         Self {
             threads: Vec::new(),
             syscalls: Vec::new(),
@@ -466,8 +471,9 @@ impl Retired {
         }
     }
 
-    fn add(&mut self, moved: RetiredThreads) {
-        // (tgid, tid) → the group entry of a thread folded.
+    /// Adds what the maps held for threads just retired; returns the
+    /// threads folded into groups: tid → (group tgid, group tid).
+    fn add(&mut self, moved: RetiredThreads) -> BTreeMap<u32, (u32, u32)> {
         let mut into: BTreeMap<u32, (u32, u32)> = BTreeMap::new();
         for t in moved.threads {
             if self.threads.len() < self.kept {
@@ -528,6 +534,7 @@ impl Retired {
             };
             aggregate::add_wake_edge(&mut self.wake_edges, key, acc);
         }
+        into
     }
 
     /// `live` (a snapshot of the maps) with the retired threads added;
@@ -613,6 +620,20 @@ impl CompactSyscall {
 pub(super) const RETIRED_THREADS_KEPT: usize = 8192;
 /// Folded groups get tids from here down: above any `pid_max` (2^22).
 const FOLDED_TID_TOP: u32 = u32::MAX - 1;
+const _: () = assert!(model::is_folded_group(FOLDED_TID_TOP - (1 << 20)));
+
+/// Gives the pages of freed heap memory back to the kernel. Each tick
+/// builds and drops snapshots of the maps (megabytes under churn) while
+/// small long-lived entries are added between them, so glibc's heap
+/// fragments and the process's RSS grew at twice its live heap's rate.
+fn return_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free chunks of the allocator's
+    // arenas; it is safe to call at any time from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
 
 /// How long after its exit a thread's entries are moved out of the maps:
 /// its last context switch lands microseconds after the exit event, and

@@ -9,7 +9,7 @@ use storprof_common::{
 
 use super::{
     RecordOptions, UnwindMode,
-    recorder::Recorder,
+    recorder::{RETIRED_THREADS_KEPT, Recorder, Retired},
     replay::{ReplayKernel, ReplayStep},
     run_loop::{CommandEnd, EndReason, Ending, StopCause, run_loop},
     session_writer::write_session,
@@ -460,8 +460,9 @@ fn offcpu_quantum_defaults_to_one_sampling_period() {
 /// retires it (its entries leave the kernel's maps, as the third step
 /// shows), and the session still has all of it: figures, syscalls,
 /// samples, the wake-up edge and its time series up to its exit.
-#[test]
-fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
+/// The recording of [`an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session`],
+/// with `kept` retired threads kept one by one before later ones fold.
+fn recording_with_a_retired_loader(kept: usize) -> (Recorder, tempfile::TempDir, u32, u32) {
     let (main, worker) = (fake_pid(1), fake_pid(2));
     let mut kernel = replay(main, worker);
     let read_call = |tid: u32, count: u64| {
@@ -495,6 +496,7 @@ fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
     last.wake_edges.clear();
     let mut recorder = Recorder::new(Box::new(kernel), UnwindMode::Fp, None, 0);
     recorder.retire_after = std::time::Duration::ZERO;
+    recorder.retired = Retired::keeping(kept);
     let options = RecordOptions {
         unwind: UnwindMode::Fp,
         ..RecordOptions::default()
@@ -508,6 +510,12 @@ fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
         grace: None,
     };
     let dir = three_ticks_written(&mut recorder, main, &options, &ending);
+    (recorder, dir, main, worker)
+}
+
+#[test]
+fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
+    let (recorder, dir, main, worker) = recording_with_a_retired_loader(RETIRED_THREADS_KEPT);
     assert!(recorder.exited.is_empty());
     assert_eq!(recorder.retired.threads.len(), 1);
     assert_eq!(recorder.retired.threads[0].tid, worker);
@@ -540,6 +548,46 @@ fn an_exited_thread_is_retired_from_the_maps_and_kept_in_the_session() {
             .lines()
             .any(|l| l.starts_with("worker;") && l.ends_with(" 7")),
         "{oncpu}"
+    );
+}
+
+/// Past the threads kept one by one, a retired loader's figures, time
+/// series and wake-up edge all move to its name's group, and agree there.
+#[test]
+fn a_folded_thread_keeps_its_figures_series_and_edge_series_under_its_group() {
+    let (recorder, dir, main, worker) = recording_with_a_retired_loader(0);
+    assert_eq!(recorder.retired.folded, 1);
+    let threads: Vec<ThreadStats> = read(dir.path(), model::files::THREADS);
+    assert!(threads.iter().all(|t| t.tid != worker));
+    let group = threads.iter().find(|t| t.comm == "worker").unwrap();
+    assert_ne!(group.tid, worker);
+    assert_eq!((group.pid, group.on_cpu_ns), (worker, 160_000_000));
+    assert_eq!(group.read_bytes, 5 << 20);
+
+    let ts: model::TimeSeries = read(dir.path(), model::files::TIMESERIES);
+    assert!(ts.threads.iter().all(|s| s.tid != worker));
+    let series = |tid| ts.threads.iter().find(|s| s.tid == tid).unwrap();
+    assert_eq!(series(group.tid).on_cpu_ns, vec![80_000_000, 80_000_000]);
+    assert_eq!(series(group.tid).read_bytes, vec![2 << 20, 3 << 20]);
+    assert_eq!(series(group.tid).comm, "worker");
+    assert_eq!(series(main).on_cpu_ns, vec![10_000_000; 3]);
+
+    // The edge and its per-bucket series moved to the group's key together.
+    let waits: model::WaitGraph = read(dir.path(), model::files::WAITS);
+    assert_eq!(waits.edges.len(), 1);
+    let edge = &waits.edges[0];
+    assert!(
+        edge.waker_tid == group.tid || edge.wakee_tid == group.tid,
+        "{edge:?}"
+    );
+    assert_eq!(edge.blocked_ns, 90_000_000);
+    let series_ns: u64 = edge.series.iter().map(|&(_, ns, _)| ns).sum();
+    assert_eq!(series_ns, edge.blocked_ns);
+    assert!(
+        recorder
+            .wake_series
+            .keys()
+            .all(|k| k.waker_tid != worker && k.wakee_tid != worker)
     );
 }
 
@@ -584,4 +632,30 @@ fn a_slice_in_progress_counts_up_to_when_the_slots_were_read() {
         Recorder::running_ns(&unknown, 8_000),
         BTreeMap::from([(11, 7_000), (12, 2_000)])
     );
+}
+
+/// A chain of forks inherits the decision of the process that made it,
+/// naming that process once, however deep the chain.
+#[test]
+fn forked_children_inherit_the_unwind_decision_without_nesting_its_reason() {
+    let (main, worker) = (fake_pid(1), fake_pid(2));
+    let mut recorder = Recorder::new(Box::new(replay(main, worker)), UnwindMode::Auto, None, 0);
+    recorder.unwind_decisions.insert(
+        main,
+        model::UnwindDecision {
+            pid: main,
+            exe: "/usr/bin/python3".to_string(),
+            mode: "dwarf".to_string(),
+            reason: "runs CPython 3.12".to_string(),
+        },
+    );
+    recorder.inherit_unwind(worker, main);
+    recorder.inherit_unwind(worker + 1, worker);
+    recorder.inherit_unwind(worker + 2, worker + 1);
+    let reason = |pid: u32| recorder.unwind_decisions[&pid].reason.clone();
+    let expected = format!("forked from {main}: runs CPython 3.12");
+    assert_eq!(reason(worker), expected);
+    assert_eq!(reason(worker + 2), expected);
+    assert!(recorder.is_dwarf_process(worker + 2));
+    assert_eq!(recorder.unwind_decisions[&(worker + 2)].pid, worker + 2);
 }

@@ -11,6 +11,10 @@ use std::path::PathBuf;
 use super::{UnwindMode, recorder::Recorder};
 use crate::{session::model::UnwindDecision, unwind::frame_pointers};
 
+/// How the reason of an inherited decision starts; the pid of the process
+/// that decided follows.
+const FORKED_FROM: &str = "forked from ";
+
 impl Recorder {
     /// True under `--unwind auto`.
     pub(super) fn auto_unwind(&self) -> bool {
@@ -49,14 +53,19 @@ impl Recorder {
     }
 
     /// A forked child runs its parent's executable: same mode (the kernel
-    /// copied the mark already).
+    /// copied the mark already), and the reason of the process that
+    /// decided, so a chain of forks does not lengthen it.
     pub(super) fn inherit_unwind(&mut self, child: u32, parent: u32) {
         if let Some(decision) = self.unwind_decisions.get(&parent).cloned() {
+            let decided = match decision.reason.strip_prefix(FORKED_FROM) {
+                Some(inherited) => inherited.to_string(),
+                None => format!("{parent}: {}", decision.reason),
+            };
             self.unwind_decisions.insert(
                 child,
                 UnwindDecision {
                     pid: child,
-                    reason: format!("forked from {parent}: {}", decision.reason),
+                    reason: format!("{FORKED_FROM}{decided}"),
                     ..decision
                 },
             );

@@ -283,6 +283,26 @@ pub struct SyscallStats {
     pub latency_log2_ns: Vec<u64>,
 }
 
+/// Thread ids from here up are the recorder's folded groups (threads that
+/// exited past the first few thousand, summed per name): above the
+/// kernel's `PID_MAX_LIMIT` (2^22), so never a real thread's.
+pub const FOLDED_GROUP_TID_MIN: u32 = 1 << 22;
+
+/// Whether `tid` is a folded group of exited threads, not one thread.
+pub const fn is_folded_group(tid: u32) -> bool {
+    tid >= FOLDED_GROUP_TID_MIN
+}
+
+/// `comm pid/tid` as the outputs name a thread; a folded group is
+/// `comm (exited threads)`: its pid and tid are not a real thread's.
+pub fn thread_label(comm: &str, pid: u32, tid: u32) -> String {
+    if is_folded_group(tid) {
+        format!("{comm} (exited threads)")
+    } else {
+        format!("{comm} {pid}/{tid}")
+    }
+}
+
 /// `threads.json` entry.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ThreadStats {

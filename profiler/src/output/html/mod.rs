@@ -32,7 +32,7 @@ use crate::{
     analysis::{
         Analysis, HotFrames, WaitAnalysis, frames::FrameShare, verdict::Verdict, waitgraph::Role,
     },
-    session::{load::FoldedStacks, load::Session, model::TimeSeries},
+    session::{load::FoldedStacks, load::Session, model, model::TimeSeries},
 };
 
 const TEMPLATE: &str = include_str!("template.html");
@@ -502,7 +502,7 @@ pub fn flames(session: &Session, analysis: &Analysis, options: &HtmlOptions) -> 
             let mut shown: Vec<String> = loaders
                 .iter()
                 .take(6)
-                .map(|(pid, tid, comm)| format!("{comm} {pid}/{tid}"))
+                .map(|(pid, tid, comm)| model::thread_label(comm, *pid, *tid))
                 .collect();
             if loaders.len() > shown.len() {
                 shown.push(format!("{} more", loaders.len() - shown.len()));
@@ -621,7 +621,7 @@ pub fn timeline(ts: &TimeSeries, analysis: &Analysis, options: &HtmlOptions) -> 
         .take(lines)
         .map(|t| {
             series(
-                format!("{} {}/{}", t.comm, t.pid, t.tid),
+                model::thread_label(&t.comm, t.pid, t.tid),
                 (0..buckets).map(|i| cpu_of(t.on_cpu().at(i))).collect(),
             )
         })

@@ -61,6 +61,11 @@ pub struct SeriesBuilder {
     /// so a churning workload reuses tids within minutes), which gets a
     /// series of its own rather than one spanning the gap.
     ended: Vec<(u32, SparseThread)>,
+    /// Series of threads folded into one per name (as the recorder folds
+    /// their map entries past the first few thousand), by the group's
+    /// synthetic tid: a workload that churns threads for hours keeps a
+    /// bounded number of series.
+    groups: BTreeMap<u32, SparseThread>,
 }
 
 #[derive(Debug)]
@@ -70,6 +75,33 @@ struct SparseThread {
     /// Per bucket from `first_bucket`: on-CPU, read bytes, runnable,
     /// sleeping, blocked on I/O.
     values: Vec<[u64; 5]>,
+}
+
+impl SparseThread {
+    /// Adds `other`'s values bucket by bucket, widening the span to cover
+    /// both.
+    fn absorb(&mut self, other: &SparseThread) {
+        if other.values.is_empty() {
+            return;
+        }
+        if self.values.is_empty() {
+            self.first_bucket = other.first_bucket;
+        } else if other.first_bucket < self.first_bucket {
+            let shift = (self.first_bucket - other.first_bucket) as usize;
+            self.values.splice(0..0, std::iter::repeat_n([0; 5], shift));
+            self.first_bucket = other.first_bucket;
+        }
+        let offset = (other.first_bucket - self.first_bucket) as usize;
+        let end = offset + other.values.len();
+        if self.values.len() < end {
+            self.values.resize(end, [0; 5]);
+        }
+        for (sum, value) in self.values[offset..end].iter_mut().zip(&other.values) {
+            for (s, v) in sum.iter_mut().zip(value) {
+                *s += v;
+            }
+        }
+    }
 }
 
 impl SeriesBuilder {
@@ -121,14 +153,33 @@ impl SeriesBuilder {
         self.snapshots = self.snapshots.saturating_add(1);
     }
 
+    /// Moves the series of thread `tid` (gone from the maps: its entries
+    /// were folded into group `group_tid` of process `group_tgid`) into
+    /// that group's series. A tid without a series (never active) adds
+    /// nothing.
+    pub fn fold_thread(&mut self, tid: u32, group_tgid: u32, group_tid: u32) {
+        let Some(series) = self.threads.remove(&tid) else {
+            return;
+        };
+        self.groups
+            .entry(group_tid)
+            .or_insert_with(|| SparseThread {
+                tgid: group_tgid,
+                first_bucket: series.first_bucket,
+                values: Vec::new(),
+            })
+            .absorb(&series);
+    }
+
     /// The series of every thread that was ever active, by tid (a reused
-    /// tid: its earlier threads first).
+    /// tid: its earlier threads first), then the folded groups'.
     pub fn series(&self, comm_of: &dyn Fn(u32) -> String) -> Vec<ThreadSeries> {
         let mut all: Vec<(u32, &SparseThread)> = self
             .ended
             .iter()
             .map(|(tid, t)| (*tid, t))
             .chain(self.threads.iter().map(|(tid, t)| (*tid, t)))
+            .chain(self.groups.iter().map(|(tid, t)| (*tid, t)))
             .collect();
         all.sort_by_key(|(tid, t)| (*tid, t.first_bucket));
         all.into_iter()
@@ -195,6 +246,46 @@ mod tests {
         assert_eq!(series[2].on_cpu().at(3), 0);
         assert_eq!(series[1].on_cpu().sum(1, 4), 4);
         assert_eq!(series[1].end_bucket(), 4);
+    }
+
+    #[test]
+    fn folded_threads_sum_into_one_group_series_spanning_all_of_them() {
+        let c = |on_cpu_ns| CumulativeThread {
+            tgid: 10,
+            on_cpu_ns,
+            ..CumulativeThread::default()
+        };
+        let mut builder = SeriesBuilder::default();
+        builder.push(ThreadCumulative::new());
+        // Thread 21 runs in buckets 0-1, thread 22 in 2-3, thread 23 in 1;
+        // all three are in the maps until they retire, after the last tick.
+        builder.push(ThreadCumulative::from([(21, c(10)), (23, c(0))]));
+        builder.push(ThreadCumulative::from([(21, c(30)), (23, c(5))]));
+        builder.push(ThreadCumulative::from([
+            (21, c(30)),
+            (22, c(7)),
+            (23, c(5)),
+        ]));
+        builder.push(ThreadCumulative::from([
+            (21, c(30)),
+            (22, c(8)),
+            (23, c(5)),
+        ]));
+        // 22 folds first; 23's and then 21's values start before the
+        // group's first bucket. 24 was never active.
+        builder.fold_thread(22, 10, 900);
+        builder.fold_thread(23, 10, 900);
+        builder.fold_thread(21, 10, 900);
+        builder.fold_thread(24, 10, 900);
+        let series = builder.series(&|tid| format!("t{tid}"));
+        assert_eq!(series.len(), 1, "{series:?}");
+        let group = &series[0];
+        assert_eq!(
+            (group.pid, group.tid, group.comm.as_str()),
+            (10, 900, "t900")
+        );
+        assert_eq!(group.first_bucket, 0);
+        assert_eq!(group.on_cpu_ns, vec![10, 25, 7, 1]);
     }
 
     #[test]

@@ -138,6 +138,47 @@ pub fn add_wake_bucket(
     }
 }
 
+/// Re-keys the series of edges whose waker or wakee was folded into a
+/// group (`folded`: tid → (group tgid, group tid)), as the recorder re-keys
+/// the edges themselves; series that land on one key merge per bucket.
+pub fn fold_wake_series(series: &mut WakeSeries, folded: &BTreeMap<u32, (u32, u32)>) {
+    if folded.is_empty() {
+        return;
+    }
+    let moving: Vec<WakeKey> = series
+        .keys()
+        .filter(|k| folded.contains_key(&k.waker_tid) || folded.contains_key(&k.wakee_tid))
+        .copied()
+        .collect();
+    for key in moving {
+        let Some(buckets) = series.remove(&key) else {
+            continue;
+        };
+        let fold = |tgid: u32, tid: u32| folded.get(&tid).copied().unwrap_or((tgid, tid));
+        let (waker_tgid, waker_tid) = fold(key.waker_tgid, key.waker_tid);
+        let (wakee_tgid, wakee_tid) = fold(key.wakee_tgid, key.wakee_tid);
+        let into = series
+            .entry(WakeKey {
+                waker_tgid,
+                waker_tid,
+                wakee_tgid,
+                wakee_tid,
+                ..key
+            })
+            .or_default();
+        into.extend(buckets);
+        into.sort_by_key(|&(bucket, _, _)| bucket);
+        into.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                earlier.1 += later.1;
+                earlier.2 += later.2;
+            }
+            same
+        });
+    }
+}
+
 /// The wake-up graph from the final edge map. `start_mono_ns` is the
 /// recording's start on the probes' clock; `stack_of` gives a waker's
 /// frames (outermost first) for its tgid, user and kernel stack ids;
@@ -288,6 +329,31 @@ mod tests {
             futex_shared: 1,
             _pad: [0; 3],
         }
+    }
+
+    #[test]
+    fn folded_threads_edge_series_merge_per_bucket_under_the_group_key() {
+        let group = |waker_tid: u32, wakee_tid: u32| WakeKey {
+            waker_tgid: 1,
+            ..wake_key(waker_tid, wakee_tid)
+        };
+        let mut series = WakeSeries::from([
+            (wake_key(5, 2), vec![(0, 10, 1), (2, 20, 2)]),
+            (wake_key(6, 2), vec![(1, 1, 1), (2, 4, 1)]),
+            (wake_key(5, 3), vec![(4, 7, 1)]),
+            (wake_key(9, 2), vec![(3, 3, 3)]),
+        ]);
+        // 5 and 6 (one name) fold into group 900, 3 into group 901.
+        let folded = BTreeMap::from([(5, (1, 900)), (6, (1, 900)), (3, (1, 901))]);
+        fold_wake_series(&mut series, &folded);
+        assert_eq!(
+            series,
+            WakeSeries::from([
+                (wake_key(9, 2), vec![(3, 3, 3)]),
+                (group(900, 2), vec![(0, 10, 1), (1, 1, 1), (2, 24, 3)]),
+                (group(900, 901), vec![(4, 7, 1)]),
+            ])
+        );
     }
 
     #[test]
