@@ -79,6 +79,9 @@ pub(super) struct Recorder {
     pub(super) unwind_mode: UnwindMode,
     /// `--unwind auto`: the mode chosen per process, and per executable.
     pub(super) unwind_decisions: BTreeMap<u32, model::UnwindDecision>,
+    /// Forked children past `LISTED_DECISIONS` that inherited their
+    /// parent's mode without an entry.
+    pub(super) unlisted_inherited_decisions: u64,
     pub(super) exe_choices:
         std::collections::HashMap<PathBuf, crate::unwind::frame_pointers::UnwindChoice>,
 }
@@ -118,6 +121,7 @@ impl Recorder {
             selector,
             unwind_mode,
             unwind_decisions: BTreeMap::new(),
+            unlisted_inherited_decisions: 0,
             exe_choices: std::collections::HashMap::new(),
         }
     }

@@ -273,6 +273,7 @@ pub(super) fn build_session(
     let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();
     let wake_edges = recorder.wake_edges()?;
     let folded_threads = recorder.retired.folded;
+    let unlisted_decisions = recorder.unlisted_inherited_decisions;
     // Folded stacks, symbolized.
     let Recorder {
         probes,
@@ -404,6 +405,13 @@ pub(super) fn build_session(
              entry per thread name (their figures, syscalls, stacks and wake-ups summed), so \
              storprof's memory stays bounded",
             super::recorder::RETIRED_THREADS_KEPT
+        ));
+    }
+    if unlisted_decisions > 0 {
+        notes.push(format!(
+            "{unlisted_decisions} processes forked after the first {} unwind decisions took \
+             their parent's mode and are not listed one by one",
+            super::unwind_choice::LISTED_DECISIONS
         ));
     }
     if let Some(selector) = selector {

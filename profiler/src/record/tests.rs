@@ -658,4 +658,27 @@ fn forked_children_inherit_the_unwind_decision_without_nesting_its_reason() {
     assert_eq!(reason(worker + 2), expected);
     assert!(recorder.is_dwarf_process(worker + 2));
     assert_eq!(recorder.unwind_decisions[&(worker + 2)].pid, worker + 2);
+
+    // Past the listed decisions, a child (and its child) inherits through
+    // the process tree without an entry of its own.
+    for pid in 0..super::unwind_choice::LISTED_DECISIONS as u32 {
+        let filler = model::UnwindDecision {
+            pid: 1_000_000 + pid,
+            ..recorder.unwind_decisions[&main].clone()
+        };
+        recorder.unwind_decisions.insert(filler.pid, filler);
+    }
+    let (child, grandchild) = (worker + 3, worker + 4);
+    recorder.parents.insert(child, worker + 2);
+    recorder.parents.insert(grandchild, child);
+    recorder.inherit_unwind(child, worker + 2);
+    recorder.inherit_unwind(grandchild, child);
+    assert!(!recorder.unwind_decisions.contains_key(&child));
+    assert!(!recorder.unwind_decisions.contains_key(&grandchild));
+    assert_eq!(recorder.unlisted_inherited_decisions, 2);
+    assert!(recorder.is_dwarf_process(grandchild));
+    assert!(
+        !recorder.is_dwarf_process(worker + 99),
+        "no ancestor, no decision"
+    );
 }

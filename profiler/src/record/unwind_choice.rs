@@ -15,6 +15,14 @@ use crate::{session::model::UnwindDecision, unwind::frame_pointers};
 /// that decided follows.
 const FORKED_FROM: &str = "forked from ";
 
+/// Decisions listed one per process; past them, forked children inherit
+/// without an entry of their own, so a workload that forks for hours keeps
+/// a bounded list.
+pub(super) const LISTED_DECISIONS: usize = 8192;
+
+/// Forks followed up to a listed ancestor (a loop guard).
+const MAX_FORK_DEPTH: usize = 64;
+
 impl Recorder {
     /// True under `--unwind auto`.
     pub(super) fn auto_unwind(&self) -> bool {
@@ -26,11 +34,21 @@ impl Recorder {
         match self.unwind_mode {
             UnwindMode::Dwarf => true,
             UnwindMode::Fp => false,
-            UnwindMode::Auto => self
-                .unwind_decisions
-                .get(&tgid)
-                .is_some_and(|d| d.mode == "dwarf"),
+            UnwindMode::Auto => self.decision_of(tgid).is_some_and(|d| d.mode == "dwarf"),
         }
+    }
+
+    /// The unwind decision that applies to `tgid`: its own, or for a forked
+    /// child not listed, the nearest listed ancestor's.
+    fn decision_of(&self, tgid: u32) -> Option<&UnwindDecision> {
+        let mut pid = tgid;
+        for _ in 0..MAX_FORK_DEPTH {
+            if let Some(decision) = self.unwind_decisions.get(&pid) {
+                return Some(decision);
+            }
+            pid = *self.parents.get(&pid)?;
+        }
+        None
     }
 
     /// Decides the mode of `tgid` from its executable (auto mode only).
@@ -56,7 +74,12 @@ impl Recorder {
     /// copied the mark already), and the reason of the process that
     /// decided, so a chain of forks does not lengthen it.
     pub(super) fn inherit_unwind(&mut self, child: u32, parent: u32) {
-        if let Some(decision) = self.unwind_decisions.get(&parent).cloned() {
+        if self.unwind_decisions.len() >= LISTED_DECISIONS {
+            // `decision_of` finds its mode through its parent.
+            self.unlisted_inherited_decisions += 1;
+            return;
+        }
+        if let Some(decision) = self.decision_of(parent).cloned() {
             let decided = match decision.reason.strip_prefix(FORKED_FROM) {
                 Some(inherited) => inherited.to_string(),
                 None => format!("{parent}: {}", decision.reason),
