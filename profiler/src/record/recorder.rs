@@ -16,8 +16,7 @@ use std::{
 };
 
 use storprof_common::{
-    BlockEvent, COMM_LEN, ProcEvent, StackKey, SyscallAcc, SyscallKey, ThreadAcc, WakeAcc, WakeKey,
-    proc_event,
+    COMM_LEN, ProcEvent, StackKey, SyscallAcc, SyscallKey, ThreadAcc, WakeAcc, WakeKey, proc_event,
 };
 
 use super::{
@@ -36,7 +35,8 @@ pub(super) struct Recorder {
     pub(super) probes: Box<dyn Kernel>,
     pub(super) symbolizer: Symbolizer,
     pub(super) tracked: BTreeSet<u32>,
-    pub(super) block_events: Vec<BlockEvent>,
+    /// Block completions so far, aggregated as they are drained.
+    pub(super) blocks: aggregate::BlockAggregate,
     /// Processes that exec'ed recently: their layout is re-read often
     /// until the dynamic loader is done.
     pub(super) fresh: BTreeMap<u32, Instant>,
@@ -99,7 +99,7 @@ impl Recorder {
             probes,
             symbolizer: Symbolizer::new(),
             tracked: BTreeSet::new(),
-            block_events: Vec::new(),
+            blocks: aggregate::BlockAggregate::new(start_mono, aggregate::BUCKET_NS),
             fresh: BTreeMap::new(),
             layout_read: std::collections::HashMap::new(),
             series: aggregate::SeriesBuilder::default(),
@@ -187,9 +187,8 @@ impl Recorder {
         for e in events {
             self.handle_proc_event(e);
         }
-        let mut blocks = Vec::new();
-        self.probes.drain_block_events(&mut |e| blocks.push(e));
-        self.block_events.extend(blocks);
+        let blocks = &mut self.blocks;
+        self.probes.drain_block_events(&mut |e| blocks.add(&e));
         self.fresh
             .retain(|_, t| t.elapsed() < Duration::from_secs(2));
         // Entries only matter while they can still hold a re-read back.

@@ -226,12 +226,10 @@ pub(super) fn build_session(
         &comm_of,
     );
 
-    let mut devices = aggregate::device_stats(
-        &recorder.block_events,
-        &recorder.tracked,
-        duration_ns,
-        &procfs::device_name,
-    );
+    let mut devices =
+        recorder
+            .blocks
+            .device_stats(&recorder.tracked, duration_ns, &procfs::device_name);
     for device in &mut devices {
         if let Some(dev) = aggregate::dev_from_major_minor(&device.dev) {
             device.sits_on = recorder.probes.lower_devices(dev);
@@ -251,7 +249,7 @@ pub(super) fn build_session(
         },
     };
 
-    let bucket_ns = 1_000_000_000;
+    let bucket_ns = aggregate::BUCKET_NS;
     let buckets = recorder.series.buckets() as usize;
     let timeseries = TimeSeries {
         bucket_ns,
@@ -260,13 +258,7 @@ pub(super) fn build_session(
         threads: recorder
             .series
             .series(&|tid| comms.get(&tid).cloned().unwrap_or_default()),
-        devices: aggregate::device_series(
-            &recorder.block_events,
-            recorder.start_mono,
-            bucket_ns,
-            buckets,
-            &procfs::device_name,
-        ),
+        devices: recorder.blocks.device_series(buckets, &procfs::device_name),
         vmstat: recorder.vmstat.series(page_size),
     };
 

@@ -17,6 +17,9 @@ pub use threads::*;
 pub use vmstat::*;
 pub use waits::*;
 
+/// The time series' bucket: one second.
+pub const BUCKET_NS: u64 = 1_000_000_000;
+
 /// Map contents the tests of several modules share.
 #[cfg(test)]
 mod test_data {
