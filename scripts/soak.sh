@@ -2,7 +2,7 @@
 # Soak: `storprof record` of a workload that churns processes and threads
 # (tests/helpers/churn.c: FORKS_PER_S short-lived readers a second, 40
 # threads a second, reads in between) for SECONDS. Every SAMPLE_S seconds it
-# prints storprof's RSS, the locked memory of its BPF maps and how many
+# prints storprof's RSS (and its peak so far), the locked memory of its BPF maps and how many
 # entries its per-thread map holds; at the end, the session's lost events by
 # source, how many processes and threads it saw, and how it ended. Exit
 # status 1 when any event was lost or the workload did not end with 0.
@@ -58,19 +58,21 @@ print(f"{locked / 2**20:.1f} {threads[0] if threads else 0}")
 
 echo "soak: ${RUN_S} s of churn (${FORKS} forks/s, 40 threads/s) under storprof record, a sample every ${EVERY} s"
 echo
-echo "| t (s) | storprof RSS (MiB) | BPF maps locked (MiB) | THREADS map entries |"
-echo "|---:|---:|---:|---:|"
+echo "| t (s) | storprof RSS (MiB) | peak RSS so far (MiB) | BPF maps locked (MiB) | THREADS map entries |"
+echo "|---:|---:|---:|---:|---:|"
 START=$(date +%s)
 while kill -0 "$REC" 2>/dev/null; do
     sleep "$EVERY"
     kill -0 "$REC" 2>/dev/null || break
     rss_kb=$(ps -o rss= -p "$REC" | tr -d ' ')
+    peak_kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$REC/status" 2>/dev/null || echo 0)
     read -r locked threads_id < <(maps_of_storprof "$REC")
     entries=0
     if [ "$threads_id" != 0 ]; then
         entries=$(bpftool map dump id "$threads_id" -j 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
     fi
-    printf '| %d | %.1f | %s | %s |\n' "$(( $(date +%s) - START ))" "$(awk -v kb="$rss_kb" 'BEGIN { print kb / 1024 }')" "$locked" "$entries"
+    printf '| %d | %.1f | %.1f | %s | %s |\n' "$(( $(date +%s) - START ))" "$(awk -v kb="$rss_kb" 'BEGIN { print kb / 1024 }')" \
+        "$(awk -v kb="${peak_kb:-0}" 'BEGIN { print kb / 1024 }')" "$locked" "$entries"
 done
 status=0
 wait "$REC" || status=$?

@@ -625,11 +625,12 @@ pub(super) const RETIRED_THREADS_KEPT: usize = 8192;
 const FOLDED_TID_TOP: u32 = u32::MAX - 1;
 const _: () = assert!(model::is_folded_group(FOLDED_TID_TOP - (1 << 20)));
 
-/// Gives the pages of freed heap memory back to the kernel. Each tick
-/// builds and drops snapshots of the maps (megabytes under churn) while
-/// small long-lived entries are added between them, so glibc's heap
-/// fragments and the process's RSS grew at twice its live heap's rate.
-fn return_freed_memory() {
+/// Gives the pages of freed heap memory back to the kernel. Ticks, live
+/// updates and checkpoints build and drop snapshots of the maps (tens of
+/// megabytes under churn) while small long-lived entries are added between
+/// them, so glibc's heap fragments and the process's RSS grew at twice its
+/// live heap's rate.
+pub(super) fn return_freed_memory() {
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim only releases free chunks of the allocator's
     // arenas; it is safe to call at any time from any thread.

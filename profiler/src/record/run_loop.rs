@@ -466,6 +466,7 @@ fn run_turns(
                 log::warn!("checkpoint of the session failed: {err}");
             }
             c.next = Instant::now() + c.every;
+            super::recorder::return_freed_memory();
         }
         if let Some(l) = live.as_mut()
             && Instant::now() >= l.next
@@ -515,6 +516,8 @@ fn run_turns(
                 Err(err) => log::warn!("live update failed: {err}"),
             }
             l.next = Instant::now() + options.live.interval;
+            // The update's session (tens of MB under churn) is dropped.
+            super::recorder::return_freed_memory();
         }
         // The workload had the grace period to stop after the early verdict.
         if let Some(t) = *verdict_at
