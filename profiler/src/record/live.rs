@@ -100,8 +100,9 @@ impl LiveThread {
     /// `comm/tid NN% state`, as both views show it (`comm (exited
     /// threads)` for a folded group).
     pub fn label(&self) -> String {
-        let name = if crate::session::model::is_folded_group(self.tid) {
-            format!("{} (exited threads)", self.comm)
+        use crate::session::model::{folded_group_label, is_folded_group};
+        let name = if is_folded_group(self.tid) {
+            folded_group_label(&self.comm)
         } else {
             format!("{}/{}", self.comm, self.tid)
         };

@@ -297,10 +297,15 @@ pub const fn is_folded_group(tid: u32) -> bool {
 /// `comm (exited threads)`: its pid and tid are not a real thread's.
 pub fn thread_label(comm: &str, pid: u32, tid: u32) -> String {
     if is_folded_group(tid) {
-        format!("{comm} (exited threads)")
+        folded_group_label(comm)
     } else {
         format!("{comm} {pid}/{tid}")
     }
+}
+
+/// How the outputs name the folded group of exited threads named `comm`.
+pub fn folded_group_label(comm: &str) -> String {
+    format!("{comm} (exited threads)")
 }
 
 /// `threads.json` entry.

@@ -9,25 +9,8 @@ use super::{comm_string, trim_histogram};
 use crate::session::model::{DeviceSeries, DeviceStats};
 
 /// Length of the union of `[start, end)` intervals.
-pub fn union_ns(intervals: &mut [(u64, u64)]) -> u64 {
-    intervals.sort_unstable();
-    let mut total = 0;
-    let mut current: Option<(u64, u64)> = None;
-    for &(start, end) in intervals.iter() {
-        let end = end.max(start);
-        match current {
-            Some((cs, ce)) if start <= ce => current = Some((cs, ce.max(end))),
-            Some((cs, ce)) => {
-                total += ce - cs;
-                current = Some((start, end));
-            }
-            None => current = Some((start, end)),
-        }
-    }
-    if let Some((cs, ce)) = current {
-        total += ce - cs;
-    }
-    total
+pub fn union_ns(intervals: &[(u64, u64)]) -> u64 {
+    merged(intervals.to_vec()).iter().map(|(s, e)| e - s).sum()
 }
 
 /// Direction of a block request from its `rwbs` flags.
@@ -118,11 +101,6 @@ impl BlockAggregate {
         }
     }
 
-    /// Whether no completion was added.
-    pub fn is_empty(&self) -> bool {
-        self.devices.is_empty()
-    }
-
     /// Adds one completed request.
     pub fn add(&mut self, e: &BlockEvent) {
         let device = self.devices.entry(e.dev).or_insert_with(|| DeviceAcc {
@@ -173,8 +151,7 @@ impl BlockAggregate {
             .iter()
             .map(|(&dev, acc)| {
                 let (major, minor) = dev_major_minor(dev);
-                let mut open = acc.open.clone();
-                let busy_ns = acc.busy_ns + union_ns(&mut open);
+                let busy_ns = acc.busy_ns + union_ns(&acc.open);
                 DeviceStats {
                     name: name_of(dev),
                     dev: format!("{major}:{minor}"),
@@ -226,7 +203,14 @@ impl BlockAggregate {
                 };
                 let mut busy = acc.busy_series.clone();
                 for (start, end) in merged(acc.open.clone()) {
-                    spread_busy(&mut busy, start, end, self.start_ns, self.bucket_ns);
+                    add_busy(
+                        &mut busy,
+                        start,
+                        end,
+                        self.start_ns,
+                        self.bucket_ns,
+                        u64::MAX,
+                    );
                 }
                 busy.resize(buckets, 0);
                 DeviceSeries {
@@ -244,8 +228,18 @@ impl DeviceAcc {
     fn add_interval(&mut self, issue: u64, complete: u64, start_ns: u64, bucket_ns: u64) {
         self.newest_ns = self.newest_ns.max(complete);
         if issue < self.closed_until {
+            // Closed buckets' other busy time may overlap it: each is filled
+            // at most to its length. Before `start_ns` there are no buckets.
             let end = complete.min(self.closed_until);
-            self.busy_ns += fill_busy(&mut self.busy_series, issue, end, start_ns, bucket_ns);
+            self.busy_ns += end.min(start_ns).saturating_sub(issue)
+                + add_busy(
+                    &mut self.busy_series,
+                    issue,
+                    end,
+                    start_ns,
+                    bucket_ns,
+                    bucket_ns,
+                );
         }
         let issue = issue.max(self.closed_until);
         if issue < complete {
@@ -255,7 +249,7 @@ impl DeviceAcc {
             return;
         }
         // Closed at a bucket's start: a long request's time before it fills
-        // whole buckets (`fill_busy`).
+        // whole buckets.
         let horizon = self.newest_ns.saturating_sub(OPEN_HORIZON_NS);
         let cut = start_ns
             .saturating_add(horizon.saturating_sub(start_ns) / bucket_ns * bucket_ns)
@@ -264,7 +258,7 @@ impl DeviceAcc {
         for (s, e) in merged(std::mem::take(&mut self.open)) {
             if e < cut {
                 self.busy_ns += e - s;
-                spread_busy(&mut self.busy_series, s, e, start_ns, bucket_ns);
+                add_busy(&mut self.busy_series, s, e, start_ns, bucket_ns, u64::MAX);
             } else {
                 still_open.push((s, e));
             }
@@ -275,11 +269,13 @@ impl DeviceAcc {
     }
 }
 
-/// `intervals` sorted and merged where they overlap or touch.
+/// `intervals` sorted and merged where they overlap or touch (an end
+/// before its start counts as the start).
 fn merged(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     intervals.sort_unstable();
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
     for (s, e) in intervals {
+        let e = e.max(s);
         match out.last_mut() {
             Some(last) if s <= last.1 => last.1 = last.1.max(e),
             _ => out.push((s, e)),
@@ -289,35 +285,26 @@ fn merged(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 }
 
 /// Adds busy interval `[s, e)`, clipped to `start_ns`, to the per-bucket
-/// series, split over the buckets it spans.
-fn spread_busy(series: &mut Vec<u64>, s: u64, e: u64, start_ns: u64, bucket_ns: u64) {
-    let mut t = s.max(start_ns);
-    while t < e {
-        let b = (t - start_ns) / bucket_ns;
-        let bucket_end = start_ns.saturating_add((b + 1).saturating_mul(bucket_ns));
-        let piece_end = e.min(bucket_end);
-        add_at(series, b as usize, piece_end - t);
-        t = piece_end;
-    }
-}
-
-/// Adds `[s, e)` (before `start_ns`: all in bucket 0's total only) to
-/// closed buckets whose other busy time is not known to overlap it: each
-/// bucket is filled at most to its length. Returns the time added.
-fn fill_busy(series: &mut Vec<u64>, s: u64, e: u64, start_ns: u64, bucket_ns: u64) -> u64 {
-    let mut added = e.min(start_ns).saturating_sub(s);
+/// series, split over the buckets it spans, each bucket filled at most to
+/// `full`. Returns the time added.
+fn add_busy(
+    series: &mut Vec<u64>,
+    s: u64,
+    e: u64,
+    start_ns: u64,
+    bucket_ns: u64,
+    full: u64,
+) -> u64 {
+    let mut added = 0;
     let mut t = s.max(start_ns);
     while t < e {
         let b = (t - start_ns) / bucket_ns;
         let bucket_end = start_ns.saturating_add((b + 1).saturating_mul(bucket_ns));
         let piece_end = e.min(bucket_end);
         let index = b as usize;
-        if series.len() <= index {
-            series.resize(index + 1, 0);
-        }
-        let room = bucket_ns.saturating_sub(series[index]);
+        let room = full.saturating_sub(series.get(index).copied().unwrap_or(0));
         let piece = (piece_end - t).min(room);
-        series[index] += piece;
+        add_at(series, index, piece);
         added += piece;
         t = piece_end;
     }
@@ -362,9 +349,9 @@ mod tests {
 
     #[test]
     fn union_of_intervals() {
-        assert_eq!(union_ns(&mut []), 0);
-        assert_eq!(union_ns(&mut [(0, 10), (5, 15), (20, 30)]), 25);
-        assert_eq!(union_ns(&mut [(20, 30), (0, 100)]), 100);
+        assert_eq!(union_ns(&[]), 0);
+        assert_eq!(union_ns(&[(0, 10), (5, 15), (20, 30)]), 25);
+        assert_eq!(union_ns(&[(20, 30), (0, 100)]), 100);
     }
 
     fn block(dev: u32, bytes: u32, issue: u64, done: u64, rwbs: &str, tgid: u32) -> BlockEvent {
@@ -469,9 +456,9 @@ mod tests {
         // One pass: every interval at once.
         for (dev, (stats, series)) in [1, 2].into_iter().zip(got.iter().zip(&got_series)) {
             let mine: Vec<&BlockEvent> = events.iter().filter(|e| e.dev == dev).collect();
-            let mut intervals: Vec<(u64, u64)> =
+            let intervals: Vec<(u64, u64)> =
                 mine.iter().map(|e| (e.issue_ns, e.complete_ns)).collect();
-            assert_eq!(stats.busy_ns, union_ns(&mut intervals));
+            assert_eq!(stats.busy_ns, union_ns(&intervals));
             assert_eq!(
                 stats.read_requests + stats.write_requests,
                 mine.len() as u64
@@ -511,9 +498,8 @@ mod tests {
         aggregate.add(&hang);
         all.push(hang);
         let stats = &aggregate.device_stats(&BTreeSet::new(), 1, &|_| String::new())[0];
-        let mut intervals: Vec<(u64, u64)> =
-            all.iter().map(|e| (e.issue_ns, e.complete_ns)).collect();
-        assert_eq!(stats.busy_ns, union_ns(&mut intervals));
+        let intervals: Vec<(u64, u64)> = all.iter().map(|e| (e.issue_ns, e.complete_ns)).collect();
+        assert_eq!(stats.busy_ns, union_ns(&intervals));
         let series = &aggregate.device_series(200, &|_| String::new())[0];
         assert_eq!(series.busy_ns[0], 10 * 1_000);
         assert!(series.busy_ns[1..190].iter().all(|&ns| ns == S));
