@@ -16,6 +16,13 @@ fn main() {
         fs::write(out_dir.join("storprof-probes"), []).expect("write stub probe object");
         return;
     }
+    // aya-build watches the probe crate only; the kernel/user types it
+    // shares live in ebpf/common, and a stale object with an old layout of
+    // them would load and then disagree with user space.
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest_dir.join("../ebpf/common").display()
+    );
     let package = aya_build::Package {
         name: "storprof-ebpf",
         root_dir: probes_dir.to_str().expect("probe crate path is UTF-8"),

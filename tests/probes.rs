@@ -10,7 +10,7 @@ use std::{
     process::Command,
 };
 
-use storprof::session::model::{IoStats, SessionInfo, SyscallStats, ThreadStats};
+use storprof::session::model::{IoStats, SessionInfo, SyscallStats, ThreadStats, WaitGraph};
 
 mod support;
 use support::{
@@ -528,4 +528,59 @@ fn the_command_starts_with_default_signal_state() {
     };
     assert_eq!(mask("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0, "{status}");
     assert_eq!(mask("SigBlk:"), 0, "{status}");
+}
+
+/// Futex wake-ups between the non-main threads of one process in a
+/// recording of `command`: (marked as lock wakes, all).
+fn wakes_between_pool_threads(session: &Path, command: &[&str]) -> (u64, u64) {
+    let out = record(session, command);
+    assert!(out.status.success(), "{out:?}");
+    let graph: WaitGraph = read_json(session, "waits.json");
+    let (mut lock, mut all) = (0u64, 0u64);
+    for e in &graph.edges {
+        let between_pool_threads = e.waker_kind == "task"
+            && e.syscall.as_deref() == Some("futex")
+            && e.waker_pid == e.wakee_pid
+            && e.waker_tid != e.waker_pid
+            && e.wakee_tid != e.wakee_pid;
+        if between_pool_threads {
+            all += e.count;
+            if e.futex_shared {
+                lock += e.count;
+            }
+        }
+    }
+    (lock, all)
+}
+
+#[test]
+#[ignore = "needs root"]
+fn wakes_at_a_lock_of_sixteen_contenders_are_lock_wakes() {
+    assert_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let workload = support::build_workload(tmp.path());
+    // 16 threads at one glibc mutex: the holder re-takes it after each
+    // release and seldom waits, and may never have waited at all.
+    let glibc = wakes_between_pool_threads(
+        &tmp.path().join("glibc"),
+        &[workload.to_str().unwrap(), "lock", "16", "2"],
+    );
+    // 16 Python threads at one threading.Lock (a semaphore: no glibc lock
+    // wait), known as a lock by its waiters waking each other: 16
+    // contenders must fit the kernel's memory of each word's waiters.
+    let script = support::repo().join("tests/python/lock_pool.py");
+    let python = wakes_between_pool_threads(
+        &tmp.path().join("python"),
+        &["python3", script.to_str().unwrap(), "16", "2"],
+    );
+    for (what, (lock, all)) in [("glibc mutex", glibc), ("threading.Lock", python)] {
+        assert!(
+            all >= 200,
+            "{what}: only {all} futex wake-ups between its threads"
+        );
+        assert!(
+            lock as f64 >= 0.95 * all as f64,
+            "{what}: {lock} of {all} wake-ups between the contenders marked as lock wakes"
+        );
+    }
 }

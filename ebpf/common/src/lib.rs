@@ -38,6 +38,8 @@ pub mod tracepoint_offsets {
     pub const SYS_ENTER_FUTEX_UADDR: usize = 16;
     /// `syscalls:sys_enter_futex` `op`.
     pub const SYS_ENTER_FUTEX_OP: usize = 24;
+    /// `syscalls:sys_enter_futex` `val` (the value a wait expects).
+    pub const SYS_ENTER_FUTEX_VAL: usize = 32;
 }
 
 /// Length of a task's `comm`.
@@ -691,10 +693,14 @@ pub struct WakeKey {
     pub waker_kind: u8,
     /// The syscall the wakee blocked in (`WAKE_NO_SYSCALL`: none or unknown).
     pub syscall: u16,
-    /// For futex waits: 1 when the waker is among the last threads that
-    /// waited on the futex word (64-byte granule) the wakee waits on — a
-    /// lock they both contend for, not a hand-off. Keeps the key free of
-    /// addresses, so the edge count stays bounded by the thread pairs.
+    /// For futex waits: 1 when the wakee waited for a lock: a glibc
+    /// low-level lock's wait (FUTEX_WAIT for the value 2, "locked with
+    /// waiters") or a PI lock's, or a wait on a futex word (64-byte
+    /// granule) that the waker is among the last waiters of, a lock they
+    /// both contend for; 0 for a hand-off. The first test catches a holder
+    /// that re-takes the lock after each release and never waits itself.
+    /// Keeps the key free of addresses, so the edge count stays bounded by
+    /// the thread pairs.
     pub futex_shared: u8,
     pub _pad: [u8; 3],
 }
@@ -704,7 +710,7 @@ const _: () = assert!(core::mem::size_of::<WakeKey>() == 24);
 /// granule; `FUTEX_WAITERS`): a ring of `FUTEX_WAITER_SLOTS` tids. A lock
 /// has several; a future or a hand-off's condition variable has one.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FutexWaiters {
     pub tids: [u32; FUTEX_WAITER_SLOTS],
     pub next: u32,
@@ -712,8 +718,22 @@ pub struct FutexWaiters {
 }
 const _: () = assert!(core::mem::size_of::<FutexWaiters>() == 4 * FUTEX_WAITER_SLOTS + 8);
 
-/// Waiters remembered per futex word (a power of two).
-pub const FUTEX_WAITER_SLOTS: usize = 8;
+impl Default for FutexWaiters {
+    fn default() -> Self {
+        FutexWaiters {
+            tids: [0; FUTEX_WAITER_SLOTS],
+            next: 0,
+            _pad: 0,
+        }
+    }
+}
+
+/// Waiters remembered per futex word (a power of two), more than a loader
+/// pool has threads (Python's ThreadPoolExecutor takes up to 32): the ring
+/// is first in, first out, so a contender that seldom waits is pushed out
+/// once as many others have waited, and its releases would look like
+/// hand-offs. Waits that race on two CPUs lose a tid, added again later.
+pub const FUTEX_WAITER_SLOTS: usize = 64;
 
 /// What the wake-ups of one edge ended, summed in the kernel.
 #[repr(C)]

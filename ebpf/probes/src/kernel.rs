@@ -6,6 +6,8 @@ use storprof_common::NO_SYSCALL;
 /// x86_64 `struct pt_regs` word indices.
 pub(crate) mod pt_regs {
     pub(crate) const BP: usize = 4;
+    /// The third syscall argument.
+    pub(crate) const DX: usize = 12;
     /// The second syscall argument.
     pub(crate) const SI: usize = 13;
     /// The first syscall argument.

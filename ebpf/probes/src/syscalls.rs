@@ -27,7 +27,7 @@ use crate::{
         is_traced,
     },
     sched::{flush_offcpu, offcpu_open, repair_missed_switch_in, take_offcpu_pending},
-    wakeups::{is_futex_wait, remember_futex_wait},
+    wakeups::{is_futex_wait, is_lock_wait, remember_futex_wait},
 };
 
 /// `SYSCALL_THREAD` value of a thread without a slot of its own.
@@ -56,7 +56,8 @@ pub(crate) fn enter(ctx: &RawTracePointContext) -> u32 {
         let op = pt_regs_word(regs, pt_regs::SI).unwrap_or(1);
         if is_futex_wait(op) {
             let word = pt_regs_word(regs, pt_regs::DI).unwrap_or(0);
-            remember_futex_wait(tid, word);
+            let val = pt_regs_word(regs, pt_regs::DX).unwrap_or(0);
+            remember_futex_wait(tid, word, is_lock_wait(op, val));
         }
     }
     0
@@ -74,7 +75,8 @@ pub(crate) fn enter_futex(ctx: &TracePointContext) -> u32 {
     let op: u64 = field(ctx, offsets::SYS_ENTER_FUTEX_OP);
     if is_futex_wait(op) {
         let word: u64 = field(ctx, offsets::SYS_ENTER_FUTEX_UADDR);
-        remember_futex_wait(pid_tgid as u32, word);
+        let val: u64 = field(ctx, offsets::SYS_ENTER_FUTEX_VAL);
+        remember_futex_wait(pid_tgid as u32, word, is_lock_wait(op, val));
     }
     0
 }

@@ -153,11 +153,28 @@ pub(crate) fn is_futex_wait(op: u64) -> bool {
     matches!(op & 0x7f, 0 | 6 | 9 | 11 | 13)
 }
 
-/// Records that thread `tid` waits on the futex `word`, among the word's
-/// last distinct waiters.
+/// A futex wait for a lock: FUTEX_LOCK_PI(2), or FUTEX_WAIT for the value
+/// 2, glibc's "locked, with waiters" (its mutexes' and low-level locks'
+/// wait). Condition variables and semaphores wait with FUTEX_WAIT_BITSET.
 #[inline(always)]
-pub(crate) fn remember_futex_wait(tid: u32, word: u64) {
-    let _ = FUTEX_WAIT_WORD.insert(tid, word, 0);
+pub(crate) fn is_lock_wait(op: u64, val: u64) -> bool {
+    match op & 0x7f {
+        6 | 13 => true,
+        0 => val as u32 == 2,
+        _ => false,
+    }
+}
+
+/// `FUTEX_WAIT_WORD`'s mark of a lock wait, in the word's low bit (futex
+/// words are 4-byte aligned).
+const LOCK_WAIT_MARK: u64 = 1;
+
+/// Records that thread `tid` waits on the futex `word` (`lock`: for a
+/// lock), among the word's last distinct waiters.
+#[inline(always)]
+pub(crate) fn remember_futex_wait(tid: u32, word: u64, lock: bool) {
+    let marked = if lock { word | LOCK_WAIT_MARK } else { word };
+    let _ = FUTEX_WAIT_WORD.insert(tid, marked, 0);
     let granule = word >> 6;
     if let Some(waiters) = FUTEX_WAITERS.get_ptr_mut(granule) {
         // SAFETY: a map value; threads on other CPUs waiting on the same
@@ -183,14 +200,17 @@ pub(crate) fn remember_futex_wait(tid: u32, word: u64) {
     let _ = FUTEX_WAITERS.insert(granule, fresh, 0);
 }
 
-/// Whether `waker` is among the last waiters of the futex word (64-byte
-/// granule) that `wakee` waits on.
+/// Whether `wakee` waits for a lock, or `waker` is among the last waiters
+/// of the futex word (64-byte granule) that `wakee` waits on.
 #[inline(always)]
 fn futex_shared(waker: u32, wakee: u32) -> bool {
     // SAFETY: the value is copied out.
     let Some(word) = unsafe { FUTEX_WAIT_WORD.get(wakee) }.copied() else {
         return false;
     };
+    if word & LOCK_WAIT_MARK != 0 {
+        return true;
+    }
     // SAFETY: as above; a concurrent update only makes it one wait older.
     let Some(waiters) = unsafe { FUTEX_WAITERS.get(word >> 6) }.copied() else {
         return false;

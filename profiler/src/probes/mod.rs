@@ -74,6 +74,7 @@ pub const TRACEPOINT_FIELDS: &[(&str, &str, &str, usize)] = &[
     ("filemap", "mm_filemap_add_to_page_cache", "order", offsets::FILEMAP_ADD_TO_PAGE_CACHE_ORDER),
     ("syscalls", "sys_enter_futex", "uaddr", offsets::SYS_ENTER_FUTEX_UADDR),
     ("syscalls", "sys_enter_futex", "op", offsets::SYS_ENTER_FUTEX_OP),
+    ("syscalls", "sys_enter_futex", "val", offsets::SYS_ENTER_FUTEX_VAL),
 ];
 
 /// One program: its name in the object, its family and where it attaches.

@@ -206,8 +206,9 @@ pub struct WakeEdge {
     /// The syscall the wakee blocked in, when known.
     #[serde(default)]
     pub syscall: Option<String>,
-    /// A futex wait on a word the waker had waited on lately too: a lock
-    /// both contend for (false: a hand-off, or not a futex wait).
+    /// A futex wait for a lock: a glibc lock's wait, or a wait on a word
+    /// the waker had waited on lately too, a lock both contend for (false:
+    /// a hand-off, or not a futex wait).
     #[serde(default)]
     pub futex_shared: bool,
     /// Σ blocked time these wake-ups ended, ns.
