@@ -584,3 +584,64 @@ fn wakes_at_a_lock_of_sixteen_contenders_are_lock_wakes() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs root"]
+fn a_pid_reused_by_an_untraced_process_is_not_traced() {
+    assert_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let pid_file = tmp.path().join("child.pid");
+    // A program with a name of its own, started by this test (not traced).
+    let untraced = tmp.path().join("untraced-nap");
+    std::fs::copy("/bin/sleep", &untraced).unwrap();
+    let session = tmp.path().join("session");
+    let script = format!(
+        "sleep 0.2 & echo $! > {}; wait; sleep 4",
+        pid_file.display()
+    );
+    let recording = std::thread::spawn({
+        let session = session.clone();
+        move || record(&session, ["sh", "-c", &script])
+    });
+    // The traced child's pid, once it has exited.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let child: u32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "no child pid");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    // The kernel hands out the pid after ns_last_pid next.
+    let mut reused = None;
+    for _ in 0..50 {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (child - 1).to_string()).unwrap();
+        let mut nap = Command::new(&untraced).arg("1").spawn().unwrap();
+        if nap.id() == child {
+            reused = Some(nap);
+            break;
+        }
+        nap.kill().unwrap();
+        nap.wait().unwrap();
+    }
+    let mut nap = reused.unwrap_or_else(|| panic!("pid {child} was not handed out again"));
+    assert!(nap.wait().unwrap().success());
+    let out = recording.join().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let threads: Vec<ThreadStats> = read_json(&session, "threads.json");
+    let foreign: Vec<_> = threads
+        .iter()
+        .filter(|t| t.comm == "untraced-nap")
+        .collect();
+    assert!(
+        foreign.is_empty(),
+        "an untraced process recorded: {foreign:?}"
+    );
+    let info: SessionInfo = read_json(&session, "session.json");
+    let listed = info.processes.iter().find(|p| p.pid == child).unwrap();
+    assert_eq!(listed.comm, "sleep", "{listed:?}");
+}

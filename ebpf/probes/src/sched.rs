@@ -416,10 +416,21 @@ fn emit_proc_event(kind: u32, tgid: u32, tid: u32, group_dead: u32) {
 pub(crate) fn process_fork(ctx: &TracePointContext) -> u32 {
     // `current` is the parent.
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let child: u32 = field(ctx, offsets::SCHED_PROCESS_FORK_CHILD_PID);
     if !is_traced(tgid) {
+        // A traced process's slot stays marked after it exits (its last
+        // switch-out comes after its exit event); once its pid is reused
+        // by a process we do not trace, the mark goes.
+        if let Some(slot) = TRACED.get_ptr_mut(child) {
+            // SAFETY: a u32 array slot; only the fork of this pid writes it now.
+            unsafe {
+                if *slot != 0 {
+                    *slot = 0;
+                }
+            }
+        }
         return 0;
     }
-    let child: u32 = field(ctx, offsets::SCHED_PROCESS_FORK_CHILD_PID);
     // Threads are forks too: marking a thread's tid is harmless (no other
     // process can own that pid while it lives) and undone at its exit.
     if let Some(slot) = TRACED.get_ptr_mut(child) {

@@ -587,6 +587,15 @@ impl ProbeSet {
         })
     }
 
+    /// Whether the probes trace `tgid` now (its `TRACED` slot is set).
+    pub fn traces(&self, tgid: u32) -> bool {
+        if tgid >= self.pid_slots {
+            return false;
+        }
+        self.array::<u32>("TRACED")
+            .is_ok_and(|traced| traced.get(&tgid, 0).is_ok_and(|v| v == 1))
+    }
+
     /// Loads and attaches every probe family; a family that fails is
     /// disabled with a note, the others run.
     pub fn attach_all(&mut self) {

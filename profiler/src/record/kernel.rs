@@ -36,6 +36,8 @@ pub trait Kernel {
     fn set_root_tgid(&mut self, tgid: u32) -> Result<(), ProbeError>;
     /// Traces a running process (and its future children).
     fn trace_tgid(&mut self, tgid: u32) -> Result<(), ProbeError>;
+    /// Whether the probes trace `tgid` now (false when unknown).
+    fn traces(&self, tgid: u32) -> bool;
     /// Gives the probes a process's CPython interpreter.
     fn register_python(&mut self, tgid: u32, py: &PyProcess) -> Result<(), ProbeError>;
     /// True when `tgid` has an interpreter registered.
@@ -98,6 +100,9 @@ impl Kernel for ProbeSet {
     }
     fn trace_tgid(&mut self, tgid: u32) -> Result<(), ProbeError> {
         ProbeSet::trace_tgid(self, tgid)
+    }
+    fn traces(&self, tgid: u32) -> bool {
+        ProbeSet::traces(self, tgid)
     }
     fn register_python(&mut self, tgid: u32, py: &PyProcess) -> Result<(), ProbeError> {
         ProbeSet::register_python(self, tgid, py)

@@ -313,7 +313,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         all.extend(procfs::descendants(pid));
         for p in all {
             recorder.probes.trace_tgid(p)?;
-            recorder.tracked.insert(p);
+            recorder.track(p);
             recorder.symbolizer.snapshot_process(p);
             recorder.decide_unwind(p);
             recorder.detect_python(p);
@@ -344,7 +344,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             command: options.command.join(" "),
             source,
         })?;
-        recorder.tracked.insert(pid as u32);
+        recorder.track(pid as u32);
         // Its unwinding mode is decided at its EXEC event.
         recorder.symbolizer.snapshot_process(pid as u32);
         recorder.fresh.insert(pid as u32, Instant::now());

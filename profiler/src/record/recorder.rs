@@ -34,7 +34,12 @@ use crate::{
 pub(super) struct Recorder {
     pub(super) probes: Box<dyn Kernel>,
     pub(super) symbolizer: Symbolizer,
+    /// Every process traced at some point of the recording.
     pub(super) tracked: BTreeSet<u32>,
+    /// The traced processes not seen to exit: what a tick reads and what
+    /// an interrupted run may stop. A pid leaves at its process's exit, so
+    /// a pid reused later by a process we do not trace is never touched.
+    pub(super) live: BTreeSet<u32>,
     /// Block completions so far, aggregated as they are drained.
     pub(super) blocks: aggregate::BlockAggregate,
     /// Processes that exec'ed recently: their layout is re-read often
@@ -99,6 +104,7 @@ impl Recorder {
             probes,
             symbolizer: Symbolizer::new(),
             tracked: BTreeSet::new(),
+            live: BTreeSet::new(),
             blocks: aggregate::BlockAggregate::new(start_mono, aggregate::BUCKET_NS),
             fresh: BTreeMap::new(),
             layout_read: std::collections::HashMap::new(),
@@ -126,6 +132,12 @@ impl Recorder {
         }
     }
 
+    /// Notes a process that the probes trace from now on.
+    pub(super) fn track(&mut self, pid: u32) {
+        self.tracked.insert(pid);
+        self.live.insert(pid);
+    }
+
     /// Traces the processes that entered the selected namespace since the last scan.
     pub(super) fn add_selected(&mut self) -> Result<(), RecordError> {
         let Some(selector) = self.selector.as_mut() else {
@@ -133,7 +145,7 @@ impl Recorder {
         };
         for pid in selector.scan() {
             self.probes.trace_tgid(pid)?;
-            self.tracked.insert(pid);
+            self.track(pid);
             self.symbolizer.snapshot_process(pid);
             self.fresh.insert(pid, Instant::now());
             self.decide_unwind(pid);
@@ -148,7 +160,7 @@ impl Recorder {
                 let child_tgid = procfs::tgid_of(child).unwrap_or(child);
                 if child_tgid == child {
                     self.parents.insert(child, event.tgid);
-                    self.tracked.insert(child);
+                    self.track(child);
                     self.symbolizer.inherit(child, event.tgid);
                     self.symbolizer.snapshot_process(child);
                     self.inherit_unwind(child, event.tgid);
@@ -157,17 +169,21 @@ impl Recorder {
             }
             proc_event::EXIT => {
                 self.exited.insert(event.tid, Instant::now());
+                if event.group_dead != 0 {
+                    self.live.remove(&event.tgid);
+                }
                 if event.tid != event.tgid && self.parents.remove(&event.tid).is_some() {
                     // A thread gone before its fork event was read looked
                     // like a process then (no /proc entry told its tgid).
                     self.tracked.remove(&event.tid);
+                    self.live.remove(&event.tid);
                     self.symbolizer.forget_process(event.tid);
                     self.unwind_decisions.remove(&event.tid);
                     self.python.forget(event.tid);
                 }
             }
             proc_event::EXEC => {
-                self.tracked.insert(event.tgid);
+                self.track(event.tgid);
                 if let Some(unwinder) = self.unwinder.as_mut() {
                     unwinder.forget(event.tgid);
                 }
@@ -389,12 +405,9 @@ impl Recorder {
     }
 
     pub(super) fn tick_series(&mut self) -> Result<(), RecordError> {
-        let live: Vec<u32> = self
-            .tracked
-            .iter()
-            .copied()
-            .filter(|p| launch::alive(*p))
-            .collect();
+        // An exit whose event was lost to a full ring leaves here.
+        self.live.retain(|&p| launch::alive(p));
+        let live: Vec<u32> = self.live.iter().copied().collect();
         // Threads running since before their first switch-out are in no
         // map yet: their tids come from /proc.
         let tasks: Vec<u32> = live.iter().flat_map(|&p| procfs::task_ids(p)).collect();

@@ -108,6 +108,9 @@ impl Kernel for ReplayKernel {
         self.traced.insert(tgid);
         Ok(())
     }
+    fn traces(&self, tgid: u32) -> bool {
+        self.traced.contains(&tgid)
+    }
     fn register_python(&mut self, tgid: u32, py: &PyProcess) -> Result<(), ProbeError> {
         self.python.insert(tgid, *py);
         Ok(())

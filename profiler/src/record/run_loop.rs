@@ -646,11 +646,12 @@ fn interrupt_kill(recorder: &Recorder, pid: i32, grace: Duration) -> Ending {
 }
 
 /// SIGKILL for every traced process still alive but the launched command
-/// `pid` (already reaped) and storprof itself.
+/// `pid` (already reaped) and storprof itself: those not seen to exit that
+/// the probes still trace (not a reused pid).
 fn kill_leftovers(recorder: &Recorder, pid: i32) {
     let own = std::process::id();
-    for &p in &recorder.tracked {
-        if p != own && p as i32 != pid && launch::alive(p) {
+    for &p in &recorder.live {
+        if p != own && p as i32 != pid && launch::alive(p) && recorder.probes.traces(p) {
             log::info!("stopping leftover traced process {p}");
             launch::send_signal(p as i32, libc::SIGKILL);
         }

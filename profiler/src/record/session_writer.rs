@@ -280,6 +280,7 @@ pub(super) fn build_session(
         unwind_decisions,
         wake_series,
         tracked: recorder_tracked,
+        live,
         parents,
         start_mono,
         ..
@@ -418,6 +419,11 @@ pub(super) fn build_session(
             notes.push(format!("probe {} disabled: {}", status.name, status.note));
         }
     }
+    let main_thread_comms: BTreeMap<u32, &str> = threads
+        .iter()
+        .filter(|t| t.tid == t.pid)
+        .map(|t| (t.pid, t.comm.as_str()))
+        .collect();
     let info = SessionInfo {
         format_version: SESSION_FORMAT_VERSION,
         storprof_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -458,22 +464,24 @@ pub(super) fn build_session(
         unwind: Some(unwind),
         processes: recorder_tracked
             .iter()
-            .map(|&pid| model::ProcessInfo {
-                pid,
-                ppid: parents
-                    .get(&pid)
-                    .copied()
-                    .or_else(|| procfs::parent_of(pid))
-                    .unwrap_or(0),
-                comm: std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_else(|_| {
-                        threads
-                            .iter()
-                            .find(|t| t.tid == pid)
-                            .map(|t| t.comm.clone())
-                            .unwrap_or_default()
-                    }),
+            .map(|&pid| {
+                // /proc speaks for a process only while it is the traced
+                // one: a pid seen to exit may belong to another by now.
+                let running = live.contains(&pid);
+                model::ProcessInfo {
+                    pid,
+                    ppid: parents
+                        .get(&pid)
+                        .copied()
+                        .or_else(|| running.then(|| procfs::parent_of(pid)).flatten())
+                        .unwrap_or(0),
+                    comm: running
+                        .then(|| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
+                        .flatten()
+                        .map(|s| s.trim().to_string())
+                        .or_else(|| main_thread_comms.get(&pid).map(|c| c.to_string()))
+                        .unwrap_or_default(),
+                }
             })
             .collect(),
     };

@@ -689,3 +689,42 @@ fn forked_children_inherit_the_unwind_decision_without_nesting_its_reason() {
         "no ancestor, no decision"
     );
 }
+
+#[test]
+fn a_process_leaves_the_live_set_at_its_exit_and_stays_listed() {
+    let (main, worker) = (fake_pid(1), fake_pid(2));
+    let event = |kind, tgid, tid, group_dead| ProcEvent {
+        kind,
+        tgid,
+        tid,
+        group_dead,
+        ts: 1,
+    };
+    let step = |events| ReplayStep {
+        proc_events: events,
+        ..ReplayStep::default()
+    };
+    let kernel = ReplayKernel::new(
+        &[family::SCHED],
+        [
+            step(vec![event(proc_event::FORK, main, worker, 0)]),
+            // A thread of the worker exits first; the process goes with
+            // its last thread.
+            step(vec![event(proc_event::EXIT, worker, worker + 1, 0)]),
+            step(vec![event(proc_event::EXIT, worker, worker, 1)]),
+        ],
+    );
+    let mut recorder = Recorder::new(Box::new(kernel), UnwindMode::Fp, None, 0);
+    recorder.track(main);
+    recorder.drain();
+    assert!(recorder.live.contains(&worker));
+    recorder.drain();
+    assert!(
+        recorder.live.contains(&worker),
+        "a thread's exit is not the process's"
+    );
+    recorder.drain();
+    assert!(!recorder.live.contains(&worker));
+    assert!(recorder.live.contains(&main));
+    assert!(recorder.tracked.contains(&worker) && recorder.tracked.contains(&main));
+}
