@@ -660,13 +660,67 @@ pub mod waker_kind {
     pub const IDLE: u8 = 4;
 }
 
-/// Interrupt-context depth counters per CPU (`IRQ_CONTEXT` indices),
+/// Interrupt-context depth counters per CPU (`IrqContext` indices),
 /// raised at the handlers' entry tracepoints and lowered at their exit.
 pub mod irq_context {
-    pub const HARDIRQ: u32 = 0;
-    pub const SOFTIRQ: u32 = 1;
-    pub const TIMER: u32 = 2;
-    pub const COUNT: u32 = 3;
+    pub const HARDIRQ: usize = 0;
+    pub const SOFTIRQ: usize = 1;
+    pub const TIMER: usize = 2;
+    pub const COUNT: usize = 3;
+}
+
+/// The interrupt contexts active on one CPU (`IRQ_CONTEXT`, per CPU): a
+/// depth per `irq_context` kind and when each was last entered, so that a
+/// wake-up is credited to the innermost one (a softirq run from inside an
+/// hrtimer callback, or an hrtimer run from a softirq). `sched_switch`
+/// clears it, since the scheduler never runs inside a handler: a handler
+/// whose exit program the kernel skipped (a BPF program does not nest in
+/// itself on one CPU) cannot leave a depth raised for later wake-ups.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IrqContext {
+    pub depth: [u32; irq_context::COUNT],
+    /// `seq` at each kind's last entry.
+    pub entered: [u32; irq_context::COUNT],
+    pub seq: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<IrqContext>() == 32);
+
+impl IrqContext {
+    /// The innermost active kind (`irq_context` index), if any.
+    #[inline(always)]
+    pub fn innermost(&self) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        let mut i = 0;
+        while i < irq_context::COUNT {
+            if self.depth[i] > 0 {
+                best = match best {
+                    Some(b) if self.entered[b].wrapping_sub(self.entered[i]) < u32::MAX / 2 => {
+                        Some(b)
+                    }
+                    _ => Some(i),
+                };
+            }
+            i += 1;
+        }
+        best
+    }
+
+    /// A handler of `kind` was entered (`enter`) or left.
+    #[inline(always)]
+    pub fn add(&mut self, kind: usize, enter: bool) {
+        if kind >= irq_context::COUNT {
+            return;
+        }
+        if enter {
+            self.seq = self.seq.wrapping_add(1);
+            self.entered[kind] = self.seq;
+            self.depth[kind] = self.depth[kind].saturating_add(1);
+        } else {
+            self.depth[kind] = self.depth[kind].saturating_sub(1);
+        }
+    }
 }
 
 /// `WakeKey::syscall` when the wakee was not inside a traced syscall.
@@ -693,18 +747,30 @@ pub struct WakeKey {
     pub waker_kind: u8,
     /// The syscall the wakee blocked in (`WAKE_NO_SYSCALL`: none or unknown).
     pub syscall: u16,
-    /// For futex waits: 1 when the wakee waited for a lock: a glibc
-    /// low-level lock's wait (FUTEX_WAIT for the value 2, "locked with
-    /// waiters") or a PI lock's, or a wait on a futex word (64-byte
-    /// granule) that the waker is among the last waiters of, a lock they
-    /// both contend for; 0 for a hand-off. The first test catches a holder
-    /// that re-takes the lock after each release and never waits itself.
-    /// Keeps the key free of addresses, so the edge count stays bounded by
-    /// the thread pairs.
+    /// For futex waits, `futex_share::*`: whether the wakee waited for a
+    /// lock, and how that is known: a glibc low-level lock's wait
+    /// (FUTEX_WAIT for the value 2, "locked with waiters") or a PI lock's
+    /// (`LOCK_WAIT`: a lock, whoever wakes it, which catches a holder that
+    /// re-takes the lock after each release and never waits itself), or a
+    /// wait on a futex word (64-byte granule) that the waker is among the
+    /// last waiters of (`RING`: a lock they both contend for, or a
+    /// condition variable that shares a granule with a mutex); 0 for a
+    /// hand-off. Keeps the key free of addresses, so the edge count stays
+    /// bounded by the thread pairs.
     pub futex_shared: u8,
     pub _pad: [u8; 3],
 }
 const _: () = assert!(core::mem::size_of::<WakeKey>() == 24);
+
+/// `WakeKey::futex_shared` values.
+pub mod futex_share {
+    /// A hand-off (or not a futex wait).
+    pub const NONE: u8 = 0;
+    /// The waker waited on the same futex word lately.
+    pub const RING: u8 = 1;
+    /// The wakee waited for a glibc or PI lock.
+    pub const LOCK_WAIT: u8 = 2;
+}
 
 /// The last distinct threads that waited on one futex word (64-byte
 /// granule; `FUTEX_WAITERS`): a ring of `FUTEX_WAITER_SLOTS` tids. A lock
@@ -844,6 +910,12 @@ pub const fn is_read_family(nr: u64) -> bool {
     matches!(nr, 0 | 17 | 19 | 295 | 327)
 }
 
+/// x86_64 syscall numbers of socket receives whose return value is a byte
+/// count (recvfrom, recvmsg): a network reader's input.
+pub const fn is_recv_family(nr: u64) -> bool {
+    matches!(nr, 45 | 47)
+}
+
 /// x86_64 syscall numbers of the write family.
 pub const fn is_write_family(nr: u64) -> bool {
     matches!(nr, 1 | 18 | 20 | 296 | 328)
@@ -880,7 +952,8 @@ mod pod {
         PyFrameRecord,
         WakeKey,
         WakeAcc,
-        FutexWaiters
+        FutexWaiters,
+        IrqContext
     );
 }
 
@@ -896,6 +969,35 @@ mod tests {
         assert_eq!(log2_bucket(3), 1);
         assert_eq!(log2_bucket(1024), 10);
         assert_eq!(log2_bucket(u64::MAX), LOG2_BUCKETS - 1);
+    }
+
+    #[test]
+    fn the_innermost_interrupt_context_wins() {
+        let mut c = IrqContext::default();
+        assert_eq!(c.innermost(), None);
+        // A softirq run from inside an hrtimer callback.
+        c.add(irq_context::TIMER, true);
+        c.add(irq_context::SOFTIRQ, true);
+        assert_eq!(c.innermost(), Some(irq_context::SOFTIRQ));
+        c.add(irq_context::SOFTIRQ, false);
+        assert_eq!(c.innermost(), Some(irq_context::TIMER));
+        c.add(irq_context::TIMER, false);
+        assert_eq!(c.innermost(), None);
+        // An hrtimer run from a softirq, then a hard interrupt on top.
+        c.add(irq_context::SOFTIRQ, true);
+        c.add(irq_context::TIMER, true);
+        assert_eq!(c.innermost(), Some(irq_context::TIMER));
+        c.add(irq_context::HARDIRQ, true);
+        assert_eq!(c.innermost(), Some(irq_context::HARDIRQ));
+        // A skipped exit leaves no negative depth.
+        c = IrqContext::default();
+        c.add(irq_context::TIMER, false);
+        assert_eq!(c.depth[irq_context::TIMER], 0);
+        // The entry stamps wrap.
+        c.seq = u32::MAX;
+        c.add(irq_context::SOFTIRQ, true);
+        c.add(irq_context::TIMER, true);
+        assert_eq!(c.innermost(), Some(irq_context::TIMER));
     }
 
     #[test]

@@ -8,10 +8,10 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use storprof_common::{
-    BlockInflight, BlockKey, FutexWaiters, OffCpuPending, OffCpuStart, ProbeConfig, PyOffCpuSample,
-    PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
-    SYSCALL_THREAD_SLOTS, StackFrames, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
-    UserStackSample, WakeAcc, WakeKey, irq_context, lost, py_offcpu_lost,
+    BlockInflight, BlockKey, FutexWaiters, IrqContext, OffCpuPending, OffCpuStart, ProbeConfig,
+    PyOffCpuSample, PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS, SYSCALL_NR_SLOTS,
+    SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackFrames, StackKey, SyscallAcc, SyscallKey,
+    SyscallStart, ThreadAcc, UserStackSample, WakeAcc, WakeKey, lost, py_offcpu_lost,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -208,10 +208,9 @@ pub(crate) static FUTEX_WAITERS: LruHashMap<u64, FutexWaiters> =
 #[map]
 pub(crate) static WAKE_EDGES: HashMap<WakeKey, WakeAcc> = HashMap::with_max_entries(32768, 0);
 
-/// Interrupt-context depth per CPU, by `irq_context` index.
+/// The interrupt contexts active on each CPU (one entry per CPU).
 #[map]
-pub(crate) static IRQ_CONTEXT: PerCpuArray<u32> =
-    PerCpuArray::with_max_entries(irq_context::COUNT, 0);
+pub(crate) static IRQ_CONTEXT: PerCpuArray<IrqContext> = PerCpuArray::with_max_entries(1, 0);
 
 #[map]
 pub(crate) static PROC_EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);

@@ -34,6 +34,7 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
     let next_tid: u32 = field(ctx, offsets::SCHED_SWITCH_NEXT_PID);
     // `current` is still `prev` here.
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    crate::wakeups::irq_context_clear();
 
     if prev_tid != 0 && is_traced(tgid) {
         repair_missed_switch_in(prev_tid, now);

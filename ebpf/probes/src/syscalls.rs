@@ -16,7 +16,7 @@ use aya_ebpf::{
 use storprof_common::{
     FLAG_SYSCALL_BLOCKED_TIME, FLAG_SYSCALL_LATENCY, FUTEX_NR, SYSCALL_NR_SLOTS,
     SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, SyscallAcc, SyscallKey, is_read_family,
-    is_write_family, log2_bucket, lost, tracepoint_offsets as offsets,
+    is_recv_family, is_write_family, log2_bucket, lost, tracepoint_offsets as offsets,
 };
 
 use crate::{
@@ -152,7 +152,7 @@ pub(crate) fn exit(ctx: &RawTracePointContext) -> u32 {
         }
         if ret < 0 {
             (*acc).errors += 1;
-        } else if is_read_family(nr) || is_write_family(nr) {
+        } else if is_read_family(nr) || is_write_family(nr) || is_recv_family(nr) {
             (*acc).bytes += ret as u64;
         }
     }

@@ -9,8 +9,8 @@ use aya_ebpf::{
     programs::RawTracePointContext,
 };
 use storprof_common::{
-    FUTEX_NR, FUTEX_WAITER_SLOTS, FutexWaiters, WAKE_NO_SYSCALL, WAKER_STACK_EVERY, WakeAcc,
-    WakeKey, irq_context, lost, offcpu_state, waker_kind,
+    FUTEX_NR, FUTEX_WAITER_SLOTS, FutexWaiters, IrqContext, WAKE_NO_SYSCALL, WAKER_STACK_EVERY,
+    WakeAcc, WakeKey, futex_share, irq_context, lost, offcpu_state, waker_kind,
 };
 
 use crate::{
@@ -22,21 +22,17 @@ use crate::{
     stacks::stack_ids,
 };
 
-/// The kind of the current waker: an interrupt handler when one runs on
-/// this CPU, else the task.
+/// The kind of the current waker: the innermost interrupt handler running
+/// on this CPU, else the task.
 #[inline(always)]
 fn current_waker_kind(tgid: u32) -> u8 {
-    let depth = |i: u32| IRQ_CONTEXT.get(i).copied().unwrap_or(0);
-    if depth(irq_context::TIMER) > 0 {
-        waker_kind::TIMER
-    } else if depth(irq_context::SOFTIRQ) > 0 {
-        waker_kind::SOFTIRQ
-    } else if depth(irq_context::HARDIRQ) > 0 {
-        waker_kind::HARDIRQ
-    } else if tgid == 0 {
-        waker_kind::IDLE
-    } else {
-        waker_kind::TASK
+    let innermost = IRQ_CONTEXT.get(0).and_then(IrqContext::innermost);
+    match innermost {
+        Some(irq_context::TIMER) => waker_kind::TIMER,
+        Some(irq_context::SOFTIRQ) => waker_kind::SOFTIRQ,
+        Some(_) => waker_kind::HARDIRQ,
+        None if tgid == 0 => waker_kind::IDLE,
+        None => waker_kind::TASK,
     }
 }
 
@@ -83,9 +79,11 @@ pub(crate) fn waking(ctx: &RawTracePointContext) -> u32 {
     } else {
         WAKE_NO_SYSCALL
     };
-    let futex_shared = kind == waker_kind::TASK
-        && u64::from(syscall) == FUTEX_NR
-        && self::futex_shared(waker_tid, wakee_tid);
+    let futex_shared = if kind == waker_kind::TASK && u64::from(syscall) == FUTEX_NR {
+        self::futex_shared(waker_tid, wakee_tid)
+    } else {
+        futex_share::NONE
+    };
     let key = WakeKey {
         waker_tgid,
         waker_tid,
@@ -94,7 +92,7 @@ pub(crate) fn waking(ctx: &RawTracePointContext) -> u32 {
         wakee_state: (start.state & offcpu_state::INDEX_MASK) as u8,
         waker_kind: kind,
         syscall,
-        futex_shared: u8::from(futex_shared),
+        futex_shared,
         _pad: [0; 3],
     };
     if let Some(acc) = WAKE_EDGES.get_ptr_mut(key) {
@@ -129,20 +127,30 @@ pub(crate) fn waking(ctx: &RawTracePointContext) -> u32 {
     0
 }
 
-/// Raises (`enter`) or lowers this CPU's depth counter of interrupt
-/// context `index` (an `irq_context` index).
+/// Raises (`enter`) or lowers this CPU's depth of interrupt context
+/// `index` (an `irq_context` index).
 #[inline(always)]
-pub(crate) fn irq_depth_add(index: u32, enter: bool) {
-    if let Some(depth) = IRQ_CONTEXT.get_ptr_mut(index) {
+pub(crate) fn irq_depth_add(index: usize, enter: bool) {
+    if let Some(ctx) = IRQ_CONTEXT.get_ptr_mut(0) {
         // SAFETY: per-CPU slot; a handler's entry and exit run on one CPU,
-        // and nested handlers of one kind unwind in order.
+        // and nested handlers unwind in order.
+        unsafe { (*ctx).add(index, enter) };
+    }
+}
+
+/// Clears this CPU's interrupt contexts: called from `sched_switch`, which
+/// never runs inside an interrupt handler, so whatever depth is left is
+/// from a handler whose exit program did not run.
+#[inline(always)]
+pub(crate) fn irq_context_clear() {
+    if let Some(ctx) = IRQ_CONTEXT.get_ptr_mut(0) {
+        // SAFETY: per-CPU slot; interrupts that could touch it run only
+        // after the switch, and their entries raise it again.
         unsafe {
-            *depth = if enter {
-                (*depth).saturating_add(1)
-            } else {
-                (*depth).saturating_sub(1)
+            if (*ctx).depth != [0; irq_context::COUNT] {
+                (*ctx).depth = [0; irq_context::COUNT];
             }
-        };
+        }
     }
 }
 
@@ -200,27 +208,28 @@ pub(crate) fn remember_futex_wait(tid: u32, word: u64, lock: bool) {
     let _ = FUTEX_WAITERS.insert(granule, fresh, 0);
 }
 
-/// Whether `wakee` waits for a lock, or `waker` is among the last waiters
-/// of the futex word (64-byte granule) that `wakee` waits on.
+/// Whether `wakee` waits for a lock (`futex_share::LOCK_WAIT`), or `waker`
+/// is among the last waiters of the futex word (64-byte granule) that
+/// `wakee` waits on (`futex_share::RING`).
 #[inline(always)]
-fn futex_shared(waker: u32, wakee: u32) -> bool {
+fn futex_shared(waker: u32, wakee: u32) -> u8 {
     // SAFETY: the value is copied out.
     let Some(word) = unsafe { FUTEX_WAIT_WORD.get(wakee) }.copied() else {
-        return false;
+        return futex_share::NONE;
     };
     if word & LOCK_WAIT_MARK != 0 {
-        return true;
+        return futex_share::LOCK_WAIT;
     }
     // SAFETY: as above; a concurrent update only makes it one wait older.
     let Some(waiters) = unsafe { FUTEX_WAITERS.get(word >> 6) }.copied() else {
-        return false;
+        return futex_share::NONE;
     };
     let mut i = 0;
     while i < FUTEX_WAITER_SLOTS {
         if waiters.tids[i] == waker {
-            return true;
+            return futex_share::RING;
         }
         i += 1;
     }
-    false
+    futex_share::NONE
 }

@@ -212,6 +212,10 @@ pub enum ReaderSelection {
     /// The threads on the critical path of the consumer's data waits
     /// (wake-up graph); shares are of the consumer's data wait.
     CriticalPath,
+    /// No consumer: the readers and their worker processes' threads, with
+    /// their waits sorted by what ended them (wake-up graph); shares are of
+    /// what they did and waited on, less waiting on each other.
+    ReaderTime,
 }
 
 /// One block device's figures over the recording.
@@ -794,6 +798,11 @@ pub struct Features {
     pub reader_read_syscall_share: f64,
     pub reader_futex_share: f64,
     pub reader_socket_recv_share: f64,
+    /// Waiting for CPython's GIL (wake-up graph sessions with Python
+    /// stacks): CPU the readers wanted while another thread held the
+    /// interpreter.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub reader_gil_share: f64,
     /// Reclaim, swap-in and OOM stacks (off-CPU and on-CPU) / reader thread time.
     pub reader_reclaim_share: f64,
     pub oom_killed: bool,
@@ -999,12 +1008,9 @@ impl Features {
     /// data, spent in that state by the threads it waited on (directly or
     /// through their own waits). Idle pool threads weigh nothing.
     pub fn apply_critical_path(&mut self, w: &WaitAnalysis, path_oncpu: &FoldedStacks) {
-        use super::waitgraph::PathKind as K;
         let Some(au) = w.kernel_au_percentage else {
             return;
         };
-        let cpu = w.share(&[K::CpuUser, K::CpuKernel]);
-        let user = w.share(&[K::CpuUser]);
         self.reader_selection = Some(ReaderSelection::CriticalPath);
         let threads: BTreeSet<(u32, u32)> = w
             .critical_path
@@ -1023,19 +1029,9 @@ impl Features {
         self.reader_thread_s = w
             .consumers
             .iter()
-            .map(|c| c.data_wait_ns as f64 / 1e9)
+            .map(|c| (c.data_wait_ns + c.gil_ns) as f64 / 1e9)
             .sum();
-        self.reader_on_cpu_share = cpu;
-        self.reader_user_share = (cpu > 0.0).then(|| user / cpu);
-        self.reader_runnable_share = w.share(&[K::Runnable]);
-        self.reader_blocked_io_share = w.share(&[K::BlockIo]);
-        self.reader_futex_share = w.share(&[K::Lock]);
-        self.reader_socket_recv_share = w.share(&[K::Network]);
-        self.reader_sleeping_share = w.share(&[K::Timer, K::Unattributed, K::WaitsForConsumer]);
-        if !path_oncpu.is_empty() {
-            self.reader_cache_copy_share =
-                frames::share_matching(path_oncpu, CACHE_COPY_FRAMES, true);
-        }
+        self.apply_path_shares(w, path_oncpu);
         if let Some(c) = w.consumers.first() {
             self.consumer = Some(ConsumerFeature {
                 comm: c.comm.clone(),
@@ -1045,6 +1041,46 @@ impl Features {
                 writes: consumer_writes(&w.consumers),
             });
         }
+    }
+
+    /// The readers' shares by state from a wait analysis's path (of the
+    /// consumer's data wait, or of the readers' own time).
+    fn apply_path_shares(&mut self, w: &WaitAnalysis, path_oncpu: &FoldedStacks) {
+        use super::waitgraph::PathKind as K;
+        let cpu = w.share(&[K::CpuUser, K::CpuKernel]);
+        let user = w.share(&[K::CpuUser]);
+        self.reader_on_cpu_share = cpu;
+        self.reader_user_share = (cpu > 0.0).then(|| user / cpu);
+        self.reader_runnable_share = w.share(&[K::Runnable]);
+        self.reader_blocked_io_share = w.share(&[K::BlockIo]);
+        self.reader_futex_share = w.share(&[K::Lock]);
+        self.reader_gil_share = w.share(&[K::Gil]);
+        self.reader_socket_recv_share = w.share(&[K::Network]);
+        self.reader_sleeping_share = w.share(&[K::Timer, K::Unattributed, K::WaitsForConsumer]);
+        if !path_oncpu.is_empty() {
+            self.reader_cache_copy_share =
+                frames::share_matching(path_oncpu, CACHE_COPY_FRAMES, true);
+        }
+    }
+
+    /// Without a consumer: the reader shares from the readers' own time in
+    /// the wake-up graph (their waits sorted by what ended them: an
+    /// io_uring wait for a block completion is I/O, a poll for a socket
+    /// is the network).
+    pub fn apply_reader_time(&mut self, w: &WaitAnalysis, path_oncpu: &FoldedStacks) {
+        let total_ns: u64 = w.critical_path.iter().map(|p| p.ns).sum();
+        if total_ns == 0 {
+            return;
+        }
+        self.reader_selection = Some(ReaderSelection::ReaderTime);
+        let threads: BTreeSet<(u32, u32)> = w.roles.iter().map(|r| (r.pid, r.tid)).collect();
+        self.reader_threads = threads.len();
+        let comms: BTreeSet<String> = w.roles.iter().map(|r| r.comm.clone()).collect();
+        if !comms.is_empty() {
+            self.reader_comms = comms.into_iter().collect();
+        }
+        self.reader_thread_s = total_ns as f64 / 1e9;
+        self.apply_path_shares(w, path_oncpu);
     }
 
     /// Of reader CPU, the share that is the reader's own work: user code,
@@ -1277,6 +1313,7 @@ impl Features {
             reader_read_syscall_share: ratio(read_syscall_ns, life),
             reader_futex_share: ratio(futex_ns, life),
             reader_socket_recv_share: ratio(socket_ns, life),
+            reader_gil_share: 0.0,
             reader_reclaim_share: ratio(reclaim_ns, life),
             oom_killed,
             cpus_used: if duration_s > 0.0 {

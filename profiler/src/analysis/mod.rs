@@ -57,14 +57,21 @@ pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
     let mut features = Features::extract(session, thresholds);
     features.stall = stall::detect(session, thresholds);
     let wait = waitgraph::analyze(session, thresholds);
-    let path = wait
-        .as_ref()
-        .filter(|w| w.kernel_au_percentage.is_some())
-        .map(|w| {
-            let stacks = threads_stacks(&session.oncpu_threads, &w.path_cpu_threads);
+    let path = wait.as_ref().and_then(|w| {
+        let readers_only = w.basis == waitgraph::PathBasis::ReaderTime;
+        let has_path =
+            w.kernel_au_percentage.is_some() || readers_only && !w.critical_path.is_empty();
+        if !has_path {
+            return None;
+        }
+        let stacks = threads_stacks(&session.oncpu_threads, &w.path_cpu_threads);
+        if readers_only {
+            features.apply_reader_time(w, &stacks);
+        } else {
             features.apply_critical_path(w, &stacks);
-            stacks
-        });
+        }
+        Some(stacks)
+    });
     let modules = &session.frame_modules;
     let hot_oncpu_readers = match &path {
         Some(stacks) if !stacks.is_empty() => {

@@ -304,6 +304,10 @@ pub enum Figure {
     ReaderSocketRecv {
         share: f64,
     },
+    /// Readers waiting for CPython's GIL.
+    ReaderGil {
+        share: f64,
+    },
     /// Seconds without a read or a hand-off, up to the end of the data.
     NoProgress {
         seconds: f64,
@@ -393,6 +397,7 @@ impl Figure {
             Self::ReaderReclaim { .. } => "reader_reclaim_share",
             Self::OomKilled => "oom_killed",
             Self::ReaderSocketRecv { .. } => "reader_socket_recv_share",
+            Self::ReaderGil { .. } => "reader_gil_share",
             Self::NoProgress { .. } => "no_progress_s",
             Self::StalledThread { tid, .. } => return format!("stalled_thread:{tid}"),
             Self::WriterOnCpu { .. } => "writer_on_cpu_share",
@@ -426,6 +431,7 @@ impl Figure {
             | Self::ReaderFutex { share }
             | Self::ReaderReclaim { share }
             | Self::ReaderSocketRecv { share }
+            | Self::ReaderGil { share }
             | Self::WriterOnCpu { share, .. }
             | Self::WriterOwnWork { share }
             | Self::WriterSync { share, .. }
@@ -530,6 +536,8 @@ pub enum Detail {
         /// Device utilization under `storage_idle_utilization`.
         storage_idle: bool,
         device: Option<DeviceFigures>,
+        /// Readers' waits for CPython's GIL (a share of the basis).
+        gil_share: f64,
     },
     StorageBound {
         blocked_share: f64,
@@ -654,9 +662,11 @@ pub enum Note {
         compute_share: f64,
         own_share: f64,
     },
-    /// Reader figures are shares of the consumers' data wait.
+    /// Reader figures are shares of the consumers' data wait (and of their
+    /// waits for a GIL the loaders held).
     ConsumerDataWait {
         wait_s: f64,
+        gil_s: f64,
         /// (comm, tid) of each consumer.
         consumers: Vec<(String, u32)>,
     },
@@ -780,6 +790,13 @@ impl Decision {
             .extend(w.notes.iter().cloned().map(Note::WaitGraph));
         if w.kernel_au_percentage.is_none() {
             self.rules = RuleSet::Readers;
+            if !w.critical_path.is_empty() {
+                // The readers' own time, split by what ended their waits.
+                self.window = w.window.clone();
+                self.phases = w.phases.clone();
+                self.roles = w.roles.clone();
+                self.critical_path = rounded_path(&w.critical_path);
+            }
             return;
         }
         self.rules = RuleSet::WaitGraph;
@@ -789,6 +806,7 @@ impl Decision {
                 .iter()
                 .map(|c| c.data_wait_ns as f64 / 1e9)
                 .sum(),
+            gil_s: w.consumers.iter().map(|c| c.gil_ns as f64 / 1e9).sum(),
             consumers: w
                 .consumers
                 .iter()
@@ -801,20 +819,23 @@ impl Decision {
         self.phases = w.phases.clone();
         self.consumers = w.consumers.clone();
         self.roles = w.roles.clone();
-        self.critical_path = w
-            .critical_path
-            .iter()
-            .map(|p| PathShare {
-                share: round4(p.share),
-                threads: p
-                    .threads
-                    .iter()
-                    .map(|(pid, tid, comm, share)| (*pid, *tid, comm.clone(), round4(*share)))
-                    .collect(),
-                ..p.clone()
-            })
-            .collect();
+        self.critical_path = rounded_path(&w.critical_path);
     }
+}
+
+/// A critical path with its shares rounded for verdict.json.
+fn rounded_path(path: &[PathShare]) -> Vec<PathShare> {
+    path.iter()
+        .map(|p| PathShare {
+            share: round4(p.share),
+            threads: p
+                .threads
+                .iter()
+                .map(|(pid, tid, comm, share)| (*pid, *tid, comm.clone(), round4(*share)))
+                .collect(),
+            ..p.clone()
+        })
+        .collect()
 }
 
 fn device_figures(f: &Features) -> Option<DeviceFigures> {
@@ -885,7 +906,8 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
     } else {
         f.reader_runnable_share
     };
-    let demand = (f.reader_on_cpu_share + queued).min(1.0);
+    // A wait for the GIL is a wait to run Python: CPU demand too.
+    let demand = (f.reader_on_cpu_share + queued + f.reader_gil_share).min(1.0);
     let fired = demand >= t.cpu_bound_on_cpu_share
         && own >= t.cpu_bound_own_work_share
         && util < t.storage_busy_utilization;
@@ -896,11 +918,16 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
         },
         Figure::ReaderCpuDemand { share: demand },
         Figure::ReaderUser { share: user },
-        Figure::ReaderOwnWork {
-            share: own,
-            read_amplification: f.bench.as_ref().and_then(|b| b.read_amplification),
-        },
     ];
+    if f.reader_gil_share > 0.0 {
+        figures.push(Figure::ReaderGil {
+            share: f.reader_gil_share,
+        });
+    }
+    figures.push(Figure::ReaderOwnWork {
+        share: own,
+        read_amplification: f.bench.as_ref().and_then(|b| b.read_amplification),
+    });
     for c in hot.categories.iter().take(3) {
         figures.push(Figure::HotCategory {
             name: c.name.clone(),
@@ -916,6 +943,7 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
             hot: headline_frames(hot, 2),
             storage_idle: util < t.storage_idle_utilization,
             device: device_figures(f),
+            gil_share: f.reader_gil_share,
         },
         figures,
     }

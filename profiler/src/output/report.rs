@@ -787,6 +787,41 @@ fn stall_section(out: &mut String, stall: Option<&crate::analysis::stall::Stall>
     }
 }
 
+/// A consumer's window time in words: compute, data wait, the GIL, other
+/// locks, a CPU queue; None for an empty window.
+fn consumer_time_split(c: &crate::analysis::waitgraph::ConsumerTime) -> Option<String> {
+    if c.window_ns == 0 {
+        return None;
+    }
+    let pct = |ns: u64| ns as f64 / c.window_ns as f64 * 100.0;
+    let mut parts = vec![format!(
+        "waiting for data {:.1}% of its window",
+        pct(c.data_wait_ns)
+    )];
+    if c.timed_out_wait_ns > 0 {
+        parts[0].push_str(&format!(
+            " ({:.1}% in waits that timed out and were retried)",
+            pct(c.timed_out_wait_ns)
+        ));
+    }
+    if c.gil_ns > 0 {
+        parts.push(format!(
+            "waiting for the GIL {:.1}% (runnable in all but name: a loader ran Python)",
+            pct(c.gil_ns)
+        ));
+    }
+    if c.lock_ns > 0 {
+        parts.push(format!("waiting for other locks {:.1}%", pct(c.lock_ns)));
+    }
+    if c.queued_ns > 0 {
+        parts.push(format!("waiting for a CPU {:.1}%", pct(c.queued_ns)));
+    }
+    if c.emulated_compute {
+        parts.push(format!("in its emulated compute {:.1}%", pct(c.compute_ns)));
+    }
+    Some(parts.join(", "))
+}
+
 fn wait_section(out: &mut String, analysis: &Analysis) {
     let Some(w) = &analysis.wait else {
         return;
@@ -812,6 +847,11 @@ fn wait_section(out: &mut String, analysis: &Analysis) {
                 c.window_ns as f64 / 1e9,
                 c.au_percentage
             );
+        }
+        for c in &w.consumers {
+            if let Some(split) = consumer_time_split(c) {
+                let _ = writeln!(out, "\n{} (tid {}): {split}.", cell(&c.comm), c.tid);
+            }
         }
         if let (Some(k), Some(b)) = (
             w.kernel_au_percentage,

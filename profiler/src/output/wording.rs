@@ -60,6 +60,10 @@ fn frames_phrase(frames: &[(String, f64)]) -> String {
 }
 
 /// One sentence: what a finding saw.
+/// A share of GIL waits from which a CPU-bound reader's headline names the
+/// GIL: a tenth of the time.
+const GIL_NAMED_SHARE: f64 = 0.1;
+
 pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
     let basis_text = basis_text(basis);
     match &finding.detail {
@@ -67,6 +71,7 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
             hot,
             storage_idle,
             device,
+            gil_share,
         } => {
             let hot_text = frames_phrase(hot);
             let headline_hot = if hot_text.is_empty() {
@@ -79,7 +84,16 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
             } else {
                 format!("storage: {}", storage_phrase(device.as_ref()))
             };
-            format!("CPU-bound in the reader{headline_hot}; {storage}")
+            let gil = if *gil_share >= GIL_NAMED_SHARE {
+                format!(
+                    "; the GIL serializes the Python work (waits for it: {} {})",
+                    pct(*gil_share),
+                    basis_text
+                )
+            } else {
+                String::new()
+            };
+            format!("CPU-bound in the reader{headline_hot}{gil}; {storage}")
         }
         Detail::StorageBound {
             blocked_share,
@@ -355,8 +369,12 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
         ),
         Figure::OomKilled => "the OOM killer ended a traced process".to_string(),
         Figure::ReaderSocketRecv { share } => {
-            format!("workers in socket receives {} {basis}", pct(*share))
+            format!("workers waiting for the network {} {basis}", pct(*share))
         }
+        Figure::ReaderGil { share } => format!(
+            "readers waiting for the GIL (another thread running Python) {} {basis}",
+            pct(*share)
+        ),
         Figure::NoProgress {
             seconds,
             handoffs_too,
@@ -498,17 +516,32 @@ fn note_text(note: &Note, d: &Decision) -> String {
             pct(*compute_share),
             pct(*own_share)
         ),
-        Note::ConsumerDataWait { wait_s, consumers } => {
+        Note::ConsumerDataWait {
+            wait_s,
+            gil_s,
+            consumers,
+        } => {
             let names: Vec<String> = consumers
                 .iter()
                 .map(|(comm, tid)| format!("{comm} (tid {tid})"))
                 .collect();
-            format!(
-                "Figures about \"reader\" time are shares of the consumer's data wait ({wait_s:.2} s \
-                 over the training window, consumer {}), spent by the threads it waited on, \
-                 directly or through their own waits.",
-                names.join(", ")
-            )
+            if *gil_s > 0.005 {
+                format!(
+                    "Figures about \"reader\" time are shares of the time the consumer waited on \
+                     its loaders ({:.2} s over the training window: {wait_s:.2} s for data, \
+                     {gil_s:.2} s for the GIL they held; consumer {}), spent by the threads it \
+                     waited on, directly or through their own waits.",
+                    wait_s + gil_s,
+                    names.join(", ")
+                )
+            } else {
+                format!(
+                    "Figures about \"reader\" time are shares of the consumer's data wait \
+                     ({wait_s:.2} s over the training window, consumer {}), spent by the threads \
+                     it waited on, directly or through their own waits.",
+                    names.join(", ")
+                )
+            }
         }
     }
 }

@@ -390,6 +390,13 @@ pub(super) fn build_session(
         "syscall_timing".to_string(),
         options.syscall_timing.name().to_string(),
     );
+    // Wake edges tell a lock's own wait (glibc, PI) from a shared futex
+    // word (`WakeEdge::lock_wait`), and interrupt wakers are the innermost
+    // handler's.
+    features.insert(
+        model::FEATURE_WAKE_EDGES.to_string(),
+        model::WAKE_EDGES_VERSION.to_string(),
+    );
     let mut notes = python_resolver.notes();
     notes.extend(folded.offcpu_python_note.clone());
     if folded_threads > 0 {

@@ -156,6 +156,12 @@ pub struct ProcessInfo {
     pub comm: String,
 }
 
+/// `SessionInfo::features` key of the wake-edge semantics a recording has.
+pub const FEATURE_WAKE_EDGES: &str = "wake_edges";
+/// Its value since wake edges carry `lock_wait` and interrupt wakers are
+/// the innermost handler's (absent before).
+pub const WAKE_EDGES_VERSION: &str = "2";
+
 /// `waits.json`: the wake-up graph of the recording.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct WaitGraph {
@@ -211,6 +217,12 @@ pub struct WakeEdge {
     /// a hand-off, or not a futex wait).
     #[serde(default)]
     pub futex_shared: bool,
+    /// Of `futex_shared` waits, the wakee waited for a glibc or PI lock
+    /// (known from the wait itself); false for a word the waker had waited
+    /// on too (a lock both contend for, or a condition variable next to a
+    /// mutex), and in sessions recorded before it was told apart.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub lock_wait: bool,
     /// Σ blocked time these wake-ups ended, ns.
     pub blocked_ns: u64,
     pub count: u64,
@@ -276,7 +288,8 @@ pub struct SyscallStats {
     pub errors: u64,
     /// Sum of latencies (enter → exit), ns.
     pub total_ns: u64,
-    /// Bytes returned by successful read-family or write-family calls.
+    /// Bytes returned by successful read-family, write-family or socket
+    /// receive (recvfrom, recvmsg; sessions before them: 0) calls.
     #[serde(default)]
     pub bytes: u64,
     /// log2 latency histogram (ns), `LOG2_BUCKETS` entries, trailing zeros may be trimmed.
@@ -463,6 +476,10 @@ pub struct VmstatSeries {
     pub dirtied_bytes: Vec<u64>,
     /// Increase of `nr_written`: pages written back during the bucket.
     pub written_bytes: Vec<u64>,
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 fn is_zero_u64(v: &u64) -> bool {

@@ -2,7 +2,9 @@
 //! grew, and the edges named (kinds, states, syscalls, waker stacks).
 use std::collections::BTreeMap;
 
-use storprof_common::{OffCpuStart, WAKE_NO_SYSCALL, WakeAcc, WakeKey, offcpu_state, waker_kind};
+use storprof_common::{
+    OffCpuStart, WAKE_NO_SYSCALL, WakeAcc, WakeKey, futex_share, offcpu_state, waker_kind,
+};
 
 use super::{comm_string, offcpu_state_name, syscall_name, waker_kind_name};
 use crate::session::model::{PendingWait, WaitGraph, WakeEdge};
@@ -206,7 +208,8 @@ pub fn wait_graph(
                 wakee_tid: k.wakee_tid,
                 wakee_state: offcpu_state_name(k.wakee_state).to_string(),
                 syscall: (k.syscall != WAKE_NO_SYSCALL).then(|| syscall_name(u32::from(k.syscall))),
-                futex_shared: k.futex_shared != 0,
+                futex_shared: k.futex_shared != futex_share::NONE,
+                lock_wait: k.futex_shared == futex_share::LOCK_WAIT,
                 blocked_ns: acc.blocked_ns,
                 count: acc.count,
                 first_s: seconds(acc.first_ns),
