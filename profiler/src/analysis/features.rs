@@ -839,6 +839,10 @@ pub struct Features {
     /// The device that served the most reads of its own, as for
     /// [`WriteFeatures::top_write_device`] (without reads: the busiest).
     pub top_device: Option<DeviceFeature>,
+    /// The tightest read limit a traced process's cgroup sets on the top
+    /// device (cgroup v1 blkio throttle or v2 io.max).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_limit: Option<IoLimitFeature>,
     pub devices: Vec<DeviceFeature>,
     pub consumer: Option<ConsumerFeature>,
     pub bench: Option<BenchFeature>,
@@ -848,6 +852,45 @@ pub struct Features {
     pub writes: Option<WriteFeatures>,
     pub lost_events: u64,
     pub missing_files: Vec<String>,
+}
+
+/// A cgroup's read limit on a device, as the verdict names it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoLimitFeature {
+    pub cgroup: String,
+    /// "blkio" or "io.max".
+    pub kind: String,
+    pub device: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_mib_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_iops: Option<u64>,
+}
+
+/// The tightest read limit (bytes first) of `limits` on the device named
+/// `device`.
+fn read_limit_on(
+    limits: &[crate::session::model::IoLimit],
+    devices: &[DeviceStats],
+    device: &str,
+) -> Option<IoLimitFeature> {
+    let dev = devices.iter().find(|d| d.name == device)?.dev.clone();
+    limits
+        .iter()
+        .filter(|l| l.device == dev && (l.read_bps.is_some() || l.read_iops.is_some()))
+        .min_by_key(|l| {
+            (
+                l.read_bps.unwrap_or(u64::MAX),
+                l.read_iops.unwrap_or(u64::MAX),
+            )
+        })
+        .map(|l| IoLimitFeature {
+            cgroup: l.cgroup.clone(),
+            kind: l.kind.clone(),
+            device: device.to_string(),
+            read_mib_per_s: l.read_bps.map(|b| b as f64 / (1 << 20) as f64),
+            read_iops: l.read_iops,
+        })
 }
 
 /// The value of option `name` in an argv (`--name VALUE` or `--name=VALUE`).
@@ -1080,6 +1123,9 @@ impl Features {
             self.reader_comms = comms.into_iter().collect();
         }
         self.reader_thread_s = total_ns as f64 / 1e9;
+        // The wait-for graph found no consumer: a thread that only sleeps
+        // (fio's status loop) is none either.
+        self.consumer = None;
         self.apply_path_shares(w, path_oncpu);
     }
 
@@ -1343,6 +1389,9 @@ impl Features {
             page_cache_miss_bytes,
             page_cache_write_bytes,
             page_cache_hit_ratio,
+            io_limit: top_device
+                .as_ref()
+                .and_then(|d| read_limit_on(&session.info.io_limits, &session.io.devices, &d.name)),
             top_device,
             devices,
             consumer,

@@ -88,19 +88,42 @@ pub fn detect(session: &Session, t: &Thresholds) -> Option<Stall> {
         return None;
     }
     let bucket_s = series.bucket_ns as f64 / 1e9;
-    let buckets = series.bucket_count();
-    let end_s = (buckets as f64 * bucket_s).max(session.info.duration_s);
+    // A command storprof stopped is judged as it was at the stop request:
+    // its signal handlers and tear-down read and hand off afterwards.
+    let stop_s = session.info.stop_requested_s.filter(|s| *s > 0.0);
+    let all_buckets = series.bucket_count();
+    // Only the buckets wholly before the stop request: the one it falls in
+    // holds the tear-down too (what came just before it is a fraction of a
+    // bucket, next to `stall_s`).
+    let buckets = stop_s.map_or(all_buckets, |s| {
+        ((s / bucket_s).floor() as usize).min(all_buckets)
+    });
+    let end_s = stop_s.unwrap_or((all_buckets as f64 * bucket_s).max(session.info.duration_s));
+    let progress_at = |b: usize| (b + 1) as f64 * bucket_s;
     let last_read_s = series
         .threads
         .iter()
-        .filter_map(|s| s.read().last_nonzero())
+        .filter_map(|s| {
+            (0..buckets.min(s.end_bucket()))
+                .rev()
+                .find(|&b| s.read().at(b) > 0)
+        })
         .max()
-        .map_or(0.0, |b| (b + 1) as f64 * bucket_s);
+        .map_or(0.0, progress_at);
     let last_handoff_s = waits
         .edges
         .iter()
         .filter(|e| e.waker_kind == "task" && e.waker_traced)
-        .map(|e| e.last_s)
+        .map(|e| {
+            if e.last_s <= end_s {
+                return e.last_s;
+            }
+            e.series
+                .iter()
+                .filter(|(b, _, n)| *n > 0 && (*b as usize) < buckets)
+                .map(|(b, _, _)| progress_at(*b as usize))
+                .fold(0.0, f64::max)
+        })
         .fold(0.0, f64::max);
 
     // Busy loop: a job that read, then nothing for stall_s while a thread

@@ -543,6 +543,8 @@ pub enum Detail {
         blocked_share: f64,
         limit: StorageLimit,
         device: Option<DeviceFigures>,
+        /// A cgroup's read limit on the device, when one is set.
+        io_limit: Option<super::features::IoLimitFeature>,
     },
     PageCacheServed {
         hit: f64,
@@ -661,6 +663,22 @@ pub enum Note {
         bench_au: f64,
         compute_share: f64,
         own_share: f64,
+    },
+    /// A consumer waited for the GIL a good part of its window: its own
+    /// step timing counts that as compute.
+    /// The workers were started anew for later epochs, and the consumer's
+    /// wait for each epoch's first batch is in the kernel AU, which DLIO's
+    /// leaves out.
+    EpochStarts {
+        epochs: u32,
+        wait_s: f64,
+        share: f64,
+        /// The kernel AU without those waits (%).
+        au_without: f64,
+    },
+    ConsumerGil {
+        comm: String,
+        share: f64,
     },
     /// Reader figures are shares of the consumers' data wait (and of their
     /// waits for a GIL the loaders held).
@@ -813,6 +831,28 @@ impl Decision {
                 .map(|c| (c.comm.clone(), c.tid))
                 .collect(),
         });
+        for c in &w.consumers {
+            let window = c.window_ns.max(1) as f64;
+            let starts = c.epoch_start_wait_ns as f64;
+            if c.epoch_starts > 0 && starts >= EPOCH_STARTS_NOTE_SHARE * window && starts < window {
+                let not_computing = (1.0 - c.au_percentage / 100.0) * window;
+                self.notes.push(Note::EpochStarts {
+                    epochs: c.epoch_starts,
+                    wait_s: starts / 1e9,
+                    share: starts / window,
+                    au_without: ((1.0 - (not_computing - starts).max(0.0) / (window - starts))
+                        * 100.0)
+                        .clamp(0.0, 100.0),
+                });
+            }
+            let share = c.gil_ns as f64 / c.window_ns.max(1) as f64;
+            if share >= CONSUMER_GIL_NOTE_SHARE {
+                self.notes.push(Note::ConsumerGil {
+                    comm: c.comm.clone(),
+                    share,
+                });
+            }
+        }
         self.kernel_au_percentage = w.kernel_au_percentage.map(round4);
         self.data_wait_share = w.data_wait_share.map(round4);
         self.window = w.window.clone();
@@ -822,6 +862,14 @@ impl Decision {
         self.critical_path = rounded_path(&w.critical_path);
     }
 }
+
+/// The share of its window a consumer waited for later epochs' first
+/// batches from which a note says so.
+const EPOCH_STARTS_NOTE_SHARE: f64 = 0.02;
+
+/// A consumer's share of its window waiting for the GIL from which a note
+/// says that its own step timing counts it as compute.
+const CONSUMER_GIL_NOTE_SHARE: f64 = 0.05;
 
 /// A critical path with its shares rounded for verdict.json.
 fn rounded_path(path: &[PathShare]) -> Vec<PathShare> {
@@ -976,6 +1024,7 @@ fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
             blocked_share: f.reader_blocked_io_share,
             limit,
             device: device_figures(f),
+            io_limit: f.io_limit.clone(),
         },
         figures,
     }

@@ -813,6 +813,12 @@ fn consumer_time_split(c: &crate::analysis::waitgraph::ConsumerTime) -> Option<S
     if c.lock_ns > 0 {
         parts.push(format!("waiting for other locks {:.1}%", pct(c.lock_ns)));
     }
+    if c.fetch_cpu_ns > 0 {
+        parts.push(format!(
+            "on a CPU inside its loader (taking batches, starting workers) {:.1}%",
+            pct(c.fetch_cpu_ns)
+        ));
+    }
     if c.queued_ns > 0 {
         parts.push(format!("waiting for a CPU {:.1}%", pct(c.queued_ns)));
     }

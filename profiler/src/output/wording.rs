@@ -99,17 +99,34 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
             blocked_share,
             limit,
             device,
+            io_limit,
         } => {
-            let limit = match limit {
-                StorageLimit::NotFired => storage_phrase(device.as_ref()),
-                StorageLimit::Device => format!(
-                    "the device is the limit: {}",
-                    storage_phrase(device.as_ref())
-                ),
-                StorageLimit::Throttle => format!(
-                    "the device is not saturated ({}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)",
-                    storage_phrase(device.as_ref())
-                ),
+            let limit = match (limit, io_limit) {
+                (StorageLimit::Throttle, Some(l)) => {
+                    let rate = match (l.read_mib_per_s, l.read_iops) {
+                        (Some(mib), _) => format!("{mib:.1} MiB/s"),
+                        (None, Some(iops)) => format!("{iops} reads/s"),
+                        (None, None) => "a limit".to_string(),
+                    };
+                    format!(
+                        "reads held by the {} throttle of cgroup {} at {rate}; the device is not \
+                         saturated ({})",
+                        l.kind,
+                        l.cgroup,
+                        storage_phrase(device.as_ref())
+                    )
+                }
+                (limit, _) => match limit {
+                    StorageLimit::NotFired => storage_phrase(device.as_ref()),
+                    StorageLimit::Device => format!(
+                        "the device is the limit: {}",
+                        storage_phrase(device.as_ref())
+                    ),
+                    StorageLimit::Throttle => format!(
+                        "the device is not saturated ({}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)",
+                        storage_phrase(device.as_ref())
+                    ),
+                },
             };
             format!(
                 "Storage-bound: readers wait on block I/O {} {basis_text}; {limit}",
@@ -320,7 +337,7 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
             format!("{device} median request latency ≤ {us:.0} µs")
         }
         Figure::ReaderBlockedIo { share } => format!(
-            "readers in uninterruptible (D) sleep {} {basis}",
+            "readers waiting for block I/O (D sleep, or a block completion ending their wait) {} {basis}",
             pct(*share)
         ),
         Figure::ReaderReadSyscall { share } => format!(
@@ -515,6 +532,26 @@ fn note_text(note: &Note, d: &Decision) -> String {
             "The bench's AU ({bench_au:.1}%) counts its training steps only (DLIO leaves checkpoint time out); over the whole training window the trainer computed {} and spent {} on its own writes.",
             pct(*compute_share),
             pct(*own_share)
+        ),
+        Note::EpochStarts {
+            epochs,
+            wait_s,
+            share,
+            au_without,
+        } => format!(
+            "The workers were started anew for {epochs} later epoch(s): waiting for their first \
+             batches took {wait_s:.2} s, {} of the training window, which the kernel AU counts \
+             and DLIO's leaves out (it excludes each epoch's first step); without them the \
+             kernel AU would be {au_without:.1}%. persistent_workers=True keeps the workers \
+             across epochs.",
+            pct(*share)
+        ),
+        Note::ConsumerGil { comm, share } => format!(
+            "The consumer {comm} waited for the GIL {} of its window (another thread was \
+             running Python): the kernel AU counts that as waiting, while a workload that times \
+             its own steps counts the GIL's re-take at the end of a sleep or a call as compute, \
+             so its own AU reads higher.",
+            pct(*share)
         ),
         Note::ConsumerDataWait {
             wait_s,

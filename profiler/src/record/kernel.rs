@@ -13,7 +13,7 @@ use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc,
 
 use crate::{
     probes::{MapSnapshot, ProbeError, ProbeSet, RetiredThreads, UserStackEvent},
-    session::model::{LowerDevice, ProbeStatus},
+    session::model::{IoLimit, LowerDevice, ProbeStatus},
 };
 
 /// What the recorder asks of the probes.
@@ -79,6 +79,12 @@ pub trait Kernel {
     /// The devices block device `dev` (kernel-internal dev_t) sits on,
     /// from sysfs; through this seam for the same reason.
     fn lower_devices(&self, dev: u32) -> Vec<LowerDevice>;
+    /// The block-I/O limits of `pid`'s cgroup and its ancestors; through
+    /// this seam for the same reason.
+    fn io_limits(&self, pid: u32) -> Vec<IoLimit> {
+        let _ = pid;
+        Vec::new()
+    }
 }
 
 impl Kernel for ProbeSet {
@@ -154,5 +160,8 @@ impl Kernel for ProbeSet {
     }
     fn lower_devices(&self, dev: u32) -> Vec<LowerDevice> {
         super::procfs::lower_devices(dev)
+    }
+    fn io_limits(&self, pid: u32) -> Vec<IoLimit> {
+        super::cgroup_io::limits_of(pid)
     }
 }

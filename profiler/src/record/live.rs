@@ -136,7 +136,20 @@ pub struct LiveStatus {
     pub read_mib_per_s: f64,
     pub recent_s: f64,
     pub busiest: Vec<LiveThread>,
+    /// Why the verdict cannot mean much yet (too few of the consumer's
+    /// steps, too short a training window); None once it can.
+    pub too_early: Option<String>,
+    /// The verdict being shown, which changes only once a new one held
+    /// for [`VerdictSmoother`]'s updates (the analysis's own is `verdict`);
+    /// None while it is too early.
+    pub shown: Option<VerdictId>,
 }
+
+/// The consumer's steps (data deliveries or compute steps) in the window
+/// before a live verdict means something.
+pub const LIVE_MIN_STEPS: u64 = 20;
+/// ... and the window's length, s.
+pub const LIVE_MIN_WINDOW_S: f64 = 3.0;
 
 /// Busiest threads shown.
 const BUSIEST: usize = 3;
@@ -262,6 +275,7 @@ pub fn status_of(
             None => ("start-up", None),
         },
     };
+    let too_early = too_early(analysis, window.map(|w| w.end_s - w.start_s));
     LiveStatus {
         elapsed_s,
         phase,
@@ -277,6 +291,86 @@ pub fn status_of(
         read_mib_per_s: mib_s(read_bytes),
         recent_s: window_s,
         busiest,
+        shown: too_early.is_none().then_some(v.verdict),
+        too_early,
+    }
+}
+
+/// Why a live verdict is too early to mean much: fewer than
+/// [`LIVE_MIN_STEPS`] steps of the consumer, or a window shorter than
+/// [`LIVE_MIN_WINDOW_S`] (without a consumer, of reading).
+fn too_early(analysis: &Analysis, window_s: Option<f64>) -> Option<String> {
+    let window_s = window_s.unwrap_or(0.0);
+    let steps: Option<u64> = analysis
+        .wait
+        .as_ref()
+        .filter(|w| !w.consumers.is_empty())
+        .map(|w| w.consumers.iter().map(|c| c.steps).min().unwrap_or(0));
+    match steps {
+        Some(n) if n < LIVE_MIN_STEPS => Some(format!(
+            "too early: {n} of the consumer's steps so far (needs {LIVE_MIN_STEPS})"
+        )),
+        _ if window_s < LIVE_MIN_WINDOW_S => Some(format!(
+            "too early: {window_s:.1} s of training so far (needs {LIVE_MIN_WINDOW_S:.0})"
+        )),
+        _ => None,
+    }
+}
+
+/// Keeps the live view's verdict steady: a new verdict is shown once the
+/// analysis gave it [`Self::CONFIRMATIONS`] updates in a row (a stall at
+/// once); until then the last one stays, marked as changing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VerdictSmoother {
+    shown: Option<VerdictId>,
+    /// A different verdict the analysis gave, and how many updates in a row.
+    pending: Option<(VerdictId, u32)>,
+}
+
+impl VerdictSmoother {
+    pub const CONFIRMATIONS: u32 = 2;
+
+    /// Sets `s.shown` from this update and the ones before.
+    pub fn settle(&mut self, s: &mut LiveStatus) {
+        if s.too_early.is_some() || s.inconclusive {
+            s.shown = self.shown;
+            return;
+        }
+        let now = s.verdict;
+        match self.shown {
+            None => self.shown = Some(now),
+            Some(shown) if shown == now => self.pending = None,
+            Some(_) if now == VerdictId::Stalled => {
+                self.shown = Some(now);
+                self.pending = None;
+            }
+            Some(_) => {
+                let count = match self.pending {
+                    Some((v, n)) if v == now => n + 1,
+                    _ => 1,
+                };
+                if count >= Self::CONFIRMATIONS {
+                    self.shown = Some(now);
+                    self.pending = None;
+                } else {
+                    self.pending = Some((now, count));
+                }
+            }
+        }
+        s.shown = self.shown;
+    }
+}
+
+/// The verdict part of a status as shown: the steady verdict, the
+/// analysis's own when it differs ("changing to"), or "too early".
+fn verdict_text(s: &LiveStatus) -> String {
+    match (s.shown, &s.too_early) {
+        (None, Some(why)) => why.clone(),
+        (Some(shown), _) if shown != s.verdict => {
+            format!("{shown} (changing to {}?)", s.verdict)
+        }
+        (Some(shown), _) => shown.to_string(),
+        (None, None) => s.verdict.to_string(),
     }
 }
 
@@ -294,7 +388,7 @@ pub fn render_block(s: &LiveStatus) -> Vec<String> {
     ));
     lines.push(format!(
         "verdict {}{}  confidence {} {:.2}",
-        s.verdict,
+        verdict_text(s),
         if s.inconclusive {
             " (inconclusive)"
         } else {
@@ -330,7 +424,7 @@ pub fn render_line(s: &LiveStatus) -> String {
         "storprof: live {} {}{au} verdict {}{} ({} {:.2}) device {:.1} MiB/s read {:.1} MiB/s busiest {}",
         clock(s.elapsed_s),
         s.phase,
-        s.verdict,
+        verdict_text(s),
         if s.inconclusive { "?" } else { "" },
         s.confidence_label,
         s.confidence,
@@ -384,7 +478,7 @@ impl VerdictHold {
         }
         let training =
             matches!(s.phase, "training" | "reading" | "running") && s.training_start_s.is_some();
-        if !training || s.inconclusive {
+        if !training || s.inconclusive || s.too_early.is_some() {
             self.held = None;
             return None;
         }
@@ -490,7 +584,52 @@ mod tests {
             read_mib_per_s: 0.0,
             recent_s: 5.0,
             busiest: Vec::new(),
+            too_early: None,
+            shown: Some(verdict),
         }
+    }
+
+    #[test]
+    fn the_shown_verdict_changes_only_once_the_new_one_held() {
+        let mut sm = VerdictSmoother::default();
+        let cpu = VerdictId::CpuBoundReader;
+        let storage = VerdictId::StorageBound;
+        // Too early: nothing shown, and nothing remembered.
+        let mut s = at(3.0, storage, "low", "training");
+        s.too_early = Some("too early: 5 of the consumer's steps so far (needs 20)".into());
+        sm.settle(&mut s);
+        assert_eq!(s.shown, None);
+        assert!(
+            render_line(&s).contains("verdict too early: 5"),
+            "{}",
+            render_line(&s)
+        );
+        let mut s = at(10.0, cpu, "high", "training");
+        sm.settle(&mut s);
+        assert_eq!(s.shown, Some(cpu));
+        // One update of another verdict: still the first, marked.
+        let mut s = at(15.0, storage, "medium", "training");
+        sm.settle(&mut s);
+        assert_eq!(s.shown, Some(cpu));
+        assert!(
+            render_line(&s).contains("cpu-bound-reader (changing to storage-bound?)"),
+            "{}",
+            render_line(&s)
+        );
+        // Back to the first: the change is forgotten.
+        let mut s = at(20.0, cpu, "high", "training");
+        sm.settle(&mut s);
+        let mut s = at(25.0, storage, "medium", "training");
+        sm.settle(&mut s);
+        assert_eq!(s.shown, Some(cpu));
+        // Two in a row: shown.
+        let mut s = at(30.0, storage, "medium", "training");
+        sm.settle(&mut s);
+        assert_eq!(s.shown, Some(storage));
+        // A stall at once.
+        let mut s = at(35.0, VerdictId::Stalled, "high", "training");
+        sm.settle(&mut s);
+        assert_eq!(s.shown, Some(VerdictId::Stalled));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! set detaches everything.
 pub mod aggregate;
 pub mod args;
+mod cgroup_io;
 pub mod dwarf_samples;
 pub mod fold;
 pub mod kernel;

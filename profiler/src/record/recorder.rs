@@ -89,6 +89,24 @@ pub(super) struct Recorder {
     pub(super) unlisted_inherited_decisions: u64,
     pub(super) exe_choices:
         std::collections::HashMap<PathBuf, crate::unwind::frame_pointers::UnwindChoice>,
+    /// Where every thread was when storprof first asked the command to
+    /// stop (duration, early verdict, Ctrl-C): a hung job's waits as they
+    /// were, before its signal handlers and tear-down woke them.
+    pub(super) stop_mark: Option<StopMark>,
+    /// Block-I/O limits of the traced processes' cgroups, by (cgroup,
+    /// device), with the processes seen in each.
+    pub(super) io_limits: BTreeMap<(String, String), model::IoLimit>,
+    /// Ticks each process's cgroup was read at: a few, since a process
+    /// moves into its cgroup as it starts (`echo $$ > cgroup.procs`).
+    pub(super) cgroup_reads: std::collections::HashMap<u32, u8>,
+}
+
+/// The threads' off-CPU slots at the stop request, and when it was.
+pub(super) struct StopMark {
+    /// The probes' clock (CLOCK_MONOTONIC, ns).
+    pub(super) at_mono: u64,
+    /// Those of threads alive at the mark.
+    pub(super) slots: BTreeMap<u32, (u64, storprof_common::OffCpuStart)>,
 }
 
 impl Recorder {
@@ -129,6 +147,57 @@ impl Recorder {
             unwind_decisions: BTreeMap::new(),
             unlisted_inherited_decisions: 0,
             exe_choices: std::collections::HashMap::new(),
+            stop_mark: None,
+            io_limits: BTreeMap::new(),
+            cgroup_reads: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Reads the block-I/O limits of the cgroups of `live` processes in
+    /// their first ticks.
+    fn read_io_limits(&mut self, live: &[u32]) {
+        const READS: u8 = 3;
+        self.cgroup_reads.retain(|pid, _| live.contains(pid));
+        for &pid in live {
+            let reads = self.cgroup_reads.entry(pid).or_insert(0);
+            if *reads >= READS {
+                continue;
+            }
+            *reads += 1;
+            for limit in self.probes.io_limits(pid) {
+                let key = (limit.cgroup.clone(), limit.device.clone());
+                let entry = self.io_limits.entry(key).or_insert(limit);
+                if !entry.pids.contains(&pid) {
+                    entry.pids.push(pid);
+                }
+            }
+        }
+    }
+
+    /// Marks where every traced thread is, once, as storprof asks the
+    /// command to stop; a failed read leaves no mark (the end's snapshot
+    /// then stands for it).
+    pub(super) fn mark_stop(&mut self) {
+        if self.stop_mark.is_some() {
+            return;
+        }
+        match self.probes.thread_snapshot(&[]) {
+            Ok(snapshot) => {
+                // Alive now: by the time the session is built, the stopped
+                // command's threads are gone.
+                let slots = snapshot
+                    .oncpu_start
+                    .into_iter()
+                    .filter(|(tid, (_, off))| {
+                        std::path::Path::new(&format!("/proc/{}/task/{tid}", off.tgid)).exists()
+                    })
+                    .collect();
+                self.stop_mark = Some(StopMark {
+                    at_mono: snapshot.slots_read_ns,
+                    slots,
+                });
+            }
+            Err(err) => log::warn!("reading the threads at the stop request failed: {err}"),
         }
     }
 
@@ -430,6 +499,7 @@ impl Recorder {
         self.wake_last = wakes;
         let seen: Vec<u32> = snapshot.threads.iter().map(|t| t.tid).collect();
         self.retire_exited(&seen)?;
+        self.read_io_limits(&live);
         // DWARF processes' layouts are re-read when their samples need it.
         for tgid in live {
             if !self.is_dwarf_process(tgid) {

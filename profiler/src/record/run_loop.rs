@@ -250,6 +250,7 @@ struct Live<'a> {
     ctx: LiveContext<'a>,
     screen: live::Screen,
     hold: live::VerdictHold,
+    smoother: live::VerdictSmoother,
     next: Instant,
 }
 
@@ -378,6 +379,7 @@ pub(super) fn run_loop_live(
         ctx,
         screen: live::Screen::new(options.live.view),
         hold: live::VerdictHold::default(),
+        smoother: live::VerdictSmoother::default(),
         next: Instant::now() + options.live.interval,
     });
     let mut checkpoints = ctx.zip(options.checkpoint).map(|(ctx, every)| Checkpoints {
@@ -484,6 +486,8 @@ fn run_turns(
                         }
                         c.next = Instant::now() + c.every;
                     }
+                    let mut status = status;
+                    l.smoother.settle(&mut status);
                     l.screen.show(&status);
                     if let Some(hold) = options.live.until_verdict
                         && let Some(reached) = l.hold.update(&status, hold)
@@ -502,6 +506,7 @@ fn run_turns(
                                 None => ending,
                             });
                         }
+                        recorder.mark_stop();
                         match child_pid {
                             Some(pid) => launch::send_signal(pid, libc::SIGTERM),
                             None => {
@@ -576,6 +581,7 @@ fn run_turns(
         }
         let (signo, forward) = launch::pending_signal();
         if signo != 0 {
+            recorder.mark_stop();
             match child_pid {
                 Some(pid) => {
                     interrupted_at.get_or_insert_with(Instant::now);
@@ -625,6 +631,7 @@ fn run_turns(
             && terminated_at.is_none()
             && interrupted_at.is_none()
         {
+            recorder.mark_stop();
             match child_pid {
                 Some(pid) => {
                     launch::send_signal(pid, libc::SIGTERM);

@@ -344,13 +344,21 @@ pub(super) fn build_session(
         &|pid| tracked.contains(&pid),
         &mut stack_frames,
     );
+    let marked = recorder.stop_mark.is_some();
     let pending_of = aggregate::PendingFilter {
         traced: &|tgid| tracked.contains(&tgid),
-        // A thread gone since: its last switch-out was its exit.
-        alive: &|tgid, tid| Path::new(&format!("/proc/{tgid}/task/{tid}")).exists(),
+        // A thread gone since: its last switch-out was its exit (a stop
+        // mark kept only the threads alive then).
+        alive: &|tgid, tid| marked || Path::new(&format!("/proc/{tgid}/task/{tid}")).exists(),
         comm_of: &comm_of,
     };
-    waits.pending = aggregate::pending_waits(&snapshot.oncpu_start, end_mono, &pending_of)
+    // A stopped command's waits as they were at the stop request: its
+    // signal handlers and tear-down wake the threads a hang holds.
+    let (pending_slots, pending_at) = match &recorder.stop_mark {
+        Some(mark) => (&mark.slots, mark.at_mono),
+        None => (&snapshot.oncpu_start, end_mono),
+    };
+    waits.pending = aggregate::pending_waits(pending_slots, pending_at, &pending_of)
         .into_iter()
         .map(|(mut wait, user, kernel)| {
             wait.stack = stack_frames(wait.pid, user, kernel);
@@ -456,6 +464,11 @@ pub(super) fn build_session(
         end_reason: ending.reason.to_string(),
         ended_by: ending.ended_by.map(str::to_string),
         grace_s: ending.grace_s,
+        io_limits: recorder.io_limits.values().cloned().collect(),
+        stop_requested_s: recorder
+            .stop_mark
+            .as_ref()
+            .map(|m| m.at_mono.saturating_sub(recorder.start_mono) as f64 / 1e9),
         recorder_cpu_s: procfs::own_cpu_s(),
         early_verdict: ending.early.map(|r| model::EarlyVerdict {
             verdict: r.verdict.as_str().to_string(),

@@ -113,6 +113,11 @@ pub struct SessionInfo {
     /// (`--grace`), when storprof sent a SIGTERM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_s: Option<f64>,
+    /// Seconds since the start when storprof asked the command to stop
+    /// (`--duration`, an early verdict, Ctrl-C); what follows is its
+    /// tear-down, and `waits.pending` is as the threads were then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_requested_s: Option<f64>,
     /// `--until-verdict`: the verdict that held, and over which window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_verdict: Option<EarlyVerdict>,
@@ -143,6 +148,42 @@ pub struct SessionInfo {
     /// The traced processes with their parents (format 2 on).
     #[serde(default)]
     pub processes: Vec<ProcessInfo>,
+    /// Block-I/O limits of the traced processes' cgroups, read while they
+    /// ran (empty: none, or a session recorded before they were read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub io_limits: Vec<IoLimit>,
+}
+
+/// A block-I/O limit of a traced process's cgroup (or an ancestor's):
+/// cgroup v1's blkio throttle or cgroup v2's `io.max`. None: unlimited.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct IoLimit {
+    /// The cgroup's path ("/job/readers").
+    pub cgroup: String,
+    /// "blkio" (v1) or "io.max" (v2).
+    pub kind: String,
+    /// "MAJ:MIN" of the device it limits.
+    pub device: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_iops: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_iops: Option<u64>,
+    /// Traced processes seen in it.
+    #[serde(default)]
+    pub pids: Vec<u32>,
+}
+
+impl IoLimit {
+    pub fn is_limited(&self) -> bool {
+        self.read_bps.is_some()
+            || self.write_bps.is_some()
+            || self.read_iops.is_some()
+            || self.write_iops.is_some()
+    }
 }
 
 /// One traced process and its parent (the process tree: DataLoader

@@ -1,14 +1,14 @@
 //! The consumer's own time over the training window, split into compute,
 //! data wait, the GIL, other locks and a CPU queue, the kernel AU from it,
 //! and its data waits attributed along the critical path.
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::session::load::Session;
 
 use super::{
     ConsumerTime, ThreadId,
     classify::{self, EdgeKind},
-    graph::{Graph, window_accounted_ns},
+    graph::{Graph, InEdge, window_accounted_ns},
     path::{PathAcc, Walk, attribute},
     sites::WaitSite,
     window::data_waits,
@@ -44,6 +44,8 @@ pub struct ConsumerCtx<'s> {
     /// The window in seconds and, when it has per-bucket states, buckets.
     pub span_s: (f64, f64),
     pub buckets: Option<(usize, usize)>,
+    /// Per thread, on-CPU samples taking batches, and all samples.
+    pub fetch_cpu: &'s BTreeMap<ThreadId, (u64, u64)>,
 }
 
 /// Of `c`'s timeouts (futex, poll or select waits a timer ended, outside
@@ -94,6 +96,7 @@ pub fn consumer_time(
         .min_by(|a, b| a.edge.first_s.total_cmp(&b.edge.first_s))
         .map(|e| e.edge);
     let mut delivered = Vec::new();
+    let mut deliveries = 0u64;
     for e in &waits {
         let in_window = match ctx.buckets {
             Some((b0, b1)) => e
@@ -111,11 +114,22 @@ pub fn consumer_time(
                 ns
             }
         };
+        deliveries += match ctx.buckets {
+            Some((b0, b1)) => e
+                .edge
+                .series
+                .iter()
+                .filter(|(b, _, _)| (b0..b1).contains(&(*b as usize)))
+                .map(|(_, _, n)| n)
+                .sum::<u64>(),
+            None => e.edge.count,
+        };
         if let Some(w) = e.waker() {
             delivered.push((w, in_window));
         }
     }
     let delivered_ns: u64 = delivered.iter().map(|(_, ns)| ns).sum();
+    let (epoch_starts, epoch_start_wait_ns) = epoch_starts(&waits, ctx.span_s);
     // Waits for data that a timer ended (a queue get with a timeout): the
     // same wait, spread over the threads that delivered.
     let gil = g.gil_share(whole, c);
@@ -193,10 +207,18 @@ pub fn consumer_time(
     let emulated = window_ns > 0
         && (emulates_compute(ctx.session)
             || compute_ns as f64 >= t.consumer_sleep_share * window_ns as f64);
+    // A trainer's CPU inside its loader's API (unpickling a batch,
+    // starting an epoch's workers) is fetching, not its compute.
+    let fetch_cpu_ns = match ctx.fetch_cpu.get(&c) {
+        Some(&(fetch, all)) if all > 0 && !emulated => {
+            (own.on_cpu as f64 * fetch as f64 / all as f64) as u64
+        }
+        _ => 0,
+    };
     let not_computing = if emulated {
         wait_ns + own.on_cpu + own.runnable + gil_ns
     } else {
-        wait_ns + gil_ns
+        wait_ns + gil_ns + fetch_cpu_ns
     };
     let au = if window_ns == 0 {
         100.0
@@ -230,5 +252,50 @@ pub fn consumer_time(
         gil_ns,
         lock_ns,
         queued_ns: own.runnable,
+        fetch_cpu_ns,
+        steps: deliveries.max(g.blocked_by(c, |e| classify::is_timer_sleep(e.edge)).1),
+        epoch_starts,
+        epoch_start_wait_ns,
     }
+}
+
+/// Worker processes started within this long of each other are one
+/// generation (one epoch's DataLoader workers).
+const GENERATION_GAP_S: f64 = 1.0;
+
+/// The first batch of each later generation of worker processes inside
+/// the window (workers started anew each epoch): how many, and how long
+/// the consumer waited for each generation's first delivery in all (its
+/// first wake-up's blocked time; DLIO leaves each epoch's first step out
+/// of its AU).
+fn epoch_starts(waits: &[&InEdge], span_s: (f64, f64)) -> (u32, u64) {
+    let mut firsts: BTreeMap<u32, (f64, u64)> = BTreeMap::new();
+    for e in waits {
+        let Some(w) = e.waker() else { continue };
+        let first = (e.edge.first_s, e.edge.first_blocked_ns);
+        firsts
+            .entry(w.0)
+            .and_modify(|f| {
+                if first.0 < f.0 {
+                    *f = first;
+                }
+            })
+            .or_insert(first);
+    }
+    let mut starts: Vec<(f64, u64)> = firsts
+        .into_values()
+        .filter(|(at, _)| *at > span_s.0 + GENERATION_GAP_S && *at <= span_s.1)
+        .collect();
+    starts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut generations: Vec<(f64, u64)> = Vec::new();
+    for (at, ns) in starts {
+        match generations.last_mut() {
+            Some(g) if at - g.0 <= GENERATION_GAP_S => g.1 = g.1.max(ns),
+            _ => generations.push((at, ns)),
+        }
+    }
+    (
+        generations.len() as u32,
+        generations.iter().map(|g| g.1).sum(),
+    )
 }

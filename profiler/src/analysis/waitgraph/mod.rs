@@ -126,6 +126,27 @@ pub struct ConsumerTime {
     /// Time runnable, waiting for a CPU, ns.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub queued_ns: u64,
+    /// Time on a CPU inside its loader's API (a real trainer's: taking
+    /// and unpickling batches, starting an epoch's workers), ns: fetching,
+    /// not compute (the stacks' share of its CPU time in the window).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fetch_cpu_ns: u64,
+    /// Its steps in the window: data deliveries, or timed-sleep compute
+    /// steps when it took more of those (a consumer that never waits).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steps: u64,
+    /// Later generations of worker processes (started anew each epoch)
+    /// whose first batch it waited for in the window, and that wait, ns:
+    /// part of `data_wait_ns`, which DLIO's AU leaves out (its first step
+    /// of each epoch).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub epoch_starts: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch_start_wait_ns: u64,
+}
+
+fn is_zero_u32(x: &u32) -> bool {
+    *x == 0
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -394,8 +415,10 @@ fn with_consumers(
         one_reader_groups: &one_reader_groups,
         max_depth: t.critical_path_max_depth,
     };
+    let fetch_cpu = sites::fetch_cpu(&session.oncpu_threads);
     let ctx = consumer::ConsumerCtx {
         session,
+        fetch_cpu: &fetch_cpu,
         side,
         relays: &relays,
         span_s: (start_s, end_s),

@@ -81,8 +81,8 @@ fn bytes_during_life(session: &Session, id: ThreadId) -> Option<u64> {
 /// least `reader_read_fraction` of the bytes all threads took in while
 /// they lived (the whole recording for a thread that lived through it;
 /// one epoch's for the read threads or worker processes a job starts anew
-/// each epoch), unless their stacks show those reads were imports (a
-/// Python main thread loading TensorFlow reads more than its data reader).
+/// each epoch), less what their stacks show were imports (a Python main
+/// thread loading TensorFlow reads more than its data reader).
 fn readers_by_bytes(session: &Session, t: &Thresholds) -> BTreeSet<ThreadId> {
     let sample_ns = 1_000_000_000 / session.info.freq_hz.max(1);
     let origins = sites::read_origins(&session.offcpu_threads, &session.oncpu_threads, sample_ns);
@@ -90,24 +90,61 @@ fn readers_by_bytes(session: &Session, t: &Thresholds) -> BTreeSet<ThreadId> {
     if total < t.reader_min_read_bytes {
         return BTreeSet::new();
     }
-    session
+    let candidates: BTreeSet<ThreadId> = session
         .threads
         .iter()
         .filter(|th| {
-            let own = input_bytes(th);
+            // What its stacks say were imports is no data (a spawned
+            // DataLoader worker imports torch before it reads its files).
+            let data_share = origins
+                .get(&(th.pid, th.tid))
+                .map_or(1.0, sites::ReadOrigins::data_share);
+            let own = input_bytes(th) as f64 * data_share;
             let during = bytes_during_life(session, (th.pid, th.tid))
                 .filter(|&b| b > 0)
                 .unwrap_or(total)
                 .min(total);
-            own > 0
-                && own as f64 >= t.reader_read_fraction * during as f64
-                && !origins
-                    .get(&(th.pid, th.tid))
-                    .is_some_and(sites::ReadOrigins::mostly_imports)
+            own > 0.0 && own >= t.reader_read_fraction * during as f64
         })
         .map(|th| (th.pid, th.tid))
+        .collect();
+    without_start_up_readers(session, candidates)
+}
+
+/// Readers less those that read (nearly) only before any other began (or
+/// in the second it began): a
+/// Python main thread importing TensorFlow or PyTorch before its
+/// pipeline's readers start, whose stacks had too few samples to show it.
+fn without_start_up_readers(session: &Session, readers: BTreeSet<ThreadId>) -> BTreeSet<ThreadId> {
+    let Some(ts) = session.timeseries.as_ref() else {
+        return readers;
+    };
+    let series = |id: &ThreadId| ts.threads.iter().find(|s| (s.pid, s.tid) == *id);
+    let first_read = |id: &ThreadId| series(id).and_then(|s| s.read().first_nonzero());
+    readers
+        .iter()
+        .copied()
+        .filter(|id| {
+            let Some(others_start) = readers
+                .iter()
+                .filter(|o| *o != id)
+                .filter_map(first_read)
+                .min()
+            else {
+                return true;
+            };
+            let Some(s) = series(id) else { return true };
+            let total = s.read().total();
+            // The bucket the others start in is shared: counted as before.
+            let before = s.read().sum(0, others_start + 1);
+            total == 0 || (before as f64) < START_UP_READ_SHARE * total as f64
+        })
         .collect()
 }
+
+/// The share of a reader's bytes read before every other reader began
+/// from which they were its start-up, not data.
+const START_UP_READ_SHARE: f64 = 0.8;
 
 /// Readers by their waits: threads that waited for a block or network
 /// completion (io_uring, AIO, mapped files, sockets) at least a tenth of

@@ -308,6 +308,50 @@ fn thread_and_frames(stack: &str) -> Option<(ThreadId, std::str::Split<'_, char>
     Some((id, parts))
 }
 
+/// Frames of a consumer's own work for its loader: starting an epoch's
+/// iterator (and its workers) besides taking batches.
+const ITERATOR_SETUP: &[Pattern] = &[
+    py("DataLoader.__iter__", "torch/utils/data", W::Fetch),
+    py(
+        "_MultiProcessingDataLoaderIter.__init__",
+        "torch/utils/data",
+        W::Fetch,
+    ),
+    py("_BaseDataLoaderIter.__init__", "torch/utils/data", W::Fetch),
+    py("DatasetV2.__iter__", "tensorflow", W::Fetch),
+];
+
+/// Whether a stack (frames outermost first) runs a pipeline's consumer
+/// side: taking a batch, or setting up the iterator that yields them.
+fn in_fetch<'a>(frames: impl Iterator<Item = &'a str>) -> bool {
+    frames.into_iter().any(|f| {
+        role_of(f) == Some(W::Fetch)
+            || python_frame(f).is_some_and(|(name, file)| {
+                ITERATOR_SETUP
+                    .iter()
+                    .any(|p| p.name == name && p.file.is_some_and(|pf| file.contains(pf)))
+            })
+    })
+}
+
+/// Per thread, its on-CPU samples inside taking a batch (or setting up
+/// its iterator), and all its samples: a consumer's CPU for its loader
+/// (unpickling a batch, starting workers) is not its compute.
+pub fn fetch_cpu(oncpu_threads: &FoldedStacks) -> BTreeMap<ThreadId, (u64, u64)> {
+    let mut out: BTreeMap<ThreadId, (u64, u64)> = BTreeMap::new();
+    for (stack, n) in &oncpu_threads.stacks {
+        let Some((id, frames)) = thread_and_frames(stack) else {
+            continue;
+        };
+        let e = out.entry(id).or_default();
+        if in_fetch(frames) {
+            e.0 += n;
+        }
+        e.1 += n;
+    }
+    out
+}
+
 /// Kernel frames of a read syscall.
 const READ_FRAMES: &[&str] = &[
     "ksys_read_[k]",
@@ -332,11 +376,15 @@ pub struct ReadOrigins {
 }
 
 impl ReadOrigins {
-    /// Whether the thread's reads were (almost) all imports: an
-    /// interpreter loading its modules, not a reader of data.
-    pub fn mostly_imports(&self) -> bool {
+    /// The share of the thread's reads that were not imports (1 with less
+    /// than 100 ms of read stacks: a few samples tell nothing).
+    pub fn data_share(&self) -> f64 {
         let total = self.import_ns + self.other_ns;
-        total > 0 && self.import_ns as f64 >= 0.8 * total as f64
+        if total < 100_000_000 {
+            1.0
+        } else {
+            self.other_ns as f64 / total as f64
+        }
     }
 }
 
@@ -505,9 +553,9 @@ mod tests {
                      FileLoader.get_data (<frozen importlib._bootstrap_external>:1131);\
                      ksys_read_[k];filemap_read_[k]"
                         .into(),
-                    900,
+                    900_000,
                 ),
-                ("python;[1/1];<module> (/t/a.py:2);ksys_read_[k]".into(), 50),
+                ("python;[1/1];<module> (/t/a.py:2);ksys_read_[k]".into(), 50_000),
                 ("python;[1/2];load (/t/ds.py:9);ksys_read_[k]".into(), 700),
                 ("python;[1/2];load (/t/ds.py:9);futex_wait_[k]".into(), 700),
             ],
@@ -515,10 +563,18 @@ mod tests {
         let on = FoldedStacks {
             stacks: vec![("python;[1/2];load (/t/ds.py:9);vfs_read_[k]".into(), 3)],
         };
-        let o = read_origins(&off, &on, 10_000_000);
-        assert!(o[&(1, 1)].mostly_imports(), "{:?}", o[&(1, 1)]);
-        assert_eq!(o[&(1, 2)].other_ns, 700_000 + 30_000_000);
-        assert!(!o[&(1, 2)].mostly_imports());
+        let o = read_origins(&off, &on, 100_000_000);
+        // Thread 1: 950 ms of read stacks, 900 of them imports.
+        let o1 = o[&(1, 1)];
+        assert!((o1.data_share() - 50.0 / 950.0).abs() < 1e-9, "{o1:?}");
+        assert_eq!(o[&(1, 2)].other_ns, 700_000 + 300_000_000);
+        assert_eq!(o[&(1, 2)].data_share(), 1.0);
+        // A few samples tell nothing.
+        let few = ReadOrigins {
+            import_ns: 10_000_000,
+            other_ns: 0,
+        };
+        assert_eq!(few.data_share(), 1.0);
     }
 
     #[test]

@@ -89,6 +89,10 @@ pub fn window(
             (n >= min_steps).then(|| steps.iter().map(|e| e.edge.last_s).fold(0.0, f64::max))
         })
         .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
+    // After storprof asked the command to stop comes its tear-down.
+    if let Some(stop) = session.info.stop_requested_s.filter(|s| *s > 0.0) {
+        last = last.min(stop);
+    }
     let begin = first_delivery.unwrap_or(first);
     if let Some(step) = last_step.filter(|&s| s > begin && s < last) {
         last = step;
@@ -150,12 +154,12 @@ pub fn reader_window(session: &Session, readers: &BTreeSet<ThreadId>) -> Window 
             };
             span = Some(span.map_or((a, z), |(x, y)| (x.min(a), y.max(z))));
         }
-        span.map(|(a, z)| {
-            (
-                a as f64 * bucket_s,
-                ((z + 1) as f64 * bucket_s).min(duration),
-            )
-        })
+        let end = session
+            .info
+            .stop_requested_s
+            .unwrap_or(duration)
+            .min(duration);
+        span.map(|(a, z)| (a as f64 * bucket_s, ((z + 1) as f64 * bucket_s).min(end)))
     });
     let (start_s, end_s, source) = match span {
         Some((a, z)) if z > a => (a, z, "the readers' first to last busy second".to_string()),
