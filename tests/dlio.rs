@@ -43,22 +43,7 @@ use std::{
 };
 
 mod support;
-use support::{STORPROF, Throttle, assert_root, read_json, run_within};
-
-/// The venv scripts/setup-dlio.sh makes, when it is there.
-fn dlio_venv() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(v) = std::env::var_os("STORPROF_DLIO_VENV") {
-        candidates.push(v.into());
-    }
-    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
-        candidates.push(Path::new(&t).join("dlio-venv"));
-    }
-    candidates.push(support::repo().join("target/dlio-venv"));
-    candidates
-        .into_iter()
-        .find(|v| v.join("bin/dlio_benchmark").is_file())
-}
+use support::{STORPROF, Throttle, assert_root, dlio_venv, read_json, run_within};
 
 /// DLIO's unet3d_a100 workload (NPZ, PyTorch loader) with `overrides`
 /// (`++workload.KEY=VALUE` hydra overrides), its outputs in `run_dir`.

@@ -324,6 +324,22 @@ pub fn python_version(python: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The venv scripts/setup-dlio.sh makes (the real DLIO benchmark with
+/// PyTorch, TensorFlow and pyarrow), when it is there.
+pub fn dlio_venv() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(v) = std::env::var_os("STORPROF_DLIO_VENV") {
+        candidates.push(v.into());
+    }
+    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
+        candidates.push(Path::new(&t).join("dlio-venv"));
+    }
+    candidates.push(repo().join("target/dlio-venv"));
+    candidates
+        .into_iter()
+        .find(|v| v.join("bin/dlio_benchmark").is_file())
+}
+
 /// A blkio (cgroup v1) group throttling reads of the device behind `path`.
 pub struct Throttle {
     pub dir: PathBuf,
