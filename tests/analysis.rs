@@ -114,6 +114,12 @@ fixture_tests! { real_recording, REAL_FIXTURES;
     // shared (the main thread had waited on the word too), as the GIL's
     // waits came out in a CI recording that was then called lock-contention.
     real_dlio_worker_gil => "real-dlio-worker-gil", CpuBoundReader;
+    // tests/frameworks.rs's pyarrow workers, results collected only at the
+    // end: no consumer. Their idle pool threads' condition variable shares
+    // a futex granule with the mutex their main thread takes, both ways,
+    // which read as lock contention before waits counted only for threads
+    // that work once woken.
+    real_arrow_workers_no_trainer => "real-arrow-workers-no-trainer", CpuBoundReader;
 }
 
 /// A fixture directory without a test would go unchecked.

@@ -213,12 +213,21 @@ impl<'a> Graph<'a> {
     /// one way is a condition variable next to a mutex the waker took (an
     /// idle pool woken by its submitter), not contention.
     pub fn is_contention(&self, e: &InEdge, waker: ThreadId, wakee: ThreadId) -> bool {
+        // A glibc or PI lock's own wait is one, however starved the waiter.
+        // A word shared with the waker is one only between threads that
+        // wake each other at it and work once they have it: a pool thread
+        // that hardly works waited for work, at a condition variable that
+        // shares the granule of the mutex its submitter holds.
+        let works = self.states.get(&wakee).is_some_and(|st| {
+            (st.on_cpu + st.runnable + st.io) as f64 >= CONTENDER_ACTIVE_SHARE * st.total() as f64
+        });
         e.kind == EdgeKind::Lock
-            && (!self.lock_wait_known
-                || e.edge.lock_wait
-                || self
-                    .edges_into(waker)
-                    .any(|b| b.kind == EdgeKind::Lock && b.waker() == Some(wakee)))
+            && (e.edge.lock_wait
+                || works
+                    && (!self.lock_wait_known
+                        || self
+                            .edges_into(waker)
+                            .any(|b| b.kind == EdgeKind::Lock && b.waker() == Some(wakee))))
     }
 
     /// The wait sites of `id` (from the whole recording's stacks).
@@ -288,6 +297,12 @@ pub fn window_accounted_ns(whole: &Graph<'_>, g: &Graph<'_>, id: ThreadId, own: 
 /// The share of a thread's blocked time that its wake-up edges must hold
 /// for them to stand for it (they held 99.99% on the real DLIO runs).
 const EDGES_COVER_BLOCKED: f64 = 0.95;
+
+/// The share of its time a thread waiting at a lock must spend working
+/// (on a CPU, queued for one, or in D-state I/O) for the lock to be
+/// contention: the contenders of a mutex held 1 ms at a time by 8 threads
+/// work an eighth of their time; an idle pool thread, around 1%.
+const CONTENDER_ACTIVE_SHARE: f64 = 0.03;
 
 pub fn is_main_thread(id: ThreadId) -> bool {
     id.0 == id.1
