@@ -143,8 +143,9 @@ pub fn reader_window(session: &Session, readers: &BTreeSet<ThreadId>) -> Window 
             .iter()
             .filter(|s| readers.contains(&(s.pid, s.tid)))
         {
-            let busy =
-                |b: usize| s.read().at(b) > 0 || s.on_cpu().at(b) > 0 || s.blocked_io().at(b) > 0;
+            // Taking data in: a job that read, then loops on a CPU, is
+            // not reading any more (it may be stalled).
+            let busy = |b: usize| s.read().at(b) > 0 || s.blocked_io().at(b) > 0;
             let end = s.end_bucket();
             let (Some(a), Some(z)) = (
                 (s.first_bucket as usize..end).find(|&b| busy(b)),
@@ -162,7 +163,11 @@ pub fn reader_window(session: &Session, readers: &BTreeSet<ThreadId>) -> Window 
         span.map(|(a, z)| (a as f64 * bucket_s, ((z + 1) as f64 * bucket_s).min(end)))
     });
     let (start_s, end_s, source) = match span {
-        Some((a, z)) if z > a => (a, z, "the readers' first to last busy second".to_string()),
+        Some((a, z)) if z > a => (
+            a,
+            z,
+            "the readers' first to last second of reading".to_string(),
+        ),
         _ => (0.0, duration, "the whole recording".to_string()),
     };
     Window {
