@@ -30,6 +30,7 @@ mod consumer;
 mod graph;
 mod path;
 mod roles;
+mod search;
 mod sites;
 #[cfg(test)]
 mod tests;
@@ -307,12 +308,12 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
     // Consumers by what they waited in: a framework's batch API decides
     // even for a thread that read (its imports, its own files); a generic
     // receive only outside the readers.
-    let by_stacks: Vec<Found> = roles::consumers_by_stacks(&whole, t)
+    let by_stacks: Vec<Found> = search::consumers_by_stacks(&whole, t)
         .into_iter()
         .filter(|(id, _, site)| {
             *site == WaitSite::Fetch
                 || !readers.contains(id)
-                || roles::fed_by_others(&whole, *id, &readers) >= t.consumer_min_wakes
+                || search::fed_by_others(&whole, *id, &readers) >= t.consumer_min_wakes
         })
         .map(|(id, why, _)| (id, why))
         .collect();
@@ -332,20 +333,20 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         .filter(|(id, _)| !side.contains(id))
         .collect();
     if consumers.is_empty() {
-        consumers = roles::consumers_by_graph(&whole, &side, &trainers, t);
+        consumers = search::consumers_by_graph(&whole, &side, &trainers, t);
     }
     if consumers.is_empty() && !trainers.is_empty() {
         // The readers' parents feed on nothing: launchers (mpirun's orted, a
         // shell, a parent that only collects results at the end); the
         // consumer is then in the readers' own processes, as in an MPI rank
         // whose read threads feed its main thread.
-        consumers = roles::consumers_by_graph(&whole, &readers, &BTreeSet::new(), t);
+        consumers = search::consumers_by_graph(&whole, &readers, &BTreeSet::new(), t);
         if !consumers.is_empty() {
             side = readers.clone();
         }
     }
     if consumers.is_empty()
-        && let Some((sleepers, rest)) = roles::sleeping_consumers(&whole, &side, t)
+        && let Some((sleepers, rest)) = search::sleeping_consumers(&whole, &side, t)
     {
         consumers = sleepers;
         side = rest;
