@@ -12,7 +12,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the previous one took and the time so far, so a
+# slow CI run shows where its minutes went.
+ci_start=$SECONDS
+step_start=$SECONDS
+step_name=""
+step() {
+  if [ -n "$step_name" ]; then
+    printf '<== %s: %d s (total %d s)\n' "$step_name" $((SECONDS - step_start)) $((SECONDS - ci_start))
+  fi
+  step_name="$*"
+  step_start=$SECONDS
+  printf '\n==> %s\n' "$*"
+}
 
 # Sum of the "N ignored" of every test binary's "test result:" line in cargo test output $1.
 sum_ignored() {
@@ -72,3 +84,4 @@ step "fuzz smoke (10 s per target)"
 # Every fuzz target briefly (README: Reliability, Fuzzing); a crash fails CI.
 bash scripts/fuzz.sh 10
 echo "disk: target/ holds $(du -sm "$target_fs" 2>/dev/null | cut -f1) MiB after the run"
+step "done"
