@@ -832,6 +832,18 @@ pub struct BlockKey {
 }
 const _: () = assert!(core::mem::size_of::<BlockKey>() == 16);
 
+/// Who created a block request and when (`block_io_start`), until issue.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockSubmitter {
+    pub tgid: u32,
+    pub _pad: u32,
+    /// When the request was created: after any cgroup throttle held its
+    /// bios, before plugging and the I/O scheduler.
+    pub created_ns: u64,
+}
+const _: () = assert!(core::mem::size_of::<BlockSubmitter>() == 16);
+
 /// An in-flight block request, recorded at issue.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -846,8 +858,10 @@ pub struct BlockInflight {
     /// Kernel-internal dev_t of the request's disk.
     pub dev: u32,
     pub _pad: u32,
+    /// `BlockSubmitter::created_ns`; 0 when the creation was not seen.
+    pub created_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<BlockInflight>() == 32);
+const _: () = assert!(core::mem::size_of::<BlockInflight>() == 40);
 
 /// A completed block request (ring buffer `BLOCK_EVENTS`).
 #[repr(C)]
@@ -861,8 +875,11 @@ pub struct BlockEvent {
     pub tgid: u32,
     pub error: i32,
     pub rwbs: [u8; 8],
+    /// When the request was created (0: not seen); creation → issue is its
+    /// time in the plug and the I/O scheduler's queue.
+    pub created_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<BlockEvent>() == 40);
+const _: () = assert!(core::mem::size_of::<BlockEvent>() == 48);
 
 /// Process lifecycle event kinds.
 pub mod proc_event {
@@ -946,6 +963,7 @@ mod pod {
         BlockLayout,
         BlockInflight,
         BlockEvent,
+        BlockSubmitter,
         ProcEvent,
         UserStackHeader,
         PyProcess,

@@ -7,7 +7,8 @@ use aya_ebpf::{
     programs::{RawTracePointContext, TracePointContext},
 };
 use storprof_common::{
-    BlockEvent, BlockInflight, BlockKey, block_op, lost, tracepoint_offsets as offsets,
+    BlockEvent, BlockInflight, BlockKey, BlockSubmitter, block_op, lost,
+    tracepoint_offsets as offsets,
 };
 
 use crate::{
@@ -15,7 +16,8 @@ use crate::{
     maps::{BLOCK_EVENTS, BLOCK_INFLIGHT, BLOCK_SUBMITTER, CONFIG, count_lost},
 };
 
-/// `block_io_start`: remembers the request's creator by (dev, sector).
+/// `block_io_start`: remembers the request's creator and creation time by
+/// (dev, sector).
 #[inline(always)]
 pub(crate) fn io_start(ctx: &TracePointContext) -> u32 {
     // Runs in the task that created the request (blk_account_io_start
@@ -25,9 +27,13 @@ pub(crate) fn io_start(ctx: &TracePointContext) -> u32 {
         _pad: 0,
         sector: field(ctx, offsets::BLOCK_IO_START_SECTOR),
     };
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let submitter = BlockSubmitter {
+        tgid: (bpf_get_current_pid_tgid() >> 32) as u32,
+        _pad: 0,
+        created_ns: now_ns(),
+    };
     // An LRU map evicts instead of failing; nothing to count.
-    let _ = BLOCK_SUBMITTER.insert(key, tgid, 0);
+    let _ = BLOCK_SUBMITTER.insert(key, submitter, 0);
     0
 }
 
@@ -67,15 +73,15 @@ pub(crate) fn rq_issue(ctx: &RawTracePointContext) -> u32 {
     // belongs to the task that created it; the issuing task only when the
     // creation was not seen (no block_io_start, or bio-based device).
     // SAFETY: values are copied out at once.
-    let tgid = match unsafe { BLOCK_INFLIGHT.get(rq) } {
-        Some(prev) => prev.tgid,
+    let (tgid, created_ns) = match unsafe { BLOCK_INFLIGHT.get(rq) } {
+        Some(prev) => (prev.tgid, prev.created_ns),
         // SAFETY: as above.
         None => match unsafe { BLOCK_SUBMITTER.get(submitted) }.copied() {
             Some(submitter) => {
                 let _ = BLOCK_SUBMITTER.remove(submitted);
-                submitter
+                (submitter.tgid, submitter.created_ns)
             }
-            None => (bpf_get_current_pid_tgid() >> 32) as u32,
+            None => ((bpf_get_current_pid_tgid() >> 32) as u32, 0),
         },
     };
     let mut rwbs = [0u8; 8];
@@ -87,6 +93,7 @@ pub(crate) fn rq_issue(ctx: &RawTracePointContext) -> u32 {
         rwbs,
         dev,
         _pad: 0,
+        created_ns,
     };
     if BLOCK_INFLIGHT.insert(rq, inflight, 0).is_err() {
         count_lost(lost::BLOCK_INFLIGHT_FULL);
@@ -114,6 +121,7 @@ pub(crate) fn rq_complete(ctx: &RawTracePointContext) -> u32 {
         // A `blk_status_t`: 0 is success.
         error: (status & 0xff) as i32,
         rwbs: inflight.rwbs,
+        created_ns: inflight.created_ns,
     };
     if BLOCK_EVENTS.output::<BlockEvent>(&event, 0).is_err() {
         count_lost(lost::BLOCK_RINGBUF_FULL);

@@ -8,10 +8,11 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use storprof_common::{
-    BlockInflight, BlockKey, FutexWaiters, IrqContext, OffCpuPending, OffCpuStart, ProbeConfig,
-    PyOffCpuSample, PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS, SYSCALL_NR_SLOTS,
-    SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackFrames, StackKey, SyscallAcc, SyscallKey,
-    SyscallStart, ThreadAcc, UserStackSample, WakeAcc, WakeKey, lost, py_offcpu_lost,
+    BlockInflight, BlockKey, BlockSubmitter, FutexWaiters, IrqContext, OffCpuPending, OffCpuStart,
+    ProbeConfig, PyOffCpuSample, PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS,
+    SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackFrames, StackKey,
+    SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, UserStackSample, WakeAcc, WakeKey, lost,
+    py_offcpu_lost,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -123,11 +124,11 @@ pub(crate) static SYSCALL_POOL_KEY: Array<SyscallKey> =
 #[map]
 pub(crate) static BLOCK_INFLIGHT: HashMap<u64, BlockInflight> = HashMap::with_max_entries(16384, 0);
 
-/// tgid that created a request (`block_io_start`), taken at issue. LRU: a
-/// request whose sector changes before issue (front merge) would otherwise
-/// leave its entry behind forever.
+/// Who created a request and when (`block_io_start`), taken at issue. LRU:
+/// a request whose sector changes before issue (front merge) would
+/// otherwise leave its entry behind forever.
 #[map]
-pub(crate) static BLOCK_SUBMITTER: LruHashMap<BlockKey, u32> =
+pub(crate) static BLOCK_SUBMITTER: LruHashMap<BlockKey, BlockSubmitter> =
     LruHashMap::with_max_entries(16384, 0);
 
 #[map]

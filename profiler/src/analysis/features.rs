@@ -246,6 +246,10 @@ pub struct DeviceFeature {
     pub write_latency_p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_latency_p99_us: Option<f64>,
+    /// Median creation → issue time of reads (plug, I/O scheduler queue),
+    /// upper bound of its log2 bucket (µs); None when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_queue_p50_us: Option<f64>,
     /// The session's devices stacked right on this one (a loop device
     /// whose image file lives on it, a dm/md device it is a member of):
     /// its requests carry their bytes again.
@@ -1000,6 +1004,7 @@ fn device_feature(d: &DeviceStats, duration_s: f64) -> DeviceFeature {
         read_latency_p99_us: log2_quantile_us(&d.read_latency_log2_ns, 0.99),
         write_latency_p50_us: log2_quantile_us(&d.write_latency_log2_ns, 0.5),
         write_latency_p99_us: log2_quantile_us(&d.write_latency_log2_ns, 0.99),
+        read_queue_p50_us: log2_quantile_us(&d.read_queue_log2_ns, 0.5),
         carries: Vec::new(),
     }
 }

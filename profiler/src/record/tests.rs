@@ -61,6 +61,7 @@ fn block_read(tgid: u32, at_ms: u64, bytes: u32) -> BlockEvent {
         tgid,
         error: 0,
         rwbs,
+        created_ns: at_ms * 1_000_000 - 20_000,
     }
 }
 

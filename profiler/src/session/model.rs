@@ -423,6 +423,11 @@ pub struct DeviceStats {
     pub read_latency_log2_ns: Vec<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub write_latency_log2_ns: Vec<u64>,
+    /// Reads' creation → issue, log2 ns buckets: time in the plug and the
+    /// I/O scheduler's queue, after any cgroup throttle (which holds bios
+    /// before a request exists). Empty before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_queue_log2_ns: Vec<u64>,
     /// Time with at least one request in flight, ns.
     pub busy_ns: u64,
     /// busy_ns / recording duration (0..1).

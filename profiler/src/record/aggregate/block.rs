@@ -1,5 +1,6 @@
 //! Per-device figures from the block completions: bytes and requests by
-//! direction, latency histogram, busy time (the union of in-flight
+//! direction, latency histograms (issue → complete, and a read's creation →
+//! issue: its time in the plug and the I/O scheduler), busy time (the union of in-flight
 //! intervals), bytes per process, and the same per time bucket.
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -74,6 +75,8 @@ struct DeviceAcc {
     read_by_pid: BTreeMap<u32, u64>,
     /// Latency: every request, reads, writes.
     histograms: [Vec<u64>; 3],
+    /// Reads' creation → issue (those whose creation was seen).
+    read_queue_histogram: Vec<u64>,
     /// Per bucket from `start_ns`: read and written bytes, closed busy time.
     read_series: Vec<u64>,
     write_series: Vec<u64>,
@@ -105,6 +108,7 @@ impl BlockAggregate {
     pub fn add(&mut self, e: &BlockEvent) {
         let device = self.devices.entry(e.dev).or_insert_with(|| DeviceAcc {
             histograms: std::array::from_fn(|_| vec![0; LOG2_BUCKETS]),
+            read_queue_histogram: vec![0; LOG2_BUCKETS],
             ..DeviceAcc::default()
         });
         let bytes = u64::from(e.bytes);
@@ -116,6 +120,9 @@ impl BlockAggregate {
                 device.read_bytes += bytes;
                 device.read_requests += 1;
                 device.histograms[1][latency_bucket] += 1;
+                if e.created_ns != 0 && e.created_ns <= e.issue_ns {
+                    device.read_queue_histogram[log2_bucket(e.issue_ns - e.created_ns)] += 1;
+                }
                 add_at(&mut device.read_series, bucket, bytes);
                 if e.tgid != 0 && bytes > 0 {
                     *device.read_by_pid.entry(e.tgid).or_insert(0) += bytes;
@@ -162,6 +169,7 @@ impl BlockAggregate {
                     latency_log2_ns: trim_histogram(&acc.histograms[0]),
                     read_latency_log2_ns: trim_histogram(&acc.histograms[1]),
                     write_latency_log2_ns: trim_histogram(&acc.histograms[2]),
+                    read_queue_log2_ns: trim_histogram(&acc.read_queue_histogram),
                     busy_ns,
                     utilization: if duration_ns > 0 {
                         (busy_ns as f64 / duration_ns as f64).min(1.0)
@@ -365,6 +373,7 @@ mod tests {
             tgid,
             error: 0,
             rwbs: r,
+            created_ns: 0,
         }
     }
 
@@ -395,6 +404,28 @@ mod tests {
         assert_eq!(d.write_latency_log2_ns.iter().sum::<u64>(), 1);
         assert_eq!(d.write_latency_log2_ns.get(9), Some(&1));
         assert!((d.utilization - 0.2501).abs() < 1e-9);
+    }
+
+    /// A read's creation → issue goes to the queue histogram; a read whose
+    /// creation was not seen, and writes, do not.
+    #[test]
+    fn reads_queue_time_from_creation_to_issue() {
+        let vda = 254 << 20;
+        let created = |mut e: BlockEvent, at: u64| {
+            e.created_ns = at;
+            e
+        };
+        let events = [
+            created(block(vda, 4096, 10_000, 11_000, "R", 7), 10_000 - 3_000),
+            created(block(vda, 4096, 20_000, 21_000, "R", 7), 20_000 - 3_000),
+            block(vda, 4096, 30_000, 31_000, "R", 7),
+            created(block(vda, 4096, 40_000, 41_000, "W", 7), 1),
+        ];
+        let devs = device_stats(&events, &BTreeSet::new(), 100_000, &|_| "vda".into());
+        let queue = &devs[0].read_queue_log2_ns;
+        assert_eq!(queue.iter().sum::<u64>(), 2, "{queue:?}");
+        // 3,000 ns: bucket 11 ([2048, 4096)).
+        assert_eq!(queue.get(11), Some(&2), "{queue:?}");
     }
 
     #[test]
