@@ -48,6 +48,35 @@ pub struct HotFrames {
     /// largest only).
     #[serde(default)]
     pub unnamed_total: u64,
+    /// Python functions (`function (file.py)`, innermost) of the stacks
+    /// that end in the interpreter: running bytecode, so holding the GIL
+    /// (a C extension that releases it is not counted). Shares are of
+    /// `total`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub python_functions: Vec<FrameShare>,
+}
+
+/// `function (/a/b/dir/file.py:LINE)` → `function (dir/file.py)`: the
+/// function, and its file by the last two parts of its path (enough to
+/// tell a package's module from the script's); None for a frame that is
+/// not Python code.
+pub fn python_function(frame: &str) -> Option<String> {
+    let body = frame.strip_suffix(')')?;
+    let (function, place) = body.rsplit_once(" (")?;
+    let path = place.rsplit_once(':').map_or(place, |(path, _)| path);
+    if !path.ends_with(".py") || function.is_empty() {
+        return None;
+    }
+    let short = match path.rmatch_indices('/').nth(1) {
+        Some((i, _)) => &path[i + 1..],
+        None => path,
+    };
+    Some(format!("{function} ({short})"))
+}
+
+/// True when a leaf in library `lib` is the interpreter itself.
+fn is_interpreter(lib: &str) -> bool {
+    lib == "Python code" || lib.starts_with("libpython") || lib.starts_with("python")
 }
 
 /// True for a frame the symbolizer could not name: `[file]` (no symbol for
@@ -421,6 +450,7 @@ pub fn hot_frames(
     let mut inclusive = BTreeMap::new();
     let mut libraries = BTreeMap::new();
     let mut unnamed = BTreeMap::new();
+    let mut python = BTreeMap::new();
     let mut total = 0;
     for (stack, count) in &stacks.stacks {
         let mut parts = stack.split(';');
@@ -439,6 +469,11 @@ pub fn hot_frames(
             *unnamed.entry(leaf.to_string()).or_insert(0) += count;
         }
         let lib = library_in(leaf, modules).unwrap_or_else(|| "unknown".to_string());
+        if is_interpreter(&lib)
+            && let Some(function) = frames.iter().rev().find_map(|f| python_function(f))
+        {
+            *python.entry(function).or_insert(0) += count;
+        }
         *libraries.entry(lib).or_insert(0) += count;
         let unique: BTreeSet<&str> = frames.iter().copied().collect();
         for f in unique {
@@ -453,6 +488,7 @@ pub fn hot_frames(
         libraries: top(libraries, total, limit),
         unnamed_total: unnamed.values().sum(),
         unnamed: top(unnamed, total, limit),
+        python_functions: top(python, total, limit),
     }
 }
 
@@ -498,6 +534,32 @@ mod tests {
 
     fn folded(text: &str) -> FoldedStacks {
         FoldedStacks::parse(text, "t").0
+    }
+
+    /// Stacks that end in the interpreter name their innermost Python
+    /// function; one in a C extension (GIL released) or without Python
+    /// frames does not.
+    #[test]
+    fn python_functions_of_stacks_in_the_interpreter() {
+        let stacks = folded(
+            "pool;run (pool.py:10);parse (pool.py:42);_PyEval_EvalFrameDefault 6\n\
+             pool;run (pool.py:10);parse (pool.py:44);PyUnicode_New [libpython3.12.so.1.0] 2\n\
+             pool;run (pool.py:10);read (pool.py:30) 1\n\
+             pool;run (pool.py:10);read (pool.py:31);__libc_pread64 [libc.so.6] 5\n\
+             pool;_PyEval_EvalFrameDefault 2\n",
+        );
+        let hot = hot_frames(&stacks, &|_| true, 5, &FrameModules::default());
+        let names: Vec<(&str, u64)> = hot
+            .python_functions
+            .iter()
+            .map(|r| (r.name.as_str(), r.count))
+            .collect();
+        assert_eq!(names, [("parse (pool.py)", 8), ("read (pool.py)", 1)]);
+        assert_eq!(
+            python_function("parse (pool.py:42)").as_deref(),
+            Some("parse (pool.py)")
+        );
+        assert_eq!(python_function("memcpy (libc.so.6)"), None);
     }
 
     #[test]

@@ -262,6 +262,13 @@ pub enum Figure {
         device: String,
         us: f64,
     },
+    /// Reads' median time from creation to dispatch (plug, I/O scheduler)
+    /// beside their median time on the device.
+    DeviceReadSplit {
+        device: String,
+        queue_us: f64,
+        device_us: f64,
+    },
     ReaderBlockedIo {
         share: f64,
     },
@@ -306,6 +313,12 @@ pub enum Figure {
     },
     /// Readers waiting for CPython's GIL.
     ReaderGil {
+        share: f64,
+    },
+    /// A Python function running in the interpreter (holding the GIL): its
+    /// share of reader CPU samples.
+    GilHolder {
+        function: String,
         share: f64,
     },
     /// Seconds without a read or a hand-off, up to the end of the data.
@@ -381,6 +394,7 @@ impl Figure {
             Self::DeviceReadRate { .. } => "device_read_mib_per_s",
             Self::DeviceUtilization { .. } => "device_utilization",
             Self::DeviceLatencyP50 { .. } => "device_latency_p50_us",
+            Self::DeviceReadSplit { .. } => "device_read_queue_p50_us",
             Self::ReaderBlockedIo { .. } => "reader_blocked_io_share",
             Self::ReaderReadSyscall { .. } => "reader_read_syscall_share",
             Self::PageCacheHitRatio { .. } => "page_cache_hit_ratio",
@@ -398,6 +412,7 @@ impl Figure {
             Self::OomKilled => "oom_killed",
             Self::ReaderSocketRecv { .. } => "reader_socket_recv_share",
             Self::ReaderGil { .. } => "reader_gil_share",
+            Self::GilHolder { function, .. } => return format!("gil_holder:{function}"),
             Self::NoProgress { .. } => "no_progress_s",
             Self::StalledThread { tid, .. } => return format!("stalled_thread:{tid}"),
             Self::WriterOnCpu { .. } => "writer_on_cpu_share",
@@ -432,6 +447,7 @@ impl Figure {
             | Self::ReaderReclaim { share }
             | Self::ReaderSocketRecv { share }
             | Self::ReaderGil { share }
+            | Self::GilHolder { share, .. }
             | Self::WriterOnCpu { share, .. }
             | Self::WriterOwnWork { share }
             | Self::WriterSync { share, .. }
@@ -446,6 +462,7 @@ impl Figure {
             Self::DeviceReadRate { mib_per_s, .. } => *mib_per_s,
             Self::DeviceUtilization { utilization, .. } => *utilization,
             Self::DeviceLatencyP50 { us, .. } => *us,
+            Self::DeviceReadSplit { queue_us, .. } => *queue_us,
             Self::PageCacheHitRatio { hit, .. } => *hit,
             Self::BenchAu { percentage, .. } => *percentage,
             Self::BusyThreads(n) | Self::NumCpus(n) => f64::from(*n),
@@ -458,7 +475,7 @@ impl Figure {
     pub fn unit(&self) -> &'static str {
         match self {
             Self::DeviceReadRate { .. } | Self::DeviceWriteRate { .. } => "MiB/s",
-            Self::DeviceLatencyP50 { .. } => "us",
+            Self::DeviceLatencyP50 { .. } | Self::DeviceReadSplit { .. } => "us",
             Self::BenchAu { .. } => "%",
             Self::BusyThreads(_) | Self::CpuDemandThreads(_) => "threads",
             Self::NumCpus(_) | Self::CpusUsed(_) => "cpus",
@@ -538,6 +555,9 @@ pub enum Detail {
         device: Option<DeviceFigures>,
         /// Readers' waits for CPython's GIL (a share of the basis).
         gil_share: f64,
+        /// The Python functions running in the interpreter (so holding the
+        /// GIL), hottest first, with their share of reader CPU samples.
+        gil_holders: Vec<(String, f64)>,
     },
     StorageBound {
         blocked_share: f64,
@@ -915,6 +935,13 @@ fn device_evidence(f: &Features) -> Vec<Figure> {
                 us: p50,
             });
         }
+        if let (Some(queue_us), Some(device_us)) = (d.read_queue_p50_us, d.read_latency_p50_us) {
+            out.push(Figure::DeviceReadSplit {
+                device: d.name.clone(),
+                queue_us,
+                device_us,
+            });
+        }
     }
     out
 }
@@ -967,10 +994,27 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
         Figure::ReaderCpuDemand { share: demand },
         Figure::ReaderUser { share: user },
     ];
+    // Who held the GIL the readers waited for: the Python functions
+    // running in the interpreter (on CPU with the GIL, by definition).
+    let gil_holders: Vec<(String, f64)> = if f.reader_gil_share > 0.0 {
+        hot.python_functions
+            .iter()
+            .take(3)
+            .map(|r| (r.name.clone(), r.share))
+            .collect()
+    } else {
+        Vec::new()
+    };
     if f.reader_gil_share > 0.0 {
         figures.push(Figure::ReaderGil {
             share: f.reader_gil_share,
         });
+        for (function, share) in &gil_holders {
+            figures.push(Figure::GilHolder {
+                function: function.clone(),
+                share: *share,
+            });
+        }
     }
     figures.push(Figure::ReaderOwnWork {
         share: own,
@@ -992,6 +1036,7 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
             storage_idle: util < t.storage_idle_utilization,
             device: device_figures(f),
             gil_share: f.reader_gil_share,
+            gil_holders,
         },
         figures,
     }
@@ -1643,5 +1688,38 @@ mod tests {
             );
             assert_eq!((rule.score)(&f, &HotFrames::default(), &t).verdict, rule.id);
         }
+    }
+
+    /// A device whose reads' queue time was recorded shows it beside their
+    /// device time; one recorded before that shows neither.
+    #[test]
+    fn storage_evidence_splits_a_reads_queue_time_from_its_device_time() {
+        use crate::analysis::features::DeviceFeature;
+        let mut f = Features {
+            reader_blocked_io_share: 0.95,
+            top_device: Some(DeviceFeature {
+                name: "vda".into(),
+                utilization: 0.02,
+                read_latency_p50_us: Some(1048.576),
+                read_queue_p50_us: Some(4.096),
+                ..DeviceFeature::default()
+            }),
+            ..Features::default()
+        };
+        let split = |f: &Features| {
+            rule_storage_bound(f, &Thresholds::default())
+                .figures
+                .into_iter()
+                .find(|fig| matches!(fig, Figure::DeviceReadSplit { .. }))
+        };
+        let Some(fig) = split(&f) else {
+            panic!("no split in the storage-bound evidence");
+        };
+        assert_eq!(fig.key(), "device_read_queue_p50_us");
+        assert!((fig.value() - 4.096).abs() < 1e-9);
+        if let Some(d) = f.top_device.as_mut() {
+            d.read_queue_p50_us = None;
+        }
+        assert_eq!(split(&f), None);
     }
 }

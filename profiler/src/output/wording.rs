@@ -72,6 +72,7 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
             storage_idle,
             device,
             gil_share,
+            gil_holders,
         } => {
             let hot_text = frames_phrase(hot);
             let headline_hot = if hot_text.is_empty() {
@@ -85,8 +86,17 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
                 format!("storage: {}", storage_phrase(device.as_ref()))
             };
             let gil = if *gil_share >= GIL_NAMED_SHARE {
+                let held = match gil_holders.first() {
+                    Some((function, share)) => {
+                        format!(
+                            "; held most running {function}, {} of reader CPU",
+                            pct(*share)
+                        )
+                    }
+                    None => String::new(),
+                };
                 format!(
-                    "; the GIL serializes the Python work (waits for it: {} {})",
+                    "; the GIL serializes the Python work (waits for it: {} {}{held})",
                     pct(*gil_share),
                     basis_text
                 )
@@ -336,6 +346,15 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
         Figure::DeviceLatencyP50 { device, us } => {
             format!("{device} median request latency ≤ {us:.0} µs")
         }
+        Figure::DeviceReadSplit {
+            device,
+            queue_us,
+            device_us,
+        } => format!(
+            "{device} reads: median ≤ {queue_us:.0} µs from request creation to dispatch (plug, I/O \
+             scheduler), ≤ {device_us:.0} µs on the device (a cgroup throttle holds bios before \
+             the request exists: its time is in neither)"
+        ),
         Figure::ReaderBlockedIo { share } => format!(
             "readers waiting for block I/O (D sleep, or a block completion ending their wait) {} {basis}",
             pct(*share)
@@ -388,6 +407,10 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
         Figure::ReaderSocketRecv { share } => {
             format!("workers waiting for the network {} {basis}", pct(*share))
         }
+        Figure::GilHolder { function, share } => format!(
+            "{function} ran in the interpreter, holding the GIL, {} of reader CPU samples",
+            pct(*share)
+        ),
         Figure::ReaderGil { share } => format!(
             "readers waiting for the GIL (another thread running Python) {} {basis}",
             pct(*share)
