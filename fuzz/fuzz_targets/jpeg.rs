@@ -1,27 +1,10 @@
 //! JPEG: the input is a whole file; `read_info` (the RetinaNet reader's
 //! entry) checks its size and walks the marker segments with `parse_jpeg`.
+//!
+//! The body and seeds: `storprof_fuzz_targets::jpeg`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storprof_bench::format::jpeg::{min_jpeg_size, parse_jpeg, read_info, write_jpeg};
-use storprof_fuzz::{Mem, write_seeds};
+use storprof_fuzz::{targets::jpeg, write_seeds};
 
-fn seeds() {
-    let mut out = Vec::new();
-    for (target, seed) in [(min_jpeg_size(), 1), (min_jpeg_size() + 300, 2)] {
-        let mut bytes = Vec::new();
-        match write_jpeg(target, seed, &mut |chunk| {
-            bytes.extend_from_slice(chunk);
-            Ok(())
-        }) {
-            Ok(_) => out.push((format!("seed-{target}.jpg"), bytes)),
-            Err(e) => eprintln!("fuzz seeds: JPEG of {target} B: {e}"),
-        }
-    }
-    write_seeds(out);
-}
-
-fuzz_target!(init: seeds(), |data: &[u8]| {
-    let _ = parse_jpeg(data, "fuzz.jpg");
-    let _ = read_info(&Mem(data), "fuzz.jpg");
-});
+fuzz_target!(init: write_seeds(jpeg::seeds), |data: &[u8]| jpeg::run(data));

@@ -1,27 +1,11 @@
 //! NPZ (ZIP of .npy members): the input is a whole file; `read_layout`
 //! finds the end-of-central-directory record (and zip64 records), walks the
 //! central directory and parses `x.npy`'s header, as the readers do.
+//!
+//! The body and seeds: `storprof_fuzz_targets::npz`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storprof_bench::{
-    format::npz::{read_layout_as, write_npz_file},
-    storage::{LocalStorage, ReadKind},
-};
-use storprof_fuzz::{Mem, seed_dir};
+use storprof_fuzz::{targets::npz, write_seeds};
 
-fn seeds() {
-    let Some(dir) = seed_dir() else { return };
-    let storage = LocalStorage::new(&dir);
-    for (dims, samples) in [((1, 1), 1), ((2, 3), 2), ((4, 4), 3)] {
-        let name = format!("seed-{}x{}x{samples}.npz", dims.0, dims.1);
-        if let Err(e) = write_npz_file(&storage, &name, dims, samples, 11) {
-            eprintln!("fuzz seeds: {name}: {e}");
-        }
-    }
-}
-
-fuzz_target!(init: seeds(), |data: &[u8]| {
-    // Both kinds: the kind only labels reads, but both callers exist.
-    let _ = read_layout_as(&Mem(data), "fuzz.npz", ReadKind::Metadata);
-});
+fuzz_target!(init: write_seeds(npz::seeds), |data: &[u8]| npz::run(data));

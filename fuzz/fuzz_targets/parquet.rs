@@ -4,90 +4,11 @@
 //! then decoded by the fast path (page headers, levels, values). The input
 //! is also handed to `parse_footer` directly as a footer, so mutations reach
 //! the Thrift reader without keeping a valid trailer.
+//!
+//! The body and seeds: `storprof_fuzz_targets::parquet`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storprof_bench::{
-    format::{
-        ColumnSpec, ElemType, FluxSchema,
-        parquet::{parse_footer, read_layout, write_parquet_file},
-    },
-    reader::decode_row_group,
-    storage::LocalStorage,
-};
-use storprof_fuzz::{Mem, seed_dir, write_seeds};
+use storprof_fuzz::{targets::parquet, write_seeds};
 
-/// Row groups decoded per input (a footer may list millions).
-const MAX_GROUPS: usize = 8;
-
-fn seeds() {
-    let Some(dir) = seed_dir() else { return };
-    let storage = LocalStorage::new(&dir);
-    let schemas = [
-        ("one-column", FluxSchema::float32(&[("x", 4)])),
-        ("two-columns", FluxSchema::float32(&[("a", 3), ("b", 1)])),
-        (
-            "int8-column",
-            FluxSchema {
-                columns: vec![ColumnSpec {
-                    name: "c".into(),
-                    elem: ElemType::Int8,
-                    size: 2,
-                }],
-            },
-        ),
-    ];
-    let mut footers = Vec::new();
-    for (name, schema) in schemas {
-        for (rows, rg_rows) in [(1, 1), (5, 2)] {
-            let name = format!("seed-{name}-{rows}-{rg_rows}.parquet");
-            if let Err(e) = write_parquet_file(&storage, &name, &schema, rows, rg_rows, 7) {
-                eprintln!("fuzz seeds: {name}: {e}");
-                continue;
-            }
-            // The footer alone too, for the direct parse_footer path.
-            let Ok(bytes) = std::fs::read(dir.join(&name)) else {
-                continue;
-            };
-            if let Some(footer) = footer_of(&bytes) {
-                footers.push((format!("{name}.footer"), footer.to_vec()));
-            }
-        }
-    }
-    write_seeds(footers);
-}
-
-fn footer_of(file: &[u8]) -> Option<&[u8]> {
-    let n = file.len();
-    let len = u32::from_le_bytes(
-        file.get(n.checked_sub(8)?..n.checked_sub(4)?)?
-            .try_into()
-            .ok()?,
-    );
-    file.get(n.checked_sub(8 + len as usize)?..n - 8)
-}
-
-fuzz_target!(init: seeds(), |data: &[u8]| {
-    if let Ok((layout, _)) = read_layout(&Mem(data), "fuzz.parquet") {
-        for rg in 0..layout.row_groups.len().min(MAX_GROUPS) {
-            let (start, end) = layout.row_groups[rg].byte_range();
-            let bytes = usize::try_from(start)
-                .ok()
-                .zip(usize::try_from(end).ok())
-                .and_then(|(s, e)| data.get(s..e));
-            if let Some(bytes) = bytes {
-                let _ = decode_row_group(
-                    "fuzz.parquet",
-                    &layout,
-                    rg,
-                    &bytes::Bytes::copy_from_slice(bytes),
-                );
-            }
-        }
-    }
-    // The input as a footer: a file just large enough, and one too small
-    // (the size check must refuse it, not wrap).
-    let len = data.len() as u64;
-    let _ = parse_footer(data, len + 8 + 4096, "fuzz.parquet");
-    let _ = parse_footer(data, len, "fuzz.parquet");
-});
+fuzz_target!(init: write_seeds(parquet::seeds), |data: &[u8]| parquet::run(data));

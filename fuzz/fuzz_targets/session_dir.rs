@@ -6,24 +6,11 @@
 //! (verdict.json, report.md, the terminal verdict, the timeline).
 //! Flamegraph rendering (inferno) is left out: it is a third-party renderer
 //! of the already-parsed stacks.
+//!
+//! The body and seeds: `storprof_fuzz_targets::session_dir`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storprof::{
-    analysis::{Thresholds, analyze},
-    output::{report, timeline},
-};
-use storprof_fuzz::{session_fixture_inputs, session_from_framed, write_seeds};
+use storprof_fuzz::{targets::session_dir, write_seeds};
 
-fuzz_target!(init: write_seeds(session_fixture_inputs()), |data: &[u8]| {
-    let Ok(session) = session_from_framed(data) else {
-        return;
-    };
-    let analysis = analyze(&session, &Thresholds::default());
-    let _ = report::verdict_json(&analysis);
-    let _ = report::render_markdown(&session, &analysis);
-    let _ = report::render_terminal(&analysis);
-    if let Some(ts) = &session.timeseries {
-        let _ = timeline::render(ts);
-    }
-});
+fuzz_target!(init: write_seeds(session_dir::seeds), |data: &[u8]| session_dir::run(data));

@@ -3,60 +3,11 @@
 //! and every accepted set of thresholds then drives the whole analysis of
 //! fixed recorded sessions (the thresholds are numbers the rules divide by,
 //! compare with and use as depths), as `report --thresholds` would.
+//!
+//! The body and seeds: `storprof_fuzz_targets::thresholds`.
 #![no_main]
 
-use std::sync::OnceLock;
-
 use libfuzzer_sys::fuzz_target;
-use storprof::{
-    analysis::{Thresholds, analyze},
-    output::report,
-    session::load::{Session, load},
-};
-use storprof_fuzz::{repo_root, write_seeds};
+use storprof_fuzz::{targets::thresholds, write_seeds};
 
-/// Small fixtures with a wake-up graph and without (format 2 and 1).
-const SESSIONS: &[&str] = &["real-storage-bound", "cpu-starved", "real-lock-contention"];
-
-fn sessions() -> &'static [Session] {
-    static S: OnceLock<Vec<Session>> = OnceLock::new();
-    S.get_or_init(|| {
-        SESSIONS
-            .iter()
-            .filter_map(|name| load(&repo_root().join("tests/data/sessions").join(name)).ok())
-            .collect()
-    })
-}
-
-fn seeds() {
-    let mut out = vec![("seed-empty".to_string(), b"{}".to_vec())];
-    if let Ok(text) = serde_json::to_vec_pretty(&Thresholds::default()) {
-        out.push(("seed-default".to_string(), text));
-    }
-    out.push((
-        "seed-some".to_string(),
-        br#"{"reader_read_fraction": 0.0, "critical_path_max_depth": 0, "busy_thread_share": 1e308}"#
-            .to_vec(),
-    ));
-    write_seeds(out);
-    if sessions().len() != SESSIONS.len() {
-        eprintln!(
-            "fuzz thresholds: only {} of the fixture sessions loaded",
-            sessions().len()
-        );
-    }
-}
-
-fuzz_target!(init: seeds(), |data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let Ok(thresholds) = serde_json::from_str::<Thresholds>(text) else {
-        return;
-    };
-    for session in sessions() {
-        let analysis = analyze(session, &thresholds);
-        let _ = report::verdict_json(&analysis);
-        let _ = report::render_terminal(&analysis);
-    }
-});
+fuzz_target!(init: write_seeds(thresholds::seeds), |data: &[u8]| thresholds::run(data));
