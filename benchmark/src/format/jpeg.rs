@@ -736,29 +736,4 @@ mod tests {
         let on_disk = std::fs::read(dir.path().join("sub/img_1.jpg")).unwrap();
         assert_eq!(on_disk, make(322_957, 42));
     }
-
-    /// Generation speed: `cargo test --release ... format::jpeg -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn bench_write_speed() {
-        let files = 2000u64;
-        let mut v = Vec::with_capacity(400_000);
-        let t = std::time::Instant::now();
-        let mut total = 0u64;
-        for seed in 0..files {
-            v.clear();
-            total += write_jpeg(322_957, seed, &mut |c| {
-                v.extend_from_slice(c);
-                Ok(())
-            })
-            .unwrap();
-            std::hint::black_box(&v);
-        }
-        let secs = t.elapsed().as_secs_f64();
-        println!(
-            "{files} files, {total} B in {secs:.3} s: {:.2} GB/s, {:.1} us/file",
-            total as f64 / secs / 1e9,
-            secs / files as f64 * 1e6
-        );
-    }
 }

@@ -708,36 +708,4 @@ mod tests {
         let e = read_index(&Endless, "f").unwrap_err().to_string();
         assert!(e.contains("more than"), "{e}");
     }
-
-    /// Write speed of resnet50 files (1251 × 114,244 B); run with
-    /// `cargo test --release -p storprof-bench --lib format::tfrecord -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn write_speed() {
-        let dir = tempfile::tempdir().unwrap();
-        let st = LocalStorage::new(dir.path());
-        let t = std::time::Instant::now();
-        let mut bytes = 0;
-        for i in 0..8 {
-            bytes += write_tfrecord_file(&st, &format!("r{i}.tfrecord"), 1251, 114_660.07, 0.0, i)
-                .unwrap();
-        }
-        let s = t.elapsed().as_secs_f64();
-        println!(
-            "resnet50: {bytes} B in {s:.3} s = {:.2} GB/s",
-            bytes as f64 / s / 1e9
-        );
-        let t = std::time::Instant::now();
-        let mut bytes = 0;
-        for i in 0..200 {
-            bytes +=
-                write_tfrecord_file(&st, &format!("c{i}.tfrecord"), 1, 2_828_486.0, 71_311.0, i)
-                    .unwrap();
-        }
-        let s = t.elapsed().as_secs_f64();
-        println!(
-            "cosmoflow: {bytes} B in {s:.3} s = {:.2} GB/s",
-            bytes as f64 / s / 1e9
-        );
-    }
 }
