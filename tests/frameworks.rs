@@ -37,7 +37,10 @@ use support::{STORPROF, Throttle, assert_root, dlio_venv, read_json, run_within}
 #[derive(Clone, Debug)]
 struct Measured {
     items_per_s: f64,
+    /// The whole process's CPU, start-up included.
     cpu_s: f64,
+    /// Its CPU over the timed `seconds` only, when the script reports it.
+    cpu_s_timed: Option<f64>,
     seconds: f64,
     au: Option<f64>,
     bytes_per_s: Option<f64>,
@@ -116,6 +119,7 @@ fn result_line(stdout: &str) -> Option<Measured> {
     Some(Measured {
         items_per_s: json["items_per_s"].as_f64()?,
         cpu_s: json["cpu_s"].as_f64().unwrap_or(0.0),
+        cpu_s_timed: json["cpu_s_timed"].as_f64(),
         seconds: json["seconds"].as_f64().unwrap_or(0.0),
         au: json["au_percentage"].as_f64(),
         bytes_per_s: json["bytes_per_s"].as_f64(),
