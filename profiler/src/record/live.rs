@@ -143,6 +143,9 @@ pub struct LiveStatus {
     /// for [`VerdictSmoother`]'s updates (the analysis's own is `verdict`);
     /// None while it is too early.
     pub shown: Option<VerdictId>,
+    /// The consumer the analysis found (tid), if any: a verdict about
+    /// another thread than the last update's is a new reading.
+    pub consumer: Option<u32>,
 }
 
 /// The consumer's steps (data deliveries or compute steps) in the window
@@ -276,6 +279,14 @@ pub fn status_of(
         },
     };
     let too_early = too_early(analysis, window.map(|w| w.end_s - w.start_s));
+    // A window too short to mean anything that then went quiet is a
+    // start-up exchange (a framework's threads while it imports), not the
+    // end of training.
+    let phase = if too_early.is_some() && phase == "tear-down" {
+        "start-up"
+    } else {
+        phase
+    };
     LiveStatus {
         elapsed_s,
         phase,
@@ -293,6 +304,11 @@ pub fn status_of(
         busiest,
         shown: too_early.is_none().then_some(v.verdict),
         too_early,
+        consumer: analysis
+            .wait
+            .as_ref()
+            .and_then(|w| w.consumers.first())
+            .map(|c| c.tid),
     }
 }
 
@@ -325,26 +341,35 @@ pub struct VerdictSmoother {
     shown: Option<VerdictId>,
     /// A different verdict the analysis gave, and how many updates in a row.
     pending: Option<(VerdictId, u32)>,
+    /// The consumer of the last update.
+    consumer: Option<u32>,
 }
 
 impl VerdictSmoother {
     pub const CONFIRMATIONS: u32 = 2;
 
-    /// Sets `s.shown` from this update and the ones before.
+    /// Sets `s.shown` from this update and the ones before. The first
+    /// verdict, like a change, must hold [`Self::CONFIRMATIONS`] updates
+    /// about the same consumer: early in a job a start-up thread can pass
+    /// for one (DLIO's main process importing its frameworks) until the
+    /// real training loop starts.
     pub fn settle(&mut self, s: &mut LiveStatus) {
+        if s.consumer != self.consumer {
+            self.consumer = s.consumer;
+            self.pending = None;
+        }
         if s.too_early.is_some() || s.inconclusive {
             s.shown = self.shown;
             return;
         }
         let now = s.verdict;
         match self.shown {
-            None => self.shown = Some(now),
             Some(shown) if shown == now => self.pending = None,
-            Some(_) if now == VerdictId::Stalled => {
+            _ if now == VerdictId::Stalled => {
                 self.shown = Some(now);
                 self.pending = None;
             }
-            Some(_) => {
+            _ => {
                 let count = match self.pending {
                     Some((v, n)) if v == now => n + 1,
                     _ => 1,
@@ -366,11 +391,12 @@ impl VerdictSmoother {
 fn verdict_text(s: &LiveStatus) -> String {
     match (s.shown, &s.too_early) {
         (None, Some(why)) => why.clone(),
+        (None, None) if s.inconclusive => "no clear verdict yet".to_string(),
+        (None, None) => format!("settling ({}?)", s.verdict),
         (Some(shown), _) if shown != s.verdict => {
             format!("{shown} (changing to {}?)", s.verdict)
         }
         (Some(shown), _) => shown.to_string(),
-        (None, None) => s.verdict.to_string(),
     }
 }
 
@@ -425,7 +451,11 @@ pub fn render_line(s: &LiveStatus) -> String {
         clock(s.elapsed_s),
         s.phase,
         verdict_text(s),
-        if s.inconclusive { "?" } else { "" },
+        if s.inconclusive && s.shown.is_some() {
+            "?"
+        } else {
+            ""
+        },
         s.confidence_label,
         s.confidence,
         s.device_mib_per_s,
@@ -446,8 +476,9 @@ fn clock(s: f64) -> String {
 /// Tracks how long the verdict has held over the training window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VerdictHold {
-    /// The verdict and label being held, and since when (s from the start).
-    held: Option<(VerdictId, String, f64)>,
+    /// The verdict, label and consumer being held, and since when (s from
+    /// the start).
+    held: Option<(VerdictId, String, Option<u32>, f64)>,
 }
 
 /// An early verdict: what held, and over which window.
@@ -484,10 +515,20 @@ impl VerdictHold {
         }
         let start = s.training_start_s.unwrap_or(0.0);
         let since = match &self.held {
-            Some((v, label, since)) if *v == s.verdict && *label == s.confidence_label => *since,
+            Some((v, label, consumer, since))
+                if *v == s.verdict && *label == s.confidence_label && *consumer == s.consumer =>
+            {
+                *since
+            }
             _ => {
-                // Held from when this verdict was first seen.
-                self.held = Some((s.verdict, s.confidence_label.clone(), s.elapsed_s));
+                // Held from when this verdict was first seen (about this
+                // consumer).
+                self.held = Some((
+                    s.verdict,
+                    s.confidence_label.clone(),
+                    s.consumer,
+                    s.elapsed_s,
+                ));
                 s.elapsed_s
             }
         }
@@ -586,6 +627,7 @@ mod tests {
             busiest: Vec::new(),
             too_early: None,
             shown: Some(verdict),
+            consumer: Some(1),
         }
     }
 
@@ -601,6 +643,15 @@ mod tests {
         assert_eq!(s.shown, None);
         assert!(
             render_line(&s).contains("verdict too early: 5"),
+            "{}",
+            render_line(&s)
+        );
+        // The first verdict, like a change, once it held two updates.
+        let mut s = at(8.0, cpu, "high", "training");
+        sm.settle(&mut s);
+        assert_eq!(s.shown, None);
+        assert!(
+            render_line(&s).contains("verdict settling (cpu-bound-reader?)"),
             "{}",
             render_line(&s)
         );
@@ -630,6 +681,42 @@ mod tests {
         let mut s = at(35.0, VerdictId::Stalled, "high", "training");
         sm.settle(&mut s);
         assert_eq!(s.shown, Some(VerdictId::Stalled));
+    }
+
+    /// A start-up thread taken for the consumer, then the real one: the
+    /// first thread's verdict is not confirmed by the second's updates;
+    /// an inconclusive guess is never shown as a verdict.
+    #[test]
+    fn a_verdict_holds_only_over_updates_about_one_consumer() {
+        let mut sm = VerdictSmoother::default();
+        let compute = VerdictId::ComputeBound;
+        let storage = VerdictId::StorageBound;
+        let mut s = at(15.0, VerdictId::CheckpointBound, "low", "training");
+        s.inconclusive = true;
+        sm.settle(&mut s);
+        assert_eq!(s.shown, None);
+        assert!(
+            render_line(&s).contains("verdict no clear verdict yet ("),
+            "{}",
+            render_line(&s)
+        );
+        let mut s = at(17.0, compute, "medium", "training");
+        s.consumer = Some(7);
+        sm.settle(&mut s);
+        let mut s = at(22.0, compute, "medium", "training");
+        s.consumer = Some(8);
+        sm.settle(&mut s);
+        assert_eq!(
+            s.shown, None,
+            "two updates about two threads confirmed nothing"
+        );
+        let mut s = at(27.0, storage, "high", "training");
+        s.consumer = Some(8);
+        sm.settle(&mut s);
+        let mut s = at(32.0, storage, "high", "training");
+        s.consumer = Some(8);
+        sm.settle(&mut s);
+        assert_eq!(s.shown, Some(storage));
     }
 
     #[test]
