@@ -134,6 +134,12 @@ pub struct Thresholds {
     /// data), is held back by its own writes: checkpoint-bound. Default
     /// 0.25: a quarter of the training time lost to saving.
     pub checkpoint_bound_own_share: f64,
+    /// ... and whose own time is writing: mostly uninterruptible waits
+    /// (fsync, writeback), or on a CPU while writing at least this fast
+    /// (bytes written over the own time, MiB/s). A trainer's own CPU that
+    /// wrote a few MiB of pipe traffic and logs is unpickling batches, not
+    /// saving. Default 8.
+    pub checkpoint_min_write_mib_per_s: f64,
 
     // ---- evidence and confidence ----
     /// Derived (DLIO) vs measured (bench) I/O differing by more than this
@@ -210,6 +216,7 @@ impl Default for Thresholds {
             write_generator_own_work_share: 0.5,
             write_memory_only_device_ratio: 0.1,
             checkpoint_bound_own_share: 0.25,
+            checkpoint_min_write_mib_per_s: 8.0,
             io_mismatch_factor: 2.0,
             stall_s: 60.0,
             stall_busy_share: 0.9,

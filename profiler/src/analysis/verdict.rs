@@ -1435,9 +1435,15 @@ fn rule_checkpoint_bound(f: &Features, t: &Thresholds) -> Finding {
     let consumer = f.consumer.as_ref();
     let w = consumer.and_then(|c| c.writes.clone()).unwrap_or_default();
     let written_mib = w.write_bytes as f64 / (1 << 20) as f64;
+    // Own time is saving when it waits on I/O, or writes fast enough for
+    // its CPU to be the copying and serializing of a checkpoint.
+    let own_s = w.own_share * w.window_s;
+    let writing = w.own_io_share * 2.0 >= w.own_share
+        || (own_s > 0.0 && written_mib / own_s >= t.checkpoint_min_write_mib_per_s);
     let fired = w.write_bytes >= t.writer_min_write_bytes
         && w.own_share >= t.checkpoint_bound_own_share
-        && w.own_share > w.data_wait_share;
+        && w.own_share > w.data_wait_share
+        && writing;
     let comm = consumer.map(|c| c.comm.clone());
     let mut figures = vec![
         Figure::ConsumerOwnTime {
@@ -1688,6 +1694,33 @@ mod tests {
             );
             assert_eq!((rule.score)(&f, &HotFrames::default(), &t).verdict, rule.id);
         }
+    }
+
+    /// Own time that writes a few MiB (a real trainer's pipes and logs,
+    /// 1 MiB/s) is not a checkpoint; the same time writing 1.5 GB, or
+    /// waiting in fsync, is.
+    #[test]
+    fn checkpoint_bound_needs_the_own_time_to_be_writing() {
+        use crate::analysis::features::{ConsumerFeature, ConsumerWrites};
+        let with = |mib: u64, own_io_share: f64| Features {
+            consumer: Some(ConsumerFeature {
+                comm: "dlio_benchmark".into(),
+                writes: Some(ConsumerWrites {
+                    write_bytes: mib << 20,
+                    window_s: 15.0,
+                    compute_share: 0.32,
+                    data_wait_share: 0.337,
+                    own_share: 0.343,
+                    own_io_share,
+                }),
+                ..ConsumerFeature::default()
+            }),
+            ..Features::default()
+        };
+        let fired = |f: &Features| rule_checkpoint_bound(f, &Thresholds::default()).fired;
+        assert!(!fired(&with(5, 0.0)), "5 MiB over 5 s of own CPU");
+        assert!(fired(&with(1500, 0.0)), "1.5 GB over 5 s of own CPU");
+        assert!(fired(&with(5, 0.3)), "5 MiB with the own time in fsync");
     }
 
     /// A device whose reads' queue time was recorded shows it beside their
