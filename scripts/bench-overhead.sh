@@ -12,6 +12,8 @@
 # plain: for the storm, the helper's own loop time (so the one-off cost of
 # loading/attaching/writing the session is left out; it is shown separately);
 # for the CPU-bound run, wall time of the whole `storprof record` invocation. Run as root: sudo scripts/bench-overhead.sh [N] [REPS]
+# STORPROF_OLD=path/to/an/older/storprof adds its default record of both
+# workloads to every round (rows *_old), to compare two builds in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-3000000}
@@ -74,6 +76,10 @@ add_case storm_record_timing_off "$STORPROF" record --syscall-timing off -o "$WO
 add_case storm_bpftrace bpftrace -q -e "$BPFTRACE_PROG" -c "${STORM[*]}"
 add_case cpu_plain "$WORK/spin" "$SPIN"
 add_case cpu_record "$STORPROF" record -o "$WORK/s3" -- "$WORK/spin" "$SPIN"
+if [ -n "${STORPROF_OLD:-}" ]; then
+    add_case storm_record_old "$STORPROF_OLD" record -o "$WORK/s6" -- "${STORM[@]}"
+    add_case cpu_record_old "$STORPROF_OLD" record -o "$WORK/s7" -- "$WORK/spin" "$SPIN"
+fi
 # Startup/teardown of record itself (load, attach, write), for reference.
 add_case record_true "$STORPROF" record -o "$WORK/s4" -- /bin/true
 
@@ -109,6 +115,10 @@ row storm_record_timing_off storm_plain
 row storm_bpftrace storm_plain
 row cpu_plain cpu_plain
 row cpu_record cpu_plain
+if [ -n "${STORPROF_OLD:-}" ]; then
+    row storm_record_old storm_plain
+    row cpu_record_old cpu_plain
+fi
 printf '%-34s %10.3f %14s %8s %12s %8.2f\n' "record -- /bin/true (fixed cost)" "${RESULT[record_true]}" "${SPREAD[record_true]}" "" "" "${CPU[record_true]}"
 echo "cpu s: user+sys of the whole invocation (storprof and the command); cpu_record's CPU"
 echo "ratio: $(echo "${CPU[cpu_record]} / ${CPU[cpu_plain]}" | bc -l | xargs printf '%.3f'); without record's fixed start and stop"
