@@ -7,7 +7,6 @@
 //! Golden files (testkit::golden): `STORPROF_BLESS=1` rewrites them;
 //! missing ones are created, except under `CI=true`, where they fail.
 // Tests may unwrap (the guide): a failure here is a test failure.
-#![allow(clippy::unwrap_used)]
 use std::{fs, path::Path};
 
 use storprof::{
@@ -16,8 +15,7 @@ use storprof::{
     session::load::{self, LoadError},
 };
 
-mod support;
-use support::{assert_golden, copy_dir, session_fixture as fixture, storprof};
+use crate::support::{assert_golden, copy_dir, session_fixture as fixture, storprof};
 
 /// One `#[test]` per fixture session (so one mismatch does not hide the
 /// others, as inferno's tests do), each calling `$check(fixture, label)`,

@@ -1,14 +1,13 @@
 //! `storprof bench` and Ctrl-C: SIGINT stops the run at a step boundary and
 //! the results directory still gets summary.json (marked interrupted) and the
 //! `[METRIC]` block. No root needed.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::expect_used)]
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
-use support::{STORPROF as BIN, param_args};
+use crate::support::{STORPROF as BIN, param_args};
 
 /// 4 small flux files × 8 rows (~33 KiB per row).
 fn params() -> Vec<String> {

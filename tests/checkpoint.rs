@@ -4,15 +4,14 @@
 //!
 //! Root only.
 // Tests may unwrap (a failure is a test failure).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-mod support;
+#![allow(clippy::expect_used)]
 
 use std::{
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
-use support::{STORPROF, assert_root, read_session_json, run_within};
+use crate::support::{STORPROF, assert_root, read_session_json, run_within};
 
 /// Names of the loaded BPF programs (bpftool's JSON listing).
 fn bpf_program_names() -> Vec<String> {

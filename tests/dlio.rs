@@ -42,8 +42,8 @@ use std::{
     time::Duration,
 };
 
-mod support;
-use support::{STORPROF, Throttle, assert_root, dlio_venv, read_json, run_within};
+use crate::support;
+use crate::support::{STORPROF, Throttle, assert_root, dlio_venv, read_json, run_within};
 
 /// DLIO's unet3d_a100 workload (NPZ, PyTorch loader) with `overrides`
 /// (`++workload.KEY=VALUE` hydra overrides), its outputs in `run_dir`.

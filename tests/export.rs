@@ -6,7 +6,7 @@
 //!
 //! Golden files (testkit::golden): `STORPROF_BLESS=1` rewrites them.
 // Tests may unwrap (the guide): a failure here is a test failure.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::expect_used)]
 use std::{
     collections::{BTreeMap, BTreeSet},
     fs,
@@ -21,8 +21,7 @@ use storprof::{
     session::load::{self, FoldedStacks, Session},
 };
 
-mod support;
-use support::{assert_golden, copy_dir, session_fixture as fixture, storprof};
+use crate::support::{assert_golden, copy_dir, session_fixture as fixture, storprof};
 
 /// Fixtures with a session.json (multihost holds several hosts' sessions).
 fn every_fixture() -> Vec<String> {

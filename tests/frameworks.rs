@@ -30,8 +30,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-mod support;
-use support::{STORPROF, Throttle, assert_root, dlio_venv, read_json, run_within};
+use crate::support;
+use crate::support::{STORPROF, Throttle, assert_root, dlio_venv, read_json, run_within};
 
 /// What one run of a scenario script reported (`SCENARIO_RESULT {json}`).
 #[derive(Clone, Debug)]
@@ -250,7 +250,6 @@ fn fmt_rate(x: f64) -> String {
     format!("{x:.1}/s")
 }
 
-#[path = "frameworks/scenarios.rs"]
 mod scenarios;
 
 #[test]

@@ -13,7 +13,7 @@
 //!
 //! Golden files (testkit::golden): `STORPROF_BLESS=1` rewrites them.
 // Tests may unwrap (the guide): a failure here is a test failure.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::expect_used)]
 use std::{
     fs,
     io::Write,
@@ -34,8 +34,8 @@ use storprof::{
     },
 };
 
-mod support;
-use support::{assert_golden, copy_dir, is_root, run_within, session_fixture, storprof};
+use crate::support;
+use crate::support::{assert_golden, copy_dir, is_root, run_within, session_fixture, storprof};
 
 /// The bound on the page's size for a 12-hour recording (README).
 const MAX_PAGE_BYTES: usize = 5 << 20;

@@ -8,7 +8,7 @@
 //! a duration far beyond the test's deadline: the early verdict must equal
 //! the full recording's verdict there, and come within 60 s of the start.
 // Tests may unwrap (a failure is a test failure).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::expect_used)]
 use std::{
     fs,
     path::{Path, PathBuf},
@@ -16,8 +16,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-mod support;
-use support::{STORPROF, Throttle, assert_root, build_workload, python_with_pyarrow, run_within};
+use crate::support;
+use crate::support::{
+    STORPROF, Throttle, assert_root, build_workload, python_with_pyarrow, run_within,
+};
 
 fn pipeline_python() -> (String, String) {
     let python = python_with_pyarrow()

@@ -1,7 +1,7 @@
 //! `storprof merge` on recorded multi-host fixture sessions
 //! (tests/data/sessions/multihost/): per-host verdicts, straggler, cluster
 //! verdict, report golden, bundle with every host's data. No root needed.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::expect_used)]
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,8 +9,7 @@ use std::process::Command;
 use storprof::analysis::{Thresholds, VerdictId};
 use storprof::merge::command::{files, merge_sessions};
 
-mod support;
-use support::{STORPROF as BIN, assert_golden, session_fixture};
+use crate::support::{STORPROF as BIN, assert_golden, session_fixture};
 
 fn fixture(set: &str, host: &str) -> PathBuf {
     session_fixture("multihost").join(set).join(host)

@@ -3,15 +3,15 @@
 //! ending the job with a message instead of a hang. Skipped (with the
 //! reason printed) when mpirun is missing; ignored when storprof is built
 //! without `--features storprof/mpi`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::expect_used)]
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod support;
-use support::{STORPROF as BIN, param_args, read_json, run_within};
+use crate::support;
+use crate::support::{STORPROF as BIN, param_args, read_json, run_within};
 
 const FILES: u64 = 8;
 const SPF: u64 = 8;

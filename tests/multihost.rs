@@ -19,7 +19,7 @@
 //! `STORPROF_SAVE_FIXTURES=1` copies the two recorded sessions to
 //! tests/data/sessions/multihost/real-netns/, where tests/merge.rs checks
 //! their merged verdicts without root.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::expect_used)]
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod support;
-use support::{
+use crate::support;
+use crate::support::{
     SESSION_FILES, STORPROF as BIN, assert_root, param_args, read_json, run_within,
     save_session_files, saving_fixtures, session_fixture,
 };

@@ -1,8 +1,7 @@
 //! Root integration tests of the probe data plane: `storprof record` on
 //! static C helpers (tests/helpers/*.c, built with `gcc -static`) must give
 //! exact figures. The root tests are `#[ignore = "needs root"]`: run them as
-//! root with `cargo test -p storprof --test probes -- --include-ignored`.
-#![allow(clippy::unwrap_used)]
+//! root with `cargo test -p storprof --test integration -- probes:: --include-ignored`.
 
 use std::{
     collections::BTreeMap,
@@ -12,8 +11,8 @@ use std::{
 
 use storprof::session::model::{IoStats, SessionInfo, SyscallStats, ThreadStats, WaitGraph};
 
-mod support;
-use support::{
+use crate::support;
+use crate::support::{
     STORPROF, assert_root, build_c, folded_count, is_root, read_session_json as read_json, record,
     record_with,
 };

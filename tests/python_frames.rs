@@ -9,7 +9,6 @@
 //! tests/python/nested.py. Root only (`#[ignore = "needs root"]`, run with
 //! `-- --include-ignored`); skipped, with the reason printed, without a
 //! Python that has pyarrow (CI: the crosscheck venv) or the CPython asked for.
-#![allow(clippy::unwrap_used)]
 
 use std::{
     path::{Path, PathBuf},
@@ -18,8 +17,7 @@ use std::{
 
 use storprof::session::model::SessionInfo;
 
-mod support;
-use support::{
+use crate::support::{
     assert_root, folded_count, python_of_version, python_version, python_with_pyarrow,
     read_session_json, record_with, repo,
 };

@@ -15,8 +15,7 @@
 //!
 //! Root only.
 // Tests may unwrap (a failure is a test failure).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-mod support;
+#![allow(clippy::expect_used)]
 
 use std::{
     fs,
@@ -26,7 +25,7 @@ use std::{
     process::Command,
 };
 
-use support::{STORPROF, assert_root, copy_dir, session_fixture};
+use crate::support::{STORPROF, assert_root, copy_dir, session_fixture};
 
 const USER: &str = "storprof-test";
 

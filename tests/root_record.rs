@@ -12,8 +12,7 @@
 //!
 //! Root only.
 // Tests may unwrap (a failure is a test failure).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-mod support;
+#![allow(clippy::expect_used)]
 
 use std::{
     fs,
@@ -23,7 +22,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use support::{STORPROF, assert_root, read_session_json, run_within, storprof};
+use crate::support::{STORPROF, assert_root, read_session_json, run_within, storprof};
 
 /// Every entry of a tar.gz: (name, bytes).
 fn bundle_entries(tgz: &Path) -> Vec<(String, Vec<u8>)> {

@@ -18,8 +18,8 @@
 //! command) at its small scale.
 use std::{fs, path::Path, process::Command, time::Instant};
 
-mod support;
-use support::{
+use crate::support;
+use crate::support::{
     SESSION_FILES, STORPROF, Throttle, assert_root, build_workload, python_with_pyarrow,
     save_session_files, saving_fixtures, session_fixture,
 };

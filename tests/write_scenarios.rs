@@ -23,8 +23,8 @@ use std::{
     process::Command,
 };
 
-mod support;
-use support::{STORPROF, assert_root, build_c, repo};
+use crate::support;
+use crate::support::{STORPROF, assert_root, build_c, repo};
 
 struct Throttle {
     dir: std::path::PathBuf,

@@ -149,7 +149,6 @@ fn violations(src_dir: &Path) -> Vec<(String, String)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

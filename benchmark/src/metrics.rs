@@ -315,7 +315,6 @@ pub fn training_checkpoint_metrics(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

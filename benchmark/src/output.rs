@@ -504,7 +504,6 @@ pub fn rank_output_json(epochs: &[RankEpoch], metrics: &[BlockMetrics]) -> Value
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

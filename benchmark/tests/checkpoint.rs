@@ -2,13 +2,11 @@
 //! files each rank wrote (names and sizes from the layout), summary.json
 //! and per_checkpoint.json, read-back bytes equal to written bytes, and the
 //! summary's key shape against a golden file.
-//! Re-bless with `STORPROF_BLESS=1 cargo test -p storprof-bench --test checkpoint`.
-#![allow(clippy::unwrap_used)]
-mod common;
+//! Re-bless with `STORPROF_BLESS=1 cargo test -p storprof-bench --test integration -- checkpoint::`.
 
 use std::time::Duration;
 
-use common::golden;
+use crate::common::golden;
 use serde_json::Value;
 use storprof_bench::run::checkpoint::{
     CheckpointOptions, Threads, checkpoint_dir_name,

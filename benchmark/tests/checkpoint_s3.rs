@@ -5,8 +5,6 @@
 //! several parts), is read back with GETs, and the output says what
 //! durability means without fsync. Bad input: a missing bucket, a server
 //! that is down, O_DIRECT, an earlier run without --force.
-#![allow(clippy::unwrap_used)]
-mod moto;
 use std::{
     io::{Read, Write},
     net::TcpStream,
@@ -14,7 +12,7 @@ use std::{
     time::Duration,
 };
 
-use moto::{free_port, start_moto};
+use crate::moto::{free_port, start_moto};
 use storprof_bench::error::BenchError;
 use storprof_bench::run::checkpoint::io::CacheDrop;
 use storprof_bench::run::checkpoint::layout::LlamaModel;

@@ -3,7 +3,6 @@
 //! checked with arrow-rs, and bench reads it with the raw reader, which must
 //! read exactly the `read: true` columns' chunks (plus one footer read per
 //! file), and with the decode reader.
-#![allow(clippy::unwrap_used)]
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 

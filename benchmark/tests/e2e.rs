@@ -1,6 +1,5 @@
 //! End-to-end: datagen writes a tiny DLIO dataset, bench runs over it with
 //! every reader; bad input fails cleanly without writing anything.
-#![allow(clippy::unwrap_used)]
 use std::path::Path;
 
 use storprof_bench::config::{Accelerator, Workload};

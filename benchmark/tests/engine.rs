@@ -1,5 +1,4 @@
 //! Engine tests with an in-test fake `SampleReader` (no files, no timing-exact asserts).
-#![allow(clippy::unwrap_used)]
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;

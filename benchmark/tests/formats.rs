@@ -1,5 +1,4 @@
 //! Formats × readers: our writers round-trip through our raw/decode/legacy
-#![allow(clippy::unwrap_used)]
 //! readers and arrow-rs's generic reader; corrupt and lying files are errors.
 use std::sync::Arc;
 

@@ -1,11 +1,9 @@
 //! Golden tests for the `[METRIC]` block and `summary.json`.
-//! Re-bless with `STORPROF_BLESS=1 cargo test -p storprof-bench --test golden`
+//! Re-bless with `STORPROF_BLESS=1 cargo test -p storprof-bench --test integration -- golden::`
 //! (outside CI missing golden files are created; under `CI=true` they fail).
-#![allow(clippy::unwrap_used)]
-mod common;
 use std::collections::BTreeMap;
 
-use common::golden;
+use crate::common::golden;
 
 use storprof_bench::metrics::{
     BlockTimings, ExcludeSteps, block_metrics, epoch_metrics, run_metrics,

@@ -3,8 +3,6 @@
 //! and kills it). Skips with a printed reason when the server cannot start.
 //! Failure cases: object missing, server down, wrong credentials (moto with
 //! auth enforcement), GETs cut short by a TCP proxy in front of the real server.
-#![allow(clippy::unwrap_used)]
-mod moto;
 use std::{
     io::{Read, Write},
     net::{Shutdown, TcpListener, TcpStream},
@@ -15,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use moto::{free_port, start_moto};
+use crate::moto::{free_port, start_moto};
 use storprof_bench::{
     format::{FluxSchema, FormatKind, write_npz_file, write_parquet_file},
     reader::{ReaderKind, ReaderOptions, make_reader},

@@ -1,11 +1,10 @@
 //! `storprof sweep` and the memory guard, end to end over a tiny local flux
 //! dataset (4 files × 8 rows of ~33 KiB).
-#![allow(clippy::unwrap_used)]
-mod common;
+use crate::common;
 use std::path::Path;
 
+use crate::common::golden;
 use clap::Parser;
-use common::golden;
 use storprof_bench::cli::{BenchArgs, EXIT_USAGE, run_bench};
 use storprof_bench::config::{Accelerator, Workload};
 use storprof_bench::run::datagen::{DatagenOptions, run_datagen};

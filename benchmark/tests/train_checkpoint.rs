@@ -1,7 +1,6 @@
 //! `workflow.checkpoint` in `storprof bench`: a tiny unet3d run saves its
 //! checkpoints where and when DLIO would, and reports them in DLIO's
 //! summary.json metric keys, per-epoch stats, log lines and [METRIC] block.
-#![allow(clippy::unwrap_used)]
 use std::path::Path;
 
 use storprof_bench::config::{Accelerator, Workload};

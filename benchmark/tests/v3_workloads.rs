@@ -4,7 +4,6 @@
 //! real readers and the bytes read are checked against the files; corrupt
 //! files, a subfolder count that disagrees with the config and overrides a
 //! division forbids fail with errors that name the file or parameter.
-#![allow(clippy::unwrap_used)]
 use std::path::Path;
 
 use storprof_bench::config::rules::Division;

@@ -392,7 +392,6 @@ pub struct MergeArgs {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use clap::CommandFactory;
 

@@ -69,7 +69,6 @@ fn coverage_problem(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn dir_with(names: &[&str]) -> tempfile::TempDir {

@@ -220,7 +220,6 @@ pub fn compact_diff(expected: &str, actual: &str) -> (usize, String) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     const HINT: &str = "STORPROF_BLESS=1 cargo test -p x --test y";

@@ -210,7 +210,6 @@ impl TrainingCheckpoints {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

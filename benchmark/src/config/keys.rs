@@ -256,7 +256,6 @@ pub fn suggestions(key: &str) -> Vec<&'static str> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

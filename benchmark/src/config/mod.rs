@@ -1038,7 +1038,6 @@ pub fn load(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -180,7 +180,6 @@ pub fn assess(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::config::{dataset_size_rule, load};

@@ -99,7 +99,6 @@ impl Collective for ThreadCollective {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -219,7 +219,6 @@ pub fn group_by_file_into(batch: &[u64], samples_per_file: u64, out: &mut FileBa
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

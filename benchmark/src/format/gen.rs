@@ -149,7 +149,6 @@ pub fn fill_bytes(state: u64, n: usize, out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -532,7 +532,6 @@ pub fn read_info(ra: &dyn RandomAccess, path: &str) -> Result<JpegInfo, BenchErr
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

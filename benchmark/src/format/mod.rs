@@ -158,7 +158,6 @@ impl FluxSchema {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

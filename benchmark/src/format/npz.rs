@@ -484,7 +484,6 @@ fn dict_str(text: &str, key: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

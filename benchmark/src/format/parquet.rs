@@ -1067,7 +1067,6 @@ fn parse_page_header(r: &mut Reader) -> Result<PageHeader, ThriftError> {
 pub use thrift::Writer as ThriftWriter;
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use arrow_array::{Array, RecordBatch};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;

@@ -395,7 +395,6 @@ pub fn verify_record(path: &str, index: usize, data_and_crc: &[u8]) -> Result<()
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::{format::r#gen::fill_bytes, storage::LocalStorage};

@@ -165,7 +165,6 @@ impl<V: Clone> LoadCache<V> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -247,7 +247,6 @@ pub(crate) fn sample_value_bytes(a: &dyn arrow_array::Array) -> u64 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::config::{Accelerator, Workload, load};

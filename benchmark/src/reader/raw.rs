@@ -378,7 +378,6 @@ impl SampleReader for RawNpz {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::format::{FluxSchema, write_parquet_file};

@@ -560,7 +560,6 @@ pub fn run_datagen_shard(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

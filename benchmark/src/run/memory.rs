@@ -256,7 +256,6 @@ pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

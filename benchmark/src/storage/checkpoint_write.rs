@@ -194,7 +194,6 @@ pub fn fsync_dir(dir: &Path) -> Result<(), BenchError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

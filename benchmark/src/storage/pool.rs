@@ -278,7 +278,6 @@ impl Drop for PooledBuf {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

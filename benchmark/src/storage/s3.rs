@@ -800,7 +800,6 @@ impl RandomAccess for S3Object {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -1410,7 +1410,6 @@ impl Features {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -1501,7 +1500,6 @@ mod tests {
 /// The write rules on synthetic sessions: each fires on its own kind of
 /// session and not on the others, and read sessions keep their verdicts.
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod write_rule_tests {
     use super::*;
     use crate::analysis::frames::HotFrames;

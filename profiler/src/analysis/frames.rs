@@ -528,7 +528,6 @@ pub fn kernel_leaf_share(stacks: &FoldedStacks) -> Option<f64> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

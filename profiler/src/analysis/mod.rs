@@ -150,7 +150,6 @@ pub fn threads_stacks(per_thread: &FoldedStacks, threads: &[(u32, u32, f64)]) ->
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     //! One synthetic feature set per verdict id: the rules, not the
     //! extraction, are under test here (fixtures in tests/ cover extraction).

@@ -231,7 +231,6 @@ fn hottest_stack(session: &Session, pid: u32, tid: u32) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::session::model::{PendingWait, ThreadSeries, TimeSeries, WaitGraph, WakeEdge};

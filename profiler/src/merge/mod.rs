@@ -333,7 +333,6 @@ fn majority(hosts: &[HostRow]) -> VerdictId {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

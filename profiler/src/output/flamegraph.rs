@@ -163,7 +163,6 @@ pub fn write_diff(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -993,7 +993,6 @@ pub fn render_terminal(analysis: &Analysis) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::{checkpoint_note, command_ending, render_markdown};
     use crate::{

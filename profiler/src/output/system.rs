@@ -253,7 +253,6 @@ pub fn collect(command: &[String], cwd: Option<&str>) -> SystemFacts {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

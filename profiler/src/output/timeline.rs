@@ -287,7 +287,6 @@ fn format_tick(v: f64) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::session::model::{DeviceSeries, ThreadSeries, VmstatSeries};

@@ -216,7 +216,6 @@ impl KernelTypes {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

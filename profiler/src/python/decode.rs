@@ -313,7 +313,6 @@ pub fn frame_name(function: &str, filename: &str, line: Option<i32>) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::python::offsets::for_version;

@@ -21,7 +21,6 @@ pub use process::{Detection, Interpreter, PythonResolver};
 mod fixture_tests {
     //! Code objects dumped from real interpreters by
     //! `tests/python/dump_code_fixture.py`, decoded here without them.
-    #![allow(clippy::unwrap_used)]
     use serde_json::Value;
 
     use super::{decode, offsets};

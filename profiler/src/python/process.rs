@@ -479,7 +479,6 @@ fn read_string(memory: &ProcessMemory, code: &offsets::CodeOffsets, addr: u64) -
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

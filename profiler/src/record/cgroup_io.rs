@@ -161,7 +161,6 @@ fn parse_io_max(text: &str, cgroup: &str) -> Vec<IoLimit> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

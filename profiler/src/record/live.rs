@@ -547,7 +547,6 @@ impl VerdictHold {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::analysis;

@@ -424,5 +424,4 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests;

@@ -195,7 +195,6 @@ pub(super) fn own_cpu_s() -> Option<f64> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use std::{fs, os::unix::fs::symlink};
 

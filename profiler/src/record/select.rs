@@ -309,7 +309,6 @@ impl NetnsSelector {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

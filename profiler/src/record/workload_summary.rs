@@ -132,7 +132,6 @@ pub fn copy_into_session(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use std::time::Duration;
 

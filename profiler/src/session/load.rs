@@ -437,7 +437,6 @@ pub fn load_from(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -4,7 +4,7 @@
 Each scenario models what `storprof record` writes for one labelled
 workload on a 2-CPU host over 10 s (99 Hz sampling); figures are chosen to be
 realistic for that workload, not to sit on a threshold. Re-run after changing
-a scenario, then re-bless the golden files (STORPROF_BLESS=1 cargo test --test analysis).
+a scenario, then re-bless the golden files (STORPROF_BLESS=1 cargo test -p storprof --test integration -- analysis::).
 Real recordings will replace/augment these (see tests/analysis.rs).
 """
 import json, os

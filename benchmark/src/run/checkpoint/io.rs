@@ -201,7 +201,6 @@ impl Manifest {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -352,7 +352,6 @@ pub fn scaled(bytes: u64, scale: f64) -> u64 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

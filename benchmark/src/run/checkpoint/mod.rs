@@ -898,7 +898,6 @@ fn print_metrics(s: &CheckpointSummary) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

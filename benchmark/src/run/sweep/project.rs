@@ -76,7 +76,6 @@ pub fn project(io_wait: f64, batch: u64, computation_time: f64) -> Option<Projec
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

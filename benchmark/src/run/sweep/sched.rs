@@ -157,7 +157,6 @@ impl CpuMeter {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used)]
 //! Synthetic sessions shaped like real loaders: a trainer with forked
 //! workers, pool threads that are idle or fork-joined, a lock among
 //! loader threads, a plain reader. Figures are per 1-second bucket

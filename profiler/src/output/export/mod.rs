@@ -230,7 +230,6 @@ fn session_name(session: &Session) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -296,7 +296,6 @@ fn encode(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportError
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use std::io::Read;
 

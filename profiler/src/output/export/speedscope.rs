@@ -118,7 +118,6 @@ pub fn render(session: &Session) -> Result<Vec<u8>, ExportError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -519,7 +519,6 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -1,5 +1,5 @@
 // Tests may unwrap: a failure is a test failure.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::expect_used)]
 use super::*;
 use crate::{
     analysis::{self, Thresholds},

@@ -328,7 +328,6 @@ fn add_at(values: &mut Vec<u64>, index: usize, v: u64) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

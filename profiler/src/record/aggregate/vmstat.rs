@@ -90,7 +90,6 @@ impl VmstatBuilder {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
