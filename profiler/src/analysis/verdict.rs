@@ -996,24 +996,17 @@ fn rule_cpu_bound_reader(f: &Features, hot: &HotFrames, t: &Thresholds) -> Findi
     ];
     // Who held the GIL the readers waited for: the Python functions
     // running in the interpreter (on CPU with the GIL, by definition).
-    let gil_holders: Vec<(String, f64)> = if f.reader_gil_share > 0.0 {
-        hot.python_functions
-            .iter()
-            .take(3)
-            .map(|r| (r.name.clone(), r.share))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let mut gil_holders: Vec<(String, f64)> = Vec::new();
     if f.reader_gil_share > 0.0 {
         figures.push(Figure::ReaderGil {
             share: f.reader_gil_share,
         });
-        for (function, share) in &gil_holders {
+        for r in hot.python_functions.iter().take(3) {
             figures.push(Figure::GilHolder {
-                function: function.clone(),
-                share: *share,
+                function: r.name.clone(),
+                share: r.share,
             });
+            gil_holders.push((r.name.clone(), r.share));
         }
     }
     figures.push(Figure::ReaderOwnWork {
