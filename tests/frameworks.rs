@@ -283,7 +283,7 @@ fn real_framework_scenarios() {
         let started = Instant::now();
         let outcome = run(&ctx, name);
         if !outcome.problems().is_empty() {
-            keep_session(&ctx, name);
+            support::keep_failed_session("frameworks", &ctx.work.join(name), name);
         }
         eprintln!(
             "{name}: {} ({:.0} s)",
@@ -320,20 +320,6 @@ fn real_framework_scenarios() {
         100.0 * right as f64 / outcomes.len().max(1) as f64
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-}
-
-/// Copies a wrong scenario's session to target/tmp/frameworks-failed/NAME
-/// (kept across runs, to look at what storprof saw).
-fn keep_session(ctx: &Ctx, name: &str) {
-    let from = ctx.work.join(name);
-    let to = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("frameworks-failed")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&to);
-    if std::fs::create_dir_all(&to).is_ok() {
-        support::save_session_files(&from, &to, support::SESSION_FILES);
-        eprintln!("{name}: session kept in {}", to.display());
-    }
 }
 
 /// A blkio throttle of `bps` on the device of `path`, and the cgroup's

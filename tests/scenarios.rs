@@ -135,10 +135,14 @@ fn scenario_suite() {
         let (verdict, workload_au) = diagnose(&session, &args);
         eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
         save_fixture(name, &session);
+        let got = verdict["verdict"].as_str().unwrap_or("?").to_string();
+        if got != expected {
+            support::keep_failed_session("scenarios", &session, name);
+        }
         outcomes.push(Outcome {
             name,
             expected,
-            got: verdict["verdict"].as_str().unwrap_or("?").to_string(),
+            got,
             headline: verdict["headline"].as_str().unwrap_or("").to_string(),
             kernel_au: verdict["kernel_au_percentage"].as_f64(),
             workload_au,

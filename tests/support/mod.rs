@@ -226,6 +226,20 @@ pub fn scratch(area: &str) -> tempfile::TempDir {
     dir
 }
 
+/// Copies a wrong scenario's session files to
+/// target/tmp/AREA-failed/NAME (kept across runs and after a CI clone's
+/// test run, to look at what storprof saw).
+pub fn keep_failed_session(area: &str, session: &Path, name: &str) {
+    let to = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{area}-failed"))
+        .join(name);
+    let _ = fs::remove_dir_all(&to);
+    if fs::create_dir_all(&to).is_ok() {
+        save_session_files(session, &to, SESSION_FILES);
+        eprintln!("{name}: session kept in {}", to.display());
+    }
+}
+
 /// MCA settings that make a test's `mpirun` independent of earlier runs and
 /// of where the kernel put a daemon's stack:
 /// - `orte_tmpdir_base DIR`: OpenMPI's session directories go to a directory
