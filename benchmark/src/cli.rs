@@ -69,13 +69,15 @@ impl S3Args {
 /// The dataset flags `datagen`, `bench` and `sweep` share.
 #[derive(Args, Debug, Clone)]
 pub struct DatasetArgs {
-    /// Workload (DLIO model): unet3d (NPZ), retinanet (JPEG), flux
+    /// Workload (DLIO model): unet3d (NPZ), retinanet (JPEG), flux or dlrm
     /// (Parquet), resnet50 or cosmoflow (TFRecord).
     #[arg(long, value_enum, required_unless_present = "config")]
     pub workload: Option<Workload>,
-    /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml.
-    #[arg(long, value_enum, default_value_t = Accelerator::B200)]
-    pub accelerator_type: Accelerator,
+    /// Accelerator type; selects DLIO's <model>_<accelerator>.yaml
+    /// [default: b200; h100 for resnet50 and cosmoflow, which DLIO has for
+    /// a100 and h100 only].
+    #[arg(long, value_enum)]
+    pub accelerator_type: Option<Accelerator>,
     /// Dataset root: files are DIR/<model>/train (and valid/). A path,
     /// file://PATH or s3://BUCKET/PREFIX.
     #[arg(long)]
@@ -98,6 +100,15 @@ pub struct DatasetArgs {
 }
 
 impl DatasetArgs {
+    /// `--accelerator-type`, else the workload's default (b200, or h100
+    /// for the workloads DLIO has only for a100 and h100).
+    pub fn accelerator(&self) -> Accelerator {
+        self.accelerator_type.unwrap_or_else(|| {
+            self.workload
+                .map_or_else(Accelerator::default, Workload::default_accelerator)
+        })
+    }
+
     /// `--data-dir` without a `file://` scheme.
     pub fn data_dir(&self) -> PathBuf {
         PathBuf::from(strip_file_scheme(&self.data_dir.to_string_lossy()))
@@ -177,15 +188,29 @@ pub struct BenchArgs {
     pub num_client_hosts: u64,
 }
 
+/// A whole number ≥ 1 (clap's ranged parsers cover u64 only).
+fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, String> {
+    let n: T = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number"))?;
+    if n < T::from(1u8) {
+        return Err("must be at least 1".to_string());
+    }
+    Ok(n)
+}
+
 /// Run the NP × RT grid of bench runs (seed 002's study) and write the
 /// table (markdown, CSV), the AU projection and an SVG plot.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Simulated accelerators per cell, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2, 4])]
+    /// Simulated accelerators per cell: `--np 1,2,4` or `--np 1 2 4`.
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [1usize, 2, 4],
+          value_parser = at_least_one::<usize>)]
     pub np: Vec<usize>,
-    /// Read threads per accelerator per cell (reader.read_threads), comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [1u64, 2, 4])]
+    /// Read threads per accelerator per cell (reader.read_threads): `--rt 1,2,4` or `--rt 1 2 4`.
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_values_t = [1u64, 2, 4],
+          value_parser = at_least_one::<u64>)]
     pub rt: Vec<u64>,
     /// Project each cell's AU and per-accelerator throughput to these
     /// computation times (seconds), comma-separated, e.g. 0.5,1.35.
@@ -207,7 +232,7 @@ impl SweepArgs {
         crate::run::sweep::SweepOptions {
             bench: BenchOptions {
                 workload: self.dataset.workload,
-                accelerator: self.dataset.accelerator_type,
+                accelerator: self.dataset.accelerator(),
                 config_file: self.dataset.config.clone(),
                 params: self.dataset.params.clone(),
                 data_dir: self.dataset.data_dir(),
@@ -263,7 +288,7 @@ impl DatagenArgs {
     pub fn options(&self) -> DatagenOptions {
         DatagenOptions {
             workload: self.dataset.workload,
-            accelerator: self.dataset.accelerator_type,
+            accelerator: self.dataset.accelerator(),
             config_file: self.dataset.config.clone(),
             params: self.dataset.params.clone(),
             data_dir: self.dataset.data_dir(),
@@ -288,7 +313,7 @@ impl BenchArgs {
     pub fn options(&self) -> BenchOptions {
         BenchOptions {
             workload: self.dataset.workload,
-            accelerator: self.dataset.accelerator_type,
+            accelerator: self.dataset.accelerator(),
             config_file: self.dataset.config.clone(),
             params: self.dataset.params.clone(),
             data_dir: self.dataset.data_dir(),

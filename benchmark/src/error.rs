@@ -79,3 +79,17 @@ pub enum BenchError {
     )]
     ExistingCheckpoint { path: PathBuf, files: usize },
 }
+
+impl BenchError {
+    /// A usage error: the command line or configuration asked for something
+    /// the benchmark cannot do (the CLI exits 2 on these).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownParam { .. }
+                | Self::BadParam { .. }
+                | Self::MemoryGuard { .. }
+                | Self::BadLayout { .. }
+        )
+    }
+}

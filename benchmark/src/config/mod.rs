@@ -46,6 +46,16 @@ pub enum Workload {
 }
 
 impl Workload {
+    /// The accelerator a workload runs on when none is named: b200 (MLPerf
+    /// Storage v3.0's), or h100 for resnet50 and cosmoflow, which DLIO has
+    /// for a100 and h100 only.
+    pub fn default_accelerator(self) -> Accelerator {
+        match self {
+            Workload::Resnet50 | Workload::Cosmoflow => Accelerator::H100,
+            _ => Accelerator::B200,
+        }
+    }
+
     /// DLIO's model name, also the dataset directory name under `--data-dir`.
     pub fn model_name(self) -> &'static str {
         match self {
@@ -107,31 +117,64 @@ const COSMOFLOW_A100: &str = include_str!("workloads/cosmoflow_a100.yaml");
 const DLRM_B200: &str = include_str!("workloads/dlrm_b200.yaml");
 const DLRM_MI355: &str = include_str!("workloads/dlrm_mi355.yaml");
 
-/// The embedded DLIO workload YAML for a workload and accelerator.
+/// The embedded DLIO workload YAML for a workload and accelerator, if
+/// DLIO has one.
+fn template(workload: Workload, acc: Accelerator) -> Option<&'static str> {
+    match (workload, acc) {
+        (Workload::Flux, Accelerator::B200) => Some(FLUX_B200),
+        (Workload::Flux, Accelerator::Mi355) => Some(FLUX_MI355),
+        (Workload::Unet3d, Accelerator::A100) => Some(UNET3D_A100),
+        (Workload::Unet3d, Accelerator::H100) => Some(UNET3D_H100),
+        (Workload::Unet3d, Accelerator::B200) => Some(UNET3D_B200),
+        (Workload::Retinanet, Accelerator::B200) => Some(RETINANET_B200),
+        (Workload::Retinanet, Accelerator::Mi355) => Some(RETINANET_MI355),
+        (Workload::Resnet50, Accelerator::H100) => Some(RESNET50_H100),
+        (Workload::Resnet50, Accelerator::A100) => Some(RESNET50_A100),
+        (Workload::Cosmoflow, Accelerator::H100) => Some(COSMOFLOW_H100),
+        (Workload::Cosmoflow, Accelerator::A100) => Some(COSMOFLOW_A100),
+        (Workload::Dlrm, Accelerator::B200) => Some(DLRM_B200),
+        (Workload::Dlrm, Accelerator::Mi355) => Some(DLRM_MI355),
+        _ => None,
+    }
+}
+
+/// The embedded DLIO workload YAML for a workload and accelerator; a
+/// usage error naming the accelerators the workload has otherwise.
 pub fn embedded_workload_yaml(
     workload: Workload,
     acc: Accelerator,
 ) -> Result<&'static str, BenchError> {
-    match (workload, acc) {
-        (Workload::Flux, Accelerator::B200) => Ok(FLUX_B200),
-        (Workload::Flux, Accelerator::Mi355) => Ok(FLUX_MI355),
-        (Workload::Unet3d, Accelerator::A100) => Ok(UNET3D_A100),
-        (Workload::Unet3d, Accelerator::H100) => Ok(UNET3D_H100),
-        (Workload::Unet3d, Accelerator::B200) => Ok(UNET3D_B200),
-        (Workload::Retinanet, Accelerator::B200) => Ok(RETINANET_B200),
-        (Workload::Retinanet, Accelerator::Mi355) => Ok(RETINANET_MI355),
-        (Workload::Resnet50, Accelerator::H100) => Ok(RESNET50_H100),
-        (Workload::Resnet50, Accelerator::A100) => Ok(RESNET50_A100),
-        (Workload::Cosmoflow, Accelerator::H100) => Ok(COSMOFLOW_H100),
-        (Workload::Cosmoflow, Accelerator::A100) => Ok(COSMOFLOW_A100),
-        (Workload::Dlrm, Accelerator::B200) => Ok(DLRM_B200),
-        (Workload::Dlrm, Accelerator::Mi355) => Ok(DLRM_MI355),
-        (w, a) => Err(BenchError::Config(format!(
-            "no DLIO workload {w}_{a}: flux has b200 and mi355 (flux_a100/h100 are a different JPEG workload), \
-             unet3d has a100, h100 and b200 (mlcommons/storage publishes no unet3d_mi355 template), \
-             retinanet and dlrm have b200 and mi355, resnet50 and cosmoflow have a100 and h100"
-        ))),
+    if let Some(yaml) = template(workload, acc) {
+        return Ok(yaml);
     }
+    let (w, a) = (workload, acc);
+    let valid: Vec<&str> = [
+        Accelerator::B200,
+        Accelerator::A100,
+        Accelerator::H100,
+        Accelerator::Mi355,
+    ]
+    .into_iter()
+    .filter(|x| template(w, *x).is_some())
+    .map(Accelerator::name)
+    .collect();
+    let extra = if w == Workload::Flux {
+        " (flux_a100/h100 are a different JPEG workload)"
+    } else if w == Workload::Unet3d {
+        " (mlcommons/storage publishes no unet3d_mi355 template)"
+    } else {
+        ""
+    };
+    Err(BenchError::BadParam {
+        key: "--accelerator-type".into(),
+        reason: format!(
+            "DLIO has no {w}_{a} workload; {w} runs on {}{extra}: pass \
+             --accelerator-type {}",
+            valid.join(" or "),
+            valid.first().unwrap_or(&""),
+            a = a.name()
+        ),
+    })
 }
 
 /// A workload configuration as a YAML tree, before typing.

@@ -17,9 +17,12 @@ use crate::error::BenchError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Division {
-    /// Only the parameters of [`CLOSED_OVERRIDES`] may change.
+    /// Only the closed division's parameters may change: the dataset's size
+    /// and location, reader threads, transfer and prefetch sizes, O_DIRECT,
+    /// the checkpoint folder and the storage settings.
     Closed,
-    /// [`CLOSED_OVERRIDES`] and [`OPEN_EXTRA_OVERRIDES`] may change.
+    /// Those, and also the framework, the dataset format, samples per file
+    /// and the data loader.
     Open,
 }
 

@@ -361,9 +361,9 @@ pub fn prepare_for(
     let remote = storage.is_remote();
     if !remote && !data_dir.is_dir() {
         return Err(BenchError::Config(format!(
-            "data dir {} does not exist (generate it with `storprof datagen --data-dir {}`)",
+            "data dir {} does not exist (generate it with `{}`)",
             data_dir.display(),
-            data_dir.display()
+            datagen_command(opts)
         )));
     }
     let dir = train_dir(data_dir, &cfg.model);
@@ -1077,4 +1077,41 @@ pub fn make_local_reader(
         ..ReaderOptions::default()
     };
     reader::make_reader(cfg.format, kind, storage, options)
+}
+
+/// The `storprof datagen` command that writes the dataset `opts` reads:
+/// the same workload (or config file), accelerator and parameters.
+fn datagen_command(opts: &BenchOptions) -> String {
+    use clap::ValueEnum;
+    let quote = |s: &str| {
+        if s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+".contains(c))
+        {
+            s.to_string()
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    };
+    let mut cmd = vec!["storprof datagen".to_string()];
+    if let Some(w) = opts.workload.and_then(|w| w.to_possible_value()) {
+        cmd.push(format!("--workload {}", w.get_name()));
+    }
+    if let Some(c) = &opts.config_file {
+        cmd.push(format!("--config {}", quote(&c.to_string_lossy())));
+    }
+    let default = opts.workload.map_or_else(
+        Default::default,
+        crate::config::Workload::default_accelerator,
+    );
+    if opts.accelerator != default {
+        cmd.push(format!("--accelerator-type {}", opts.accelerator.name()));
+    }
+    for p in &opts.params {
+        cmd.push(format!("--param {}", quote(p)));
+    }
+    cmd.push(format!(
+        "--data-dir {}",
+        quote(&opts.data_dir.to_string_lossy())
+    ));
+    cmd.join(" ")
 }
