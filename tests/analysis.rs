@@ -9,11 +9,9 @@
 // Tests may unwrap (the guide): a failure here is a test failure.
 use std::{fs, path::Path};
 
-use storprof::{
-    analysis::{self, Thresholds, VerdictId},
-    output::{self, ReportOptions, report},
-    session::load::{self, LoadError},
-};
+use storprof::output::{self, ReportOptions, report};
+use storprof_analysis::{self, Thresholds, VerdictId};
+use storprof_session::load::{self, LoadError};
 
 use crate::support::{assert_golden, copy_dir, session_fixture as fixture, storprof};
 
@@ -33,8 +31,12 @@ macro_rules! fixture_tests {
 }
 
 /// The analysis of the fixture session `name`, which must get its label.
-fn analyze_labelled(name: &str, session: &load::Session, label: VerdictId) -> analysis::Analysis {
-    let a = analysis::analyze(session, &Thresholds::default());
+fn analyze_labelled(
+    name: &str,
+    session: &load::Session,
+    label: VerdictId,
+) -> storprof::output::diagnosis::Diagnosis {
+    let a = storprof::output::diagnosis::diagnose(session, &Thresholds::default());
     println!(
         "{name:34} -> {:18} {:.2} {}",
         a.verdict.verdict, a.verdict.confidence, a.verdict.headline
@@ -131,7 +133,7 @@ fn every_fixture_session_has_its_test() {
 #[test]
 fn cpu_bound_legacy_names_the_hot_reader_functions_and_the_330_mismatch() {
     let session = load::load(&fixture("cpu-bound-dlio-legacy")).unwrap();
-    let a = analysis::analyze(&session, &Thresholds::default());
+    let a = storprof::output::diagnosis::diagnose(&session, &Thresholds::default());
     let v = &a.verdict;
     assert!(
         v.headline.contains("format_global_index_map"),
@@ -164,14 +166,14 @@ fn cpu_bound_legacy_names_the_hot_reader_functions_and_the_330_mismatch() {
 #[test]
 fn storage_bound_names_the_throttle() {
     let session = load::load(&fixture("storage-bound-odirect-throttled")).unwrap();
-    let v = analysis::analyze(&session, &Thresholds::default()).verdict;
+    let v = storprof::output::diagnosis::diagnose(&session, &Thresholds::default()).verdict;
     assert!(v.headline.contains("throttle"), "{}", v.headline);
     // With a looser "device busy" threshold the device itself is blamed.
     let t = Thresholds {
         storage_busy_utilization: 0.1,
         ..Thresholds::default()
     };
-    let v = analysis::analyze(&session, &t).verdict;
+    let v = storprof::output::diagnosis::diagnose(&session, &t).verdict;
     assert!(
         v.headline.contains("the device is the limit"),
         "{}",

@@ -15,11 +15,9 @@ use std::{
 };
 
 use serde_json::Value;
-use storprof::{
-    analysis::Thresholds,
-    output::export::{self, parse_frame},
-    session::load::{self, FoldedStacks, Session},
-};
+use storprof::output::export::{self, parse_frame};
+use storprof_analysis::Thresholds;
+use storprof_session::load::{self, FoldedStacks, Session};
 
 use crate::support::{assert_golden, copy_dir, session_fixture as fixture, storprof};
 

@@ -12,6 +12,7 @@ mod support;
 mod analysis;
 mod bench_signals;
 mod checkpoint;
+mod cli;
 mod dlio;
 mod export;
 mod frameworks;

@@ -6,8 +6,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::Command;
 
-use storprof::analysis::{Thresholds, VerdictId};
 use storprof::merge::command::{files, merge_sessions};
+use storprof_analysis::{Thresholds, VerdictId};
 
 use crate::support::{STORPROF as BIN, assert_golden, session_fixture};
 

@@ -9,7 +9,7 @@ use std::{
     process::Command,
 };
 
-use storprof::session::model::{IoStats, SessionInfo, SyscallStats, ThreadStats, WaitGraph};
+use storprof_session::model::{IoStats, SessionInfo, SyscallStats, ThreadStats, WaitGraph};
 
 use crate::support;
 use crate::support::{

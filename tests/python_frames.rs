@@ -15,7 +15,7 @@ use std::{
     process::Command,
 };
 
-use storprof::session::model::SessionInfo;
+use storprof_session::model::SessionInfo;
 
 use crate::support::{
     assert_root, folded_count, python_of_version, python_version, python_with_pyarrow,

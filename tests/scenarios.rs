@@ -14,8 +14,7 @@
 //! files only, no SVGs) to `tests/data/sessions/real-<scenario>/`, where
 //! tests/analysis.rs checks their verdicts without root.
 //!
-//! The second test runs the embedded demo (`storprof diagnose` with no
-//! command) at its small scale.
+//! The second test runs the embedded demo (`storprof demo`) at its small scale.
 use std::{fs, path::Path, process::Command, time::Instant};
 
 use crate::support;
@@ -444,7 +443,7 @@ fn scenario_suite() {
     );
 }
 
-/// `storprof diagnose` with no command: the embedded demo at its small scale.
+/// `storprof demo`: the embedded demo at its small scale.
 /// The dlio-legacy reader must be diagnosed cpu-bound-reader, the raw reader
 /// must not, and the differential flamegraph must be written.
 #[test]
@@ -455,7 +454,7 @@ fn demo_diagnoses_legacy_and_raw_readers() {
     let results = tmp.path().join("demo");
     let started = Instant::now();
     let out = Command::new(STORPROF)
-        .args(["diagnose", "--demo-scale", "small", "--data-dir"])
+        .args(["demo", "--demo-scale", "small", "--data-dir"])
         .arg(tmp.path().join("demo-data"))
         .arg("--output")
         .arg(&results)
@@ -467,7 +466,7 @@ fn demo_diagnoses_legacy_and_raw_readers() {
     eprintln!("demo: {:.1} s", started.elapsed().as_secs_f64());
     assert!(
         out.status.success(),
-        "storprof diagnose (demo) failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "storprof demo failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         out.status
     );
     let verdict = |reader: &str| -> serde_json::Value {

@@ -14,11 +14,11 @@
 //! `fuzz/artifacts/TARGET` or `fuzz/corpus/TARGET`) on every CI run.
 use std::path::{Path, PathBuf};
 
-use storprof::session::load::{LoadError, Session, load_from};
 use storprof_bench::{
     error::BenchError,
     storage::{RandomAccess, ReadKind},
 };
+use storprof_session::load::{LoadError, Session, load_from};
 
 pub mod config;
 pub mod elf;
@@ -150,18 +150,18 @@ pub fn repo_root() -> PathBuf {
 
 /// Session files in the order the `session_dir` target's framing uses.
 pub const SESSION_FILES: &[&str] = &[
-    storprof::session::model::files::SESSION,
-    storprof::session::model::files::THREADS,
-    storprof::session::model::files::IO,
-    storprof::session::model::files::TIMESERIES,
-    storprof::session::model::files::ONCPU_FOLDED,
-    storprof::session::model::files::OFFCPU_FOLDED,
-    storprof::session::model::files::WAITS,
-    storprof::session::model::files::ONCPU_THREADS_FOLDED,
-    storprof::session::model::files::OFFCPU_THREADS_FOLDED,
-    storprof::session::model::files::BENCH_SUMMARY,
+    storprof_session::model::files::SESSION,
+    storprof_session::model::files::THREADS,
+    storprof_session::model::files::IO,
+    storprof_session::model::files::TIMESERIES,
+    storprof_session::model::files::ONCPU_FOLDED,
+    storprof_session::model::files::OFFCPU_FOLDED,
+    storprof_session::model::files::WAITS,
+    storprof_session::model::files::ONCPU_THREADS_FOLDED,
+    storprof_session::model::files::OFFCPU_THREADS_FOLDED,
+    storprof_session::model::files::BENCH_SUMMARY,
     // Added after the others, so earlier inputs keep their meaning.
-    storprof::session::model::files::FRAMES,
+    storprof_session::model::files::FRAMES,
 ];
 
 /// Separator of the session files in one fuzz input (absent from JSON and

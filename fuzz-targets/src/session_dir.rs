@@ -8,10 +8,9 @@
 //! of the already-parsed stacks.
 
 use crate::{Seeds, session_fixture_inputs, session_from_framed};
-use storprof::{
-    analysis::{Thresholds, analyze},
-    output::{report, timeline},
-};
+use storprof::output::diagnosis::diagnose;
+use storprof::output::{report, timeline};
+use storprof_analysis::Thresholds;
 
 /// The session fixtures, framed.
 pub fn seeds() -> Seeds {
@@ -22,7 +21,7 @@ pub fn run(data: &[u8]) {
     let Ok(session) = session_from_framed(data) else {
         return;
     };
-    let analysis = analyze(&session, &Thresholds::default());
+    let analysis = diagnose(&session, &Thresholds::default());
     let _ = report::verdict_json(&analysis);
     let _ = report::render_markdown(&session, &analysis);
     let _ = report::render_terminal(&analysis);

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::{FILE_SEP, SESSION_FILES, Seeds, session_fixture_inputs};
-use storprof::session::load::load_from;
+use storprof_session::load::load_from;
 
 /// Each fixture's files as separate inputs (first byte: the file's index).
 pub fn seeds() -> Seeds {

@@ -5,13 +5,12 @@
 //! compare with and use as depths), as `report --thresholds` would.
 
 use std::sync::OnceLock;
+use storprof::output::diagnosis::diagnose;
 
 use crate::{Seeds, repo_root};
-use storprof::{
-    analysis::{Thresholds, analyze},
-    output::report,
-    session::load::{Session, load},
-};
+use storprof::output::report;
+use storprof_analysis::Thresholds;
+use storprof_session::load::{Session, load};
 
 /// Small fixtures with a wake-up graph and without (format 2 and 1).
 const SESSIONS: &[&str] = &["real-storage-bound", "cpu-starved", "real-lock-contention"];
@@ -53,7 +52,7 @@ pub fn run(data: &[u8]) {
         return;
     };
     for session in sessions() {
-        let analysis = analyze(session, &thresholds);
+        let analysis = diagnose(session, &thresholds);
         let _ = report::verdict_json(&analysis);
         let _ = report::render_terminal(&analysis);
     }

@@ -27,13 +27,13 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::analysis::Thresholds;
 use crate::commands::demo::DemoScale;
 use crate::record::{
     RecordOptions, SyscallTiming, UnwindMode,
     args::default_output,
     live::{LiveOptions, LiveView, ThenAction},
 };
+use storprof_analysis::Thresholds;
 
 /// Exit codes of `storprof`.
 pub mod exit {
@@ -47,45 +47,97 @@ pub mod exit {
 
 /// `storprof`: the whole command line.
 #[derive(Parser, Debug)]
-#[command(name = "storprof", version, about, long_about = None)]
+#[command(name = "storprof", version, about, long_about = None, after_help = TOP_EXAMPLES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// More log output (-v: info, -vv: debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Errors only: no warnings.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+impl Cli {
+    /// The log filter the flags ask for.
+    pub fn log_filter(&self) -> &'static str {
+        match (self.quiet, self.verbose) {
+            (true, _) => "error",
+            (false, 0) => "warn",
+            (false, 1) => "info",
+            (false, _) => "debug",
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Generate a DLIO-compatible dataset (flux Parquet, unet3d NPZ).
-    Datagen(storprof_bench::cli::DatagenArgs),
+    /// Record, report and bundle in one run: `sudo -E storprof diagnose -- CMD ARGS...`; prints the verdict.
+    #[command(after_help = DIAGNOSE_EXAMPLES)]
+    Diagnose(DiagnoseArgs),
+    /// Check that this machine can run the probes (root, BTF, tracefs, tracepoints, perf_event).
+    Doctor(DoctorArgs),
+    /// The built-in example: diagnose `storprof bench` with DLIO's legacy reader and the raw one
+    /// over a small cached flux dataset (mlcommons/storage#330, found and fixed).
+    Demo(DiagnoseArgs),
+    /// Record a session: run a command (or attach to pids) under the eBPF probes.
+    Record(RecordArgs),
+    /// Analyse a session: verdict.json, report.md, flamegraphs, timeline; prints the verdict.
+    Report(ReportArgs),
+    /// Write an on-CPU or off-CPU flamegraph, or a differential one (--diff).
+    Flamegraph(FlamegraphArgs),
+    /// Convert a session into pprof, speedscope or Chrome trace (Perfetto) files.
+    Export(ExportArgs),
+    /// Pack the evidence bundle (tar.gz, secrets redacted).
+    Bundle(BundleArgs),
+    /// Merge several hosts' sessions into one diagnosis: per-host verdicts, cluster verdict, stragglers.
+    Merge(MergeArgs),
+    /// List the verdict thresholds: key, value, default, range and where each value came from.
+    Thresholds(ThresholdsArgs),
+    /// Print a shell completion script: `storprof completions bash > /etc/bash_completion.d/storprof`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write a man page per command (storprof.1, storprof-diagnose.1, ...) into DIR.
+    Man {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Emulate DLIO training over a dataset and report DLIO's metrics.
     Bench(storprof_bench::cli::BenchArgs),
+    /// Generate a DLIO-compatible dataset for one of the seven MLPerf Storage / DLIO workloads.
+    Datagen(storprof_bench::cli::DatagenArgs),
     /// Run the NP × RT grid of bench runs: table (markdown, CSV), AU projection, SVG plot.
     Sweep(storprof_bench::cli::SweepArgs),
     /// MLPerf Storage checkpointing: write llama3 checkpoint shards (fsync), read them back.
     Checkpoint(storprof_bench::cli::CheckpointArgs),
-    /// Record a session: run a command (or attach to pids) under the eBPF probes.
-    Record(RecordArgs),
-    /// Check that this machine can run the probes (root, BTF, tracefs, tracepoints, perf_event).
-    Doctor(DoctorArgs),
-    /// Analyse a session: verdict.json, report.md, flamegraphs, timeline; prints the verdict.
-    Report(ReportArgs),
-    /// Record, report and bundle in one run; prints the verdict at the end.
-    Diagnose(DiagnoseArgs),
-    /// Write an on-CPU or off-CPU flamegraph, or a differential one (--diff).
-    Flamegraph(FlamegraphArgs),
-    /// Pack the evidence bundle (tar.gz, secrets redacted).
-    Bundle(BundleArgs),
-    /// Convert a session into pprof, speedscope or Chrome trace (Perfetto) files.
-    Export(ExportArgs),
-    /// Merge several hosts' sessions into one diagnosis: per-host verdicts, cluster verdict, stragglers.
-    Merge(MergeArgs),
 }
+
+/// Shown under `storprof --help`.
+const TOP_EXAMPLES: &str = "\
+Examples:
+  sudo storprof doctor                                   can this machine run the probes?
+  sudo -E storprof diagnose -- python train.py           why is my training job slow?
+  sudo -E storprof diagnose --pid 4242 --duration 120    the same, on a running job
+  storprof report storprof-20261205-101500               the verdict of a recorded session
+  storprof datagen --workload unet3d --data-dir /mnt/data --param dataset.num_files_train=64
+  storprof bench --workload unet3d --data-dir /mnt/data --accelerators 2";
+
+/// Shown under `storprof diagnose --help`.
+const DIAGNOSE_EXAMPLES: &str = "\
+Examples:
+  sudo -E storprof diagnose -- python train.py --epochs 1
+  sudo -E storprof diagnose --until-verdict -- torchrun --nproc-per-node 8 train.py
+  sudo -E storprof diagnose --pid 4242 --duration 120
+  sudo -E storprof diagnose --thresholds my-thresholds.json -- ./run.sh";
 
 /// `storprof record [--pid PID]... [--netns NAME|PATH] [--duration SECS] [--freq HZ] [--output DIR] [-- CMD ARGS...]`
 #[derive(clap::Args, Debug, Clone)]
 pub struct RecordArgs {
-    /// Trace this running process and its descendants (repeatable).
-    #[arg(long = "pid", value_name = "PID")]
+    /// Trace this running process and its descendants (repeatable; -p as in perf and py-spy).
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
     /// Trace every process in this network namespace: a name from
     /// `ip netns list` or a path such as /proc/PID/ns/net. Processes already
@@ -98,7 +150,7 @@ pub struct RecordArgs {
     pub netns: Option<String>,
     /// Stop recording after this many seconds: the command gets SIGTERM,
     /// and SIGKILL if it still runs after --grace (the report says so).
-    #[arg(long, value_name = "SECS")]
+    #[arg(short = 'd', long, value_name = "SECS")]
     pub duration: Option<f64>,
     /// Seconds the command has to exit after storprof's SIGTERM (at
     /// --duration, after an early verdict) before SIGKILL, and at each
@@ -106,8 +158,9 @@ pub struct RecordArgs {
     /// SIGKILL (a further Ctrl-C takes the next step at once).
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub grace: f64,
-    /// CPU sampling frequency in Hz.
-    #[arg(long, default_value_t = 99, value_name = "HZ")]
+    /// CPU sampling frequency in Hz (1 to 10000).
+    #[arg(short = 'F', long, default_value_t = 99, value_name = "HZ",
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub freq: u64,
     /// Session directory to write (default: storprof-YYYYmmdd-HHMMSS).
     #[arg(long, short, value_name = "DIR")]
@@ -269,14 +322,39 @@ pub struct ThresholdArgs {
     pub thresholds: Option<PathBuf>,
 }
 
-/// `storprof report DIR [--thresholds FILE]`
+/// `storprof thresholds [--thresholds FILE] [--json]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct ThresholdsArgs {
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+    /// Print a JSON list, one object per threshold.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A usage error found after parsing (a bad `--thresholds` file, a value
+/// clap cannot check): the binary exits with [`exit::USAGE`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// `storprof report DIR|BUNDLE [-o DIR] [--json] [--thresholds FILE]`
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Session directory written by `storprof record`.
-    #[arg(value_name = "DIR")]
+    /// Session directory written by `storprof record`, or a bundle
+    /// (`.tar.gz` from `diagnose` or `bundle`), read without extracting it.
+    #[arg(value_name = "DIR|BUNDLE")]
     pub dir: PathBuf,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
+    /// Write the report files here instead of into the session directory
+    /// (created if absent; for read-only sessions and bundles).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Print verdict.json on stdout instead of the summary; without -o no
+    /// file is written.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `storprof diagnose [record options] [--thresholds FILE] [--bundle FILE] [-- CMD ARGS...]`
@@ -291,11 +369,11 @@ pub struct DiagnoseArgs {
     /// link is refused.
     #[arg(long, value_name = "FILE.tar.gz")]
     pub bundle: Option<PathBuf>,
-    /// Without a command: dataset directory of the embedded demo
+    /// `storprof demo`: dataset directory of the embedded demo
     /// (default: $XDG_CACHE_HOME/storprof/demo-data or ~/.cache/storprof/demo-data).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Without a command: size of the demo (tests use `small`).
+    /// `storprof demo`: size of the demo (tests use `small`).
     #[arg(long, value_enum, default_value_t, hide = true)]
     pub demo_scale: DemoScale,
 }

@@ -1,7 +1,7 @@
 //! storprof: one root-run session that says whether a training-data pipeline
 //! is held back by the storage or by the reader, and proves it.
 //!
-//! Data flow:
+//! Data flow (crates in brackets; each imports only the ones above it):
 //!
 //! ```text
 //!  probes (ebpf/probes, in the kernel)          benchmark (storprof-bench)
@@ -11,14 +11,16 @@
 //!        │ raw counters, stack ids                    │
 //!        ▼                                            │
 //!  record::  follow the command, drain maps,          │
-//!            symbolize, aggregate (pure) ──► session directory (session::model)
+//!            symbolize, aggregate (pure) ──► session directory
+//!                                              [storprof-session]
 //!                                                     │
-//!  analysis:: verdict (pure functions) ◄──────────────┘
-//!        │
+//!  [storprof-analysis] features, wait-for graph, ◄────┘
+//!        │             rules: a Decision (data)
 //!        ▼
-//!  output::  flamegraph SVGs, timeline, report.md, evidence bundle
+//!  output::  the decision in words (Diagnosis), flamegraph SVGs, timeline,
+//!            report.md, report.html, exports, evidence bundle
 //! ```
-pub mod analysis;
+
 pub mod cli;
 pub mod commands;
 pub mod doctor;
@@ -27,6 +29,5 @@ pub mod output;
 pub mod probes;
 pub mod python;
 pub mod record;
-pub mod session;
 pub mod symbolize;
 pub mod unwind;

@@ -7,8 +7,20 @@ use clap::Parser;
 use storprof::cli::{Cli, Command, exit};
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(cli.log_filter()))
+        // "storprof: warning: ..." as the errors read, not a module path.
+        .format(|buf, record| {
+            use std::io::Write as _;
+            let level = match record.level() {
+                log::Level::Error => "error",
+                log::Level::Warn => "warning",
+                log::Level::Info => "info",
+                log::Level::Debug | log::Level::Trace => "debug",
+            };
+            writeln!(buf, "storprof: {level}: {}", record.args())
+        })
+        .init();
     if matches!(
         cli.command,
         Command::Doctor(_)
@@ -17,6 +29,8 @@ fn main() -> ExitCode {
             | Command::Bundle(_)
             | Command::Export(_)
             | Command::Merge(_)
+            | Command::Thresholds(_)
+            | Command::Completions { .. }
     ) {
         // Output-only commands end quietly when their reader goes away
         // (`storprof doctor | head`), as Unix tools do, instead of panicking
@@ -34,16 +48,50 @@ fn main() -> ExitCode {
         Command::Doctor(args) => storprof::commands::doctor::run(&args),
         Command::Report(args) => storprof::commands::report::run(&args),
         Command::Diagnose(args) => storprof::commands::diagnose::run(&args),
+        Command::Demo(args) => storprof::commands::diagnose::run_demo(&args),
         Command::Flamegraph(args) => storprof::commands::flamegraph::run(&args),
         Command::Bundle(args) => storprof::commands::bundle::run(&args),
         Command::Export(args) => storprof::commands::export::run(&args),
         Command::Merge(args) => storprof::merge::command::run(&args),
+        Command::Thresholds(args) => storprof::commands::thresholds::run(&args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "storprof", &mut std::io::stdout());
+            Ok(exit::OK)
+        }
+        Command::Man { dir } => storprof::commands::man::write_pages(&dir).map(|n| {
+            eprintln!("storprof: {n} man pages written to {}", dir.display());
+            exit::OK
+        }),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(err) => {
-            eprintln!("storprof: error: {err:#}");
-            ExitCode::from(exit::ERROR as u8)
+            eprintln!("storprof: error: {}", error_text(&err));
+            let usage = err.chain().any(|c| {
+                c.downcast_ref::<storprof::cli::UsageError>().is_some()
+                    || c.downcast_ref::<storprof_bench::error::BenchError>()
+                        .is_some_and(storprof_bench::error::BenchError::is_usage)
+            });
+            ExitCode::from(if usage { exit::USAGE } else { exit::ERROR } as u8)
         }
     }
+}
+
+/// The error and its causes, each said once: a cause whose text its
+/// error's message already holds (thiserror's `"{path}: {source}"`) is
+/// not repeated.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

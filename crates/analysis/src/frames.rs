@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::session::{load::FoldedStacks, model::FrameModules};
+use storprof_session::{load::FoldedStacks, model::FrameModules};
 
 /// One row of a "where the time goes" table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,6 +54,10 @@ pub struct HotFrames {
     /// `total`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub python_functions: Vec<FrameShare>,
+    /// Counts are critical-path weights (each thread's stacks scaled to its
+    /// share of the path, 10,000 for the whole path), not samples.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub path_weighted: bool,
 }
 
 /// `function (/a/b/dir/file.py:LINE)` → `function (dir/file.py)`: the
@@ -489,6 +493,7 @@ pub fn hot_frames(
         unnamed_total: unnamed.values().sum(),
         unnamed: top(unnamed, total, limit),
         python_functions: top(python, total, limit),
+        path_weighted: false,
     }
 }
 

@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Thresholds;
-use crate::session::load::Session;
+use storprof_session::load::Session;
 
 /// What the stalled job does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,7 +185,7 @@ pub fn detect(session: &Session, t: &Thresholds) -> Option<Stall> {
     if window_ns > 0.0 && on_cpu_ns as f64 >= t.busy_thread_share * window_ns {
         return None;
     }
-    let waiting = |p: &&crate::session::model::PendingWait| !timed_sleep(&p.stack);
+    let waiting = |p: &&storprof_session::model::PendingWait| !timed_sleep(&p.stack);
     if !waits
         .pending
         .iter()
@@ -233,7 +233,7 @@ fn hottest_stack(session: &Session, pid: u32, tid: u32) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::model::{PendingWait, ThreadSeries, TimeSeries, WaitGraph, WakeEdge};
+    use storprof_session::model::{PendingWait, ThreadSeries, TimeSeries, WaitGraph, WakeEdge};
 
     const S: u64 = 1_000_000_000;
 

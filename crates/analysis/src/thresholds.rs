@@ -232,3 +232,30 @@ impl Default for Thresholds {
         }
     }
 }
+
+/// A threshold given a value other than its default (`--thresholds FILE`),
+/// recorded in verdict.json and shown by the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdOverride {
+    pub key: String,
+    pub value: f64,
+    pub default: f64,
+}
+
+/// The values a threshold may take, by what its name says it is: shares,
+/// ratios, fractions, utilizations and the confidence figures are 0..=1,
+/// the AU percentage 0..=100, everything else (bytes, seconds, counts,
+/// factors) ≥ 0.
+pub fn valid_range(key: &str) -> std::ops::RangeInclusive<f64> {
+    const FRACTIONS: &[&str] = &["_share", "_utilization", "_ratio", "_fraction"];
+    if key == "compute_bound_au_percentage" {
+        0.0..=100.0
+    } else if FRACTIONS.iter().any(|s| key.ends_with(s))
+        || key.starts_with("confidence_")
+        || key == "confident_margin"
+    {
+        0.0..=1.0
+    } else {
+        0.0..=f64::MAX
+    }
+}

@@ -220,7 +220,7 @@ pub struct Evidence {
     pub text: String,
 }
 
-pub(crate) fn round4(x: f64) -> f64 {
+pub fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
 
@@ -664,6 +664,9 @@ pub enum Note {
     ReadAmplification(f64),
     /// Session files missing.
     PartialSession(Vec<String>),
+    /// No thread was recorded (no threads.json, or an empty one): nothing
+    /// to decide from; the verdict is inconclusive whatever scored first.
+    NothingRecorded,
     LostEvents(u64),
     /// A format 1 session: no wake-up graph.
     Format1Session,
@@ -782,6 +785,13 @@ pub struct Verdict {
     pub runners_up: Vec<RunnerUp>,
     /// Secondary findings and caveats (page cache, #330 mismatch, partial session).
     pub notes: Vec<String>,
+    /// What to try, most specific first (made from the evidence by the
+    /// profiler's `output::actions`; empty in sessions analysed before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
+    /// Thresholds the run overrode (`--thresholds FILE`), with their defaults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threshold_overrides: Vec<super::thresholds::ThresholdOverride>,
     /// Which rules decided: "wait-graph" (the critical path of the
     /// consumer's data waits), "readers" (wake-up graph without a
     /// consumer: the readers' own time) or "format-1" (a session recorded
@@ -1599,8 +1609,13 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
             })
             .map_or(0.0, |r| r.score)
     };
-    let confidence = confidence(&primary, runner_score, f, t);
-    let inconclusive = !primary.fired;
+    let nothing_recorded = f.threads_total == 0;
+    let confidence = if nothing_recorded {
+        0.0
+    } else {
+        confidence(&primary, runner_score, f, t)
+    };
+    let inconclusive = !primary.fired || nothing_recorded;
 
     let mut notes: Vec<Note> = all
         .iter()
@@ -1625,6 +1640,9 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
             written_mib: w.write_syscall_bytes as f64 / (1 << 20) as f64,
             device_mib: w.device_write_bytes as f64 / (1 << 20) as f64,
         });
+    }
+    if nothing_recorded {
+        notes.push(Note::NothingRecorded);
     }
     if !f.missing_files.is_empty() {
         notes.push(Note::PartialSession(f.missing_files.clone()));
@@ -1694,7 +1712,7 @@ mod tests {
     /// waiting in fsync, is.
     #[test]
     fn checkpoint_bound_needs_the_own_time_to_be_writing() {
-        use crate::analysis::features::{ConsumerFeature, ConsumerWrites};
+        use crate::features::{ConsumerFeature, ConsumerWrites};
         let with = |mib: u64, own_io_share: f64| Features {
             consumer: Some(ConsumerFeature {
                 comm: "dlio_benchmark".into(),
@@ -1720,7 +1738,7 @@ mod tests {
     /// device time; one recorded before that shows neither.
     #[test]
     fn storage_evidence_splits_a_reads_queue_time_from_its_device_time() {
-        use crate::analysis::features::DeviceFeature;
+        use crate::features::DeviceFeature;
         let mut f = Features {
             reader_blocked_io_share: 0.95,
             top_device: Some(DeviceFeature {

@@ -17,7 +17,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{
+use crate::model::{
     FrameModules, IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, WaitGraph,
     files,
 };
@@ -446,7 +446,7 @@ mod tests {
     fn load_from_memory_matches_load_from_disk() {
         let dir = Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../tests/data/sessions/real-storage-bound"
+            "/../../tests/data/sessions/real-storage-bound"
         ));
         let from_disk = load(dir).unwrap();
         let from_memory =
@@ -472,9 +472,8 @@ mod tests {
     }
 
     /// Found by the `session_dir` fuzz target: folded counts whose sum
-    /// passes u64 (loading the session panicked in `is_empty`, then the
-    /// analysis in `hot_frames`). The line that passes it is skipped with a
-    /// warning; what remains is analysed.
+    /// passes u64 (loading the session panicked in `is_empty`). The line that
+    /// passes it is skipped with a warning; what remains loads.
     #[test]
     fn folded_counts_past_u64_are_skipped() {
         let text = format!("a;b {}\nc 2\nc;d 1\n", u64::MAX - 1);
@@ -498,8 +497,6 @@ mod tests {
         std::fs::write(dir.path().join(files::OFFCPU_FOLDED), &text).unwrap();
         let session = load(dir.path()).unwrap();
         assert_eq!(session.oncpu.total(), u64::MAX);
-        let analysis = crate::analysis::analyze(&session, &crate::analysis::Thresholds::default());
-        assert_eq!(analysis.hot_oncpu.total, u64::MAX);
     }
 
     /// frames.json gives the session its frame table; a session without
@@ -530,7 +527,7 @@ mod tests {
     fn sessions_without_vmstat_or_split_latency_still_load() {
         let fixture = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../tests/data/sessions/real-storage-bound"
+            "/../../tests/data/sessions/real-storage-bound"
         );
         let old = load(Path::new(fixture)).unwrap();
         let ts = old.timeseries.as_ref().unwrap();
@@ -609,7 +606,7 @@ mod tests {
     fn bench_golden_summary_measured_parses() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../benchmark/tests/data/summary.json"
+            "/../../benchmark/tests/data/summary.json"
         );
         let text = std::fs::read_to_string(path).unwrap();
         let b = BenchSummary::from_value(serde_json::from_str(&text).unwrap());

@@ -2,8 +2,8 @@
 use crate::{
     cli::{BundleArgs, exit},
     output::{self, BundleSessionOptions, OutputError, bundle::BundleError},
-    session::load::LoadError,
 };
+use storprof_session::load::LoadError;
 
 /// Runs `storprof bundle`.
 pub fn run(args: &BundleArgs) -> anyhow::Result<i32> {

@@ -11,6 +11,7 @@
 //!
 //! The bench runs as the same binary (`std::env::current_exe()`), so the
 //! demo needs nothing but storprof and root.
+use crate::output::diagnosis::Diagnosis;
 use std::{
     fmt::Write as _,
     fs,
@@ -26,7 +27,6 @@ use storprof_bench::{
 };
 
 use crate::{
-    analysis::{Analysis, Thresholds},
     output::{
         self, BundleSessionOptions, ReportOptions,
         flamegraph::{self, FlamegraphOptions, Kind},
@@ -34,6 +34,7 @@ use crate::{
     },
     record::{self, RecordOptions},
 };
+use storprof_analysis::Thresholds;
 
 /// How much data and work the demo uses.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -139,7 +140,7 @@ pub struct DemoRun {
     pub reader: &'static str,
     pub session_dir: PathBuf,
     pub exit_code: i32,
-    pub analysis: Analysis,
+    pub analysis: Diagnosis,
 }
 
 /// What the demo produced.
@@ -342,8 +343,8 @@ pub fn run_demo(options: &DemoOptions) -> anyhow::Result<DemoOutcome> {
     }
     // Differential flamegraph: sized by dlio-legacy, red where it spends more than raw.
     let (legacy, raw) = (&runs[0], &runs[1]);
-    let legacy_session = crate::session::load::load(&legacy.session_dir)?;
-    let raw_session = crate::session::load::load(&raw.session_dir)?;
+    let legacy_session = storprof_session::load::load(&legacy.session_dir)?;
+    let raw_session = storprof_session::load::load(&raw.session_dir)?;
     let diff_svg = results_dir.join(DEMO_DIFF_SVG);
     let mut o = FlamegraphOptions::new(Kind::OnCpu);
     o.title = Some("dlio-legacy vs raw reader: red = more in dlio-legacy, blue = less".to_string());

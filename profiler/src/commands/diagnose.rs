@@ -1,7 +1,7 @@
 //! `storprof diagnose [record options] -- CMD ARGS...`: record, then report,
 //! then bundle, in one run; prints the verdict at the end and exits with the
-//! command's status. Without a command it runs the embedded demo
-//! ([`super::demo`]): dlio-legacy vs raw reader over a cached flux dataset.
+//! command's status. `storprof demo` ([`run_demo`], [`super::demo`]) runs
+//! the embedded example: dlio-legacy vs raw reader over a cached flux dataset.
 use super::{
     demo::{self, DemoOptions},
     load_thresholds,
@@ -24,8 +24,14 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
             return Ok(exit::USAGE);
         }
     };
-    if args.record.command.is_empty() && args.record.pids.is_empty() {
-        return run_demo(args, thresholds);
+    if args.record.command.is_empty() && args.record.pids.is_empty() && args.record.netns.is_none()
+    {
+        eprintln!(
+            "storprof: error: nothing to diagnose: give the training command after `--` \
+             (storprof diagnose -- python train.py) or --pid PID; `storprof demo` runs the \
+             built-in example"
+        );
+        return Ok(exit::USAGE);
     }
     // Refused before recording, not after a long run.
     if let Some(bundle) = &args.bundle
@@ -74,8 +80,11 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
     Ok(outcome.exit_code)
 }
 
-/// `storprof diagnose` without a command: the embedded demo.
-fn run_demo(args: &DiagnoseArgs, thresholds: crate::analysis::Thresholds) -> anyhow::Result<i32> {
+/// `storprof demo`: the embedded demo.
+pub fn run_demo(args: &DiagnoseArgs) -> anyhow::Result<i32> {
+    let thresholds = args
+        .record
+        .thresholds(load_thresholds(args.thresholds.thresholds.as_deref())?);
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("storprof: error: {}", RecordError::NotRoot);

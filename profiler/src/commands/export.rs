@@ -5,11 +5,11 @@
 use anyhow::Context;
 
 use crate::{
-    analysis::Thresholds,
     cli::{ExportArgs, exit},
     output::{export, give_to_invoking_user, safe_path},
-    session::load,
 };
+use storprof_analysis::Thresholds;
+use storprof_session::load;
 
 /// Runs `storprof export`.
 pub fn run(args: &ExportArgs) -> anyhow::Result<i32> {

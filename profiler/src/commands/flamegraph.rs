@@ -9,8 +9,8 @@ use crate::{
         flamegraph::{self, FlamegraphOptions, Kind},
         give_to_invoking_user, safe_path,
     },
-    session::{load, model::files},
 };
+use storprof_session::{load, model::files};
 
 /// Runs `storprof flamegraph`.
 pub fn run(args: &FlamegraphArgs) -> anyhow::Result<i32> {

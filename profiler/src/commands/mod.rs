@@ -9,14 +9,14 @@ pub mod diagnose;
 pub mod doctor;
 pub mod export;
 pub mod flamegraph;
+pub mod man;
 pub mod record;
 pub mod report;
+pub mod thresholds;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use crate::analysis::Thresholds;
+use storprof_analysis::Thresholds;
 
 /// The file a command writes for the session in `dir`: `output`, or
 /// `default_name` in the session. The default file is storprof's own
@@ -37,15 +37,8 @@ pub fn session_output_file(
     Ok(out)
 }
 
-/// Reads a thresholds override file (JSON; absent fields keep their defaults).
+/// Reads a thresholds override file strictly (see [`thresholds::parse`]);
+/// a bad file is a usage error.
 pub fn load_thresholds(path: Option<&Path>) -> anyhow::Result<Thresholds> {
-    match path {
-        None => Ok(Thresholds::default()),
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read thresholds file {}", p.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a valid thresholds JSON object", p.display()))
-        }
-    }
+    thresholds::load(path).map_err(|e| anyhow::Error::new(crate::cli::UsageError(e.to_string())))
 }

@@ -1,10 +1,10 @@
 //! `storprof record`: [`crate::cli::RecordArgs`] → [`RecordOptions`](crate::record::RecordOptions),
 //! then [`crate::record::record`]; exits with the traced command's status.
 use crate::{
-    analysis::Thresholds,
     cli::{RecordArgs, exit},
     record::{RecordError, record},
 };
+use storprof_analysis::Thresholds;
 
 /// Runs `storprof record`; returns the process exit code.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {

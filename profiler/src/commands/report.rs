@@ -1,11 +1,25 @@
-//! `storprof report DIR`: analyse a session, write verdict.json, report.md,
-//! flamegraphs and timeline into it, print the verdict.
+//! `storprof report DIR|BUNDLE [-o DIR] [--json]`: analyse a session (a
+//! directory, or a bundle read in memory), write verdict.json, report.md,
+//! report.html, the flamegraphs and the timeline into the session directory
+//! or `-o DIR`, and print the verdict (or verdict.json with `--json`).
+use std::path::{Path, PathBuf};
+
 use super::load_thresholds;
 use crate::{
     cli::{ReportArgs, exit},
-    output::{self, ReportOptions, report::render_terminal},
-    session::load::LoadError,
+    output::{
+        self, ReportOptions,
+        bundle::load_bundle,
+        report::{render_terminal, verdict_json},
+        safe_path,
+    },
 };
+use storprof_session::load::{self, LoadError};
+
+/// Whether `path` names a bundle rather than a session directory.
+fn is_bundle(path: &Path) -> bool {
+    path.is_file()
+}
 
 /// Runs `storprof report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
@@ -13,28 +27,65 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         thresholds: load_thresholds(args.thresholds.thresholds.as_deref())?,
         ..ReportOptions::default()
     };
-    match output::write_report(&args.dir, &options) {
-        Ok(outcome) => {
-            print!("{}", render_terminal(&outcome.analysis));
-            if !outcome.session.is_complete() {
-                eprintln!(
-                    "storprof: partial session: missing {}",
-                    outcome.session.missing.join(", ")
-                );
+    let bundle = is_bundle(&args.dir);
+    let session = if bundle {
+        load_bundle(&args.dir)?
+    } else {
+        match load::load(&args.dir) {
+            Ok(s) => s,
+            Err(
+                e @ (LoadError::MissingDir(_)
+                | LoadError::NotADir(_)
+                | LoadError::NotASession { .. }),
+            ) => {
+                eprintln!("storprof: error: {e}");
+                return Ok(exit::USAGE);
             }
-            eprintln!(
-                "storprof: report written to {} and {}",
-                args.dir.join(output::files::REPORT).display(),
-                args.dir.join(output::files::HTML).display()
-            );
-            Ok(exit::OK)
+            Err(e) => return Err(e.into()),
         }
-        Err(output::OutputError::Load(
-            e @ (LoadError::MissingDir(_) | LoadError::NotADir(_) | LoadError::NotASession { .. }),
-        )) => {
-            eprintln!("storprof: error: {e}");
-            Ok(exit::USAGE)
+    };
+    // Where the files go: -o, else the session directory; a bundle or
+    // --json alone writes none.
+    let out: Option<PathBuf> = match &args.output {
+        Some(o) => {
+            if let Err(e) = safe_path::check_output_dir(o, true, safe_path::invoking_uid()) {
+                eprintln!("storprof: error: -o: {e}");
+                return Ok(exit::USAGE);
+            }
+            std::fs::create_dir_all(o)?;
+            Some(o.clone())
         }
-        Err(e) => Err(e.into()),
+        None if bundle || args.json => None,
+        None => Some(args.dir.clone()),
+    };
+    let outcome = output::report_session(session, out.as_deref(), &options)?;
+    if args.json {
+        let json = verdict_json(&outcome.analysis)?;
+        print!("{json}");
+        if !json.ends_with('\n') {
+            println!();
+        }
+    } else {
+        print!("{}", render_terminal(&outcome.analysis));
     }
+    if !outcome.session.is_complete() {
+        eprintln!(
+            "storprof: partial session: missing {}",
+            outcome.session.missing.join(", ")
+        );
+    }
+    match &out {
+        Some(dir) => eprintln!(
+            "storprof: report written to {} and {}",
+            dir.join(output::files::REPORT).display(),
+            dir.join(output::files::HTML).display()
+        ),
+        None if bundle && !args.json => {
+            eprintln!(
+                "storprof: no files written (a bundle is read in place); -o DIR writes the report"
+            )
+        }
+        None => {}
+    }
+    Ok(exit::OK)
 }

@@ -10,12 +10,12 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use super::{HostRow, Merged, host_labels, merge, report::render_markdown};
-use crate::analysis::analyze;
 use crate::cli::{MergeArgs, exit};
 use crate::commands::load_thresholds;
 use crate::output::bundle::{append, redacted_bytes};
+use crate::output::diagnosis::diagnose;
 use crate::output::{give_to_invoking_user, safe_path};
-use crate::session::load::{LoadError, load};
+use storprof_session::load::{LoadError, load};
 
 /// Files written into the output directory.
 pub mod files {
@@ -27,7 +27,7 @@ pub mod files {
 /// Load, analyse and merge `sessions` (no files written).
 pub fn merge_sessions(
     sessions: &[PathBuf],
-    thresholds: &crate::analysis::Thresholds,
+    thresholds: &storprof_analysis::Thresholds,
 ) -> Result<Merged, LoadError> {
     let mut loaded = Vec::with_capacity(sessions.len());
     for dir in sessions {
@@ -43,7 +43,7 @@ pub fn merge_sessions(
         .iter()
         .zip(labels)
         .map(|(s, label)| {
-            let a = analyze(s, thresholds);
+            let a = diagnose(s, thresholds);
             HostRow::new(
                 label,
                 s.info.hostname.clone(),
@@ -116,6 +116,9 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
                 ""
             }
         );
+    }
+    for w in &merged.warnings {
+        eprintln!("storprof: warning: {w}");
     }
     eprintln!(
         "storprof: merged report written to {}",

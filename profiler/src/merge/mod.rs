@@ -12,7 +12,8 @@
 //!        ─► straggler verdict: storage-bound when that finding fired on the
 //!           host (the imbalance is in I/O wait, which is what it measures),
 //!           else the host's own verdict
-//!        ─► cluster verdict (the stragglers' verdict, else the hosts' majority)
+//!        ─► cluster verdict (the stragglers' verdict; else the hosts' common
+//!           verdict; else the data-side host with the lowest AU's)
 //!  ─► command::run writes DIR/merged.json, DIR/report.md, DIR/merged.tar.gz
 //!     (every host's session files, secrets redacted, under hosts/<label>/)
 //! ```
@@ -24,9 +25,10 @@
 pub mod command;
 pub mod report;
 
+use crate::output::diagnosis::Diagnosis;
 use serde::Serialize;
 
-use crate::analysis::{Analysis, VerdictId};
+use storprof_analysis::VerdictId;
 
 /// Drishti's `imbalance_stragglers` (0.15): a spread `(max − min) / max` of a
 /// per-rank figure above this is an imbalance worth calling out. Applied
@@ -88,7 +90,7 @@ impl HostRow {
         host: String,
         hostname: String,
         session_dir: String,
-        a: &Analysis,
+        a: &Diagnosis,
         complete: bool,
     ) -> Self {
         let f = &a.features;
@@ -153,6 +155,9 @@ pub struct Merged {
     /// `(max − min) / max` of the hosts' reader I/O-wait shares (0 when all are 0).
     pub io_wait_imbalance: f64,
     pub stragglers: Vec<Straggler>,
+    /// Caveats about the inputs (sessions from one host).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub thresholds: MergeThresholds,
 }
 
@@ -290,17 +295,9 @@ pub fn merge(hosts: Vec<HostRow>) -> Merged {
             ),
         )
     } else {
-        let v = majority(&hosts);
-        let agree = hosts.iter().filter(|h| h.verdict == v).count();
-        (
-            v,
-            format!(
-                "{v} on {agree} of {} host(s); no straggler (I/O-wait imbalance {:.0}%)",
-                hosts.len(),
-                imbalance * 100.0
-            ),
-        )
+        without_straggler(&hosts, imbalance)
     };
+    let warnings = same_host_warnings(&hosts);
     Merged {
         format_version: 1,
         hosts,
@@ -308,8 +305,86 @@ pub fn merge(hosts: Vec<HostRow>) -> Merged {
         cluster_headline,
         io_wait_imbalance: imbalance,
         stragglers,
+        warnings,
         thresholds: MergeThresholds::default(),
     }
+}
+
+/// The cluster verdict without a straggler by I/O wait. Hosts that agree
+/// give their verdict. Otherwise the job runs at the pace of the host
+/// whose consumer waits most for data: compute-bound only when every host
+/// is, else the verdict of the data-side host with the lowest AU (then the
+/// highest confidence).
+fn without_straggler(hosts: &[HostRow], imbalance: f64) -> (VerdictId, String) {
+    let spread = format!(
+        "no straggler (I/O-wait imbalance {:.0}%)",
+        imbalance * 100.0
+    );
+    let first = hosts.first().map(|h| h.verdict);
+    if first.is_none() || hosts.iter().all(|h| Some(h.verdict) == first) {
+        let v = majority(hosts);
+        let agree = hosts.iter().filter(|h| h.verdict == v).count();
+        return (
+            v,
+            format!("{v} on {agree} of {} host(s); {spread}", hosts.len()),
+        );
+    }
+    let au = |h: &HostRow| {
+        h.bench_au_percentage
+            .or(h.consumer_sleep_share.map(|s| s * 100.0))
+    };
+    let limiting = hosts
+        .iter()
+        .filter(|h| h.verdict != VerdictId::ComputeBound)
+        .min_by(|a, b| {
+            let (x, y) = (au(a).unwrap_or(f64::MAX), au(b).unwrap_or(f64::MAX));
+            x.total_cmp(&y).then(b.confidence.total_cmp(&a.confidence))
+        });
+    let Some(h) = limiting else {
+        let v = majority(hosts);
+        return (v, format!("{v} on {} host(s); {spread}", hosts.len()));
+    };
+    let au_text = au(h).map_or(String::new(), |a| format!(", AU {a:.1}%"));
+    let others: Vec<String> = hosts
+        .iter()
+        .filter(|o| o.host != h.host)
+        .map(|o| format!("{} {}", o.host, o.verdict))
+        .collect();
+    (
+        h.verdict,
+        format!(
+            "{} on {}{au_text}, the host that waits most for data: a synchronous job runs at              its pace ({}); {spread}",
+            h.verdict,
+            h.host,
+            others.join(", ")
+        ),
+    )
+}
+
+/// Sessions recorded on one host (same non-empty hostname): their figures
+/// share one kernel and its devices, so the hosts compared are one machine.
+fn same_host_warnings(hosts: &[HostRow]) -> Vec<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for h in hosts {
+        if h.hostname.is_empty() || seen.contains(&h.hostname.as_str()) {
+            continue;
+        }
+        seen.push(&h.hostname);
+        let same: Vec<&str> = hosts
+            .iter()
+            .filter(|o| o.hostname == h.hostname)
+            .map(|o| o.host.as_str())
+            .collect();
+        if same.len() > 1 {
+            out.push(format!(
+                "{} were recorded on the same host ({}): they share one kernel, its CPUs and                  devices, so comparing them is comparing one machine with itself (expected                  only for hosts made as network namespaces, or repeated runs)",
+                same.join(", "),
+                h.hostname
+            ));
+        }
+    }
+    out
 }
 
 /// The most common verdict; ties go to the higher summed confidence, then the order of `VerdictId::ALL`.
@@ -420,6 +495,49 @@ mod tests {
         ]);
         assert!(m.stragglers.is_empty());
         assert_eq!(m.cluster_verdict, VerdictId::ComputeBound);
+    }
+
+    /// Hosts that disagree without a straggler: the job runs at the pace of
+    /// the data-side host that computes least, not at the majority's.
+    #[test]
+    fn disagreeing_hosts_take_the_limiting_hosts_verdict() {
+        let mut fast = row("h1", VerdictId::ComputeBound, 0.0);
+        fast.bench_au_percentage = Some(98.0);
+        let mut reader = row("h2", VerdictId::CpuBoundReader, 0.0);
+        reader.bench_au_percentage = Some(40.0);
+        let mut other = row("h3", VerdictId::ComputeBound, 0.0);
+        other.bench_au_percentage = Some(97.0);
+        let m = merge(vec![fast, reader, other]);
+        assert!(m.stragglers.is_empty());
+        assert_eq!(m.cluster_verdict, VerdictId::CpuBoundReader);
+        assert!(
+            m.cluster_headline
+                .starts_with("cpu-bound-reader on h2, AU 40.0%"),
+            "{}",
+            m.cluster_headline
+        );
+        // Of two data-side hosts, the one with the lower AU.
+        let mut a = row("a", VerdictId::NetworkBound, 0.0);
+        a.consumer_sleep_share = Some(0.7);
+        let mut b = row("b", VerdictId::CpuStarved, 0.0);
+        b.consumer_sleep_share = Some(0.3);
+        assert_eq!(merge(vec![a, b]).cluster_verdict, VerdictId::CpuStarved);
+    }
+
+    #[test]
+    fn sessions_of_one_host_are_flagged() {
+        let mut a = row("a", VerdictId::ComputeBound, 0.0);
+        let mut b = row("b", VerdictId::ComputeBound, 0.0);
+        a.hostname = "vm".into();
+        b.hostname = "vm".into();
+        let m = merge(vec![a, b, row("c", VerdictId::ComputeBound, 0.0)]);
+        assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+        assert!(m.warnings[0].starts_with("a, b were recorded on the same host (vm)"));
+        assert!(
+            merge(vec![row("x", VerdictId::ComputeBound, 0.0)])
+                .warnings
+                .is_empty()
+        );
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub fn render_markdown(m: &Merged) -> String {
         "**Cluster verdict: {}** — {}\n",
         m.cluster_verdict, m.cluster_headline
     );
+    for w in &m.warnings {
+        let _ = writeln!(s, "> [!WARNING]\n> {w}.\n");
+    }
     if m.stragglers.is_empty() {
         let _ = writeln!(
             s,

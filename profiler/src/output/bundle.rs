@@ -249,3 +249,52 @@ pub fn write(options: &BundleOptions) -> Result<(PathBuf, Vec<String>), BundleEr
     })?;
     Ok((out, names))
 }
+
+/// The largest session file read back from a bundle (a guard against a
+/// decompression bomb posing as one).
+const MAX_BUNDLED_SESSION_FILE: u64 = 1 << 30;
+
+/// Loads the session a bundle (`storprof bundle`'s or `diagnose`'s
+/// tar.gz) holds, from memory: nothing is extracted, so a read-only or
+/// foreign bundle is read as it is. The session files are those directly
+/// under the bundle's top directory.
+pub fn load_bundle(path: &Path) -> Result<storprof_session::load::Session, BundleError> {
+    use std::{collections::BTreeMap, io::Read};
+    let read_err = |source| BundleError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(read_err)?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut files: BTreeMap<String, String> = BTreeMap::new();
+    let mut top: Option<String> = None;
+    for entry in archive.entries().map_err(read_err)? {
+        let mut entry = entry.map_err(read_err)?;
+        let name = entry
+            .path()
+            .map_err(read_err)?
+            .to_string_lossy()
+            .into_owned();
+        let mut parts = name.split('/');
+        let (Some(dir), Some(file), None) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if top.get_or_insert_with(|| dir.to_string()) != dir
+            || entry.size() > MAX_BUNDLED_SESSION_FILE
+        {
+            continue;
+        }
+        let file = file.to_string();
+        let mut text = String::new();
+        if entry.read_to_string(&mut text).is_ok() {
+            files.insert(file, text);
+        }
+    }
+    let label = path.to_path_buf();
+    storprof_session::load::load_from(&label, |name| Ok(files.get(name).cloned())).map_err(|e| {
+        BundleError::Read {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
+        }
+    })
+}

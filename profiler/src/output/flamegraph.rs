@@ -15,7 +15,7 @@ use inferno::{
     flamegraph::{self, Palette, color::BasicPalette},
 };
 
-use crate::session::load::FoldedStacks;
+use storprof_session::load::FoldedStacks;
 
 /// Which folded file a flamegraph shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

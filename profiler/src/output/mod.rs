@@ -3,8 +3,8 @@
 //! `system.json` facts and the evidence bundle (tar.gz, secrets redacted).
 //!
 //! ```text
-//! analysis::verdict::Decision ──► wording::verdict ─► Analysis::verdict (sentences)
-//! Session + Analysis ──► flamegraph::write   ─► flamegraph-{oncpu,offcpu}.svg
+//! analysis::verdict::Decision ──► wording::verdict ─► Diagnosis::verdict (sentences)
+//! Session + Diagnosis ──► flamegraph::write   ─► flamegraph-{oncpu,offcpu}.svg
 //!                    ──► timeline::render    ─► timeline.svg
 //!                    ──► report::render_*    ─► report.md, verdict.json
 //!                    ──► html::render        ─► report.html (self-contained)
@@ -12,7 +12,9 @@
 //! system::collect ─────► system.json ──► bundle::write ─► DIR.tar.gz
 //! ```
 //! [`write_report`] runs the whole `storprof report` step on a directory.
+pub mod actions;
 pub mod bundle;
+pub mod diagnosis;
 pub mod export;
 pub mod flamegraph;
 pub mod html;
@@ -21,17 +23,18 @@ pub mod report;
 pub mod safe_path;
 pub mod system;
 pub mod timeline;
+#[cfg(test)]
+mod verdict_tests;
 pub mod wording;
 
+use diagnosis::Diagnosis;
 use std::{
     io,
     path::{Path, PathBuf},
 };
 
-use crate::{
-    analysis::{self, Analysis, Thresholds},
-    session::load::{self, LoadError, Session},
-};
+use storprof_analysis::Thresholds;
+use storprof_session::load::{self, LoadError, Session};
 
 /// Files `storprof report` writes into the session directory.
 pub mod files {
@@ -89,7 +92,7 @@ impl Default for ReportOptions {
 #[derive(Debug)]
 pub struct ReportOutcome {
     pub session: Session,
-    pub analysis: Analysis,
+    pub analysis: Diagnosis,
     pub written: Vec<PathBuf>,
 }
 
@@ -106,7 +109,24 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 /// report.md, report.html, the flamegraphs and the timeline into it.
 pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<ReportOutcome, OutputError> {
     let session = load::load(dir)?;
-    let analysis = analysis::analyze(&session, &options.thresholds);
+    report_session(session, Some(dir), options)
+}
+
+/// Analyses `session` and writes its report files into `dir` (None: no
+/// files, the analysis only).
+pub fn report_session(
+    session: Session,
+    dir: Option<&Path>,
+    options: &ReportOptions,
+) -> Result<ReportOutcome, OutputError> {
+    let analysis = diagnosis::diagnose(&session, &options.thresholds);
+    let Some(dir) = dir else {
+        return Ok(ReportOutcome {
+            session,
+            analysis,
+            written: Vec::new(),
+        });
+    };
     let mut written = Vec::new();
     let mut put = |name: &str, bytes: Vec<u8>| -> Result<(), OutputError> {
         let path = dir.join(name);
@@ -205,8 +225,8 @@ pub fn bundle_session(
     let command = &session.info.command;
     let cwd = session.info.cwd.as_deref();
     let system = system::collect(command, cwd);
-    let bench_results_dir = analysis::features::is_storprof_bench(command)
-        .then(|| analysis::features::arg_value(command, "--results-dir"))
+    let bench_results_dir = storprof_analysis::features::is_storprof_bench(command)
+        .then(|| storprof_analysis::features::arg_value(command, "--results-dir"))
         .flatten()
         .map(|p| match cwd {
             Some(c) if !Path::new(p).is_absolute() => Path::new(c).join(p),

@@ -3,26 +3,25 @@
 //! out; the command writes them.
 //!
 //! ```text
-//! Session + Analysis ──► render_markdown ──► report.md
+//! Session + Diagnosis ──► render_markdown ──► report.md
 //!                    ──► verdict_json     ──► verdict.json
 //! ```
 //! The recorded command is redacted (see [`super::bundle::redact_args`]):
 //! reports travel with bundles.
+use crate::output::diagnosis::Diagnosis;
 use std::{collections::BTreeMap, fmt::Write as _};
 
 use serde::Serialize;
 
 use super::bundle::redact_args;
-use crate::{
-    analysis::{
-        Analysis, Features, HotFrames, Verdict,
-        features::{DeviceFeature, WriterTimeSplit},
-        frames::FrameShare,
-    },
-    session::{
-        load::Session,
-        model::{self, Stacking, ThreadStats},
-    },
+use storprof_analysis::{
+    Features, HotFrames, Verdict,
+    features::{DeviceFeature, WriterTimeSplit},
+    frames::FrameShare,
+};
+use storprof_session::{
+    load::Session,
+    model::{self, Stacking, ThreadStats},
 };
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -38,7 +37,7 @@ struct VerdictFile<'a> {
 }
 
 /// Pretty JSON of `verdict.json`.
-pub fn verdict_json(analysis: &Analysis) -> serde_json::Result<String> {
+pub fn verdict_json(analysis: &Diagnosis) -> serde_json::Result<String> {
     let file = VerdictFile {
         verdict: &analysis.verdict,
         hot_oncpu_readers: &analysis.hot_oncpu_readers.categories,
@@ -101,7 +100,17 @@ fn hot_section(out: &mut String, title: &str, hot: &HotFrames, unit: &str) {
         out.push_str("_No stacks recorded._\n\n");
         return;
     }
-    let _ = writeln!(out, "Total: {} {unit}.\n", hot.total);
+    if hot.path_weighted {
+        let _ = writeln!(
+            out,
+            "Weighted by the critical path: each reader thread's samples are scaled to its \
+             share of the consumer's data wait ({} = the whole path); shares are of that \
+             weight. The flamegraphs and exports count raw samples.\n",
+            hot.total
+        );
+    } else {
+        let _ = writeln!(out, "Total: {} {unit}.\n", hot.total);
+    }
     out.push_str("**By category**\n\n");
     frames_table(out, &hot.categories, unit, 8);
     out.push_str("**Hottest functions (self)**\n\n");
@@ -121,7 +130,7 @@ fn unnamed_line(out: &mut String, hot: &HotFrames, unit: &str) {
     // One clause per reason, its frames in the order of their counts.
     let mut by_reason: Vec<(&str, Vec<String>)> = Vec::new();
     for r in &hot.unnamed {
-        let why = crate::analysis::frames::why_unnamed(&r.name);
+        let why = storprof_analysis::frames::why_unnamed(&r.name);
         let frame = format!("`{}` {}", r.name, pct(r.share));
         match by_reason.iter_mut().find(|(w, _)| *w == why) {
             Some((_, frames)) => frames.push(frame),
@@ -143,7 +152,7 @@ fn unnamed_line(out: &mut String, hot: &HotFrames, unit: &str) {
 
 /// An evidence figure's value in words: a fraction as a percentage, a
 /// percentage with two decimals, anything else with its unit.
-pub fn evidence_value(e: &crate::analysis::verdict::Evidence) -> String {
+pub fn evidence_value(e: &storprof_analysis::verdict::Evidence) -> String {
     match e.unit.as_str() {
         "fraction" => pct(e.value),
         "%" => format!("{:.2}%", e.value),
@@ -422,7 +431,7 @@ pub fn system_rows(session: &Session, f: &Features) -> Vec<(&'static str, String
 }
 
 /// Renders report.md.
-pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
+pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
     let v = &analysis.verdict;
     let f = &analysis.features;
     let mut out = String::new();
@@ -440,6 +449,21 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
             ""
         }
     );
+    if !v.threshold_overrides.is_empty() {
+        let list: Vec<String> = v
+            .threshold_overrides
+            .iter()
+            .map(|o| format!("`{}` = {} (default {})", o.key, o.value, o.default))
+            .collect();
+        let _ = writeln!(out, "Thresholds overridden: {}.\n", list.join(", "));
+    }
+    if !v.actions.is_empty() {
+        let _ = writeln!(out, "**What to try**\n");
+        for a in &v.actions {
+            let _ = writeln!(out, "- {a}");
+        }
+        let _ = writeln!(out);
+    }
     if let Some(early) = &session.info.early_verdict {
         let held = if early.held_to_s > early.held_from_s {
             format!(
@@ -639,7 +663,11 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
         &mut out,
         "Top on-CPU frames (reader threads)",
         &analysis.hot_oncpu_readers,
-        "samples",
+        if analysis.hot_oncpu_readers.path_weighted {
+            "weight"
+        } else {
+            "samples"
+        },
     );
     hot_section(
         &mut out,
@@ -691,7 +719,7 @@ pub fn render_markdown(session: &Session, analysis: &Analysis) -> String {
 
 /// For a session that storprof wrote while recording and never replaced
 /// with the final one (it was killed, or the machine stopped): says so.
-pub fn checkpoint_note(i: &crate::session::model::SessionInfo) -> Option<String> {
+pub fn checkpoint_note(i: &storprof_session::model::SessionInfo) -> Option<String> {
     (i.end_reason == "checkpoint").then(|| {
         format!(
             "**Partial session.** storprof did not finish this recording: this is the last \
@@ -705,7 +733,7 @@ pub fn checkpoint_note(i: &crate::session::model::SessionInfo) -> Option<String>
 /// How the command ended, in words, when storprof had a hand in it (its
 /// SIGTERM, its SIGKILL after the grace period, or a command left
 /// running); None for a command that exited on its own or an older session.
-pub fn command_ending(i: &crate::session::model::SessionInfo) -> Option<String> {
+pub fn command_ending(i: &storprof_session::model::SessionInfo) -> Option<String> {
     let grace = i.grace_s.map_or_else(String::new, |g| format!(" {g:.0} s"));
     let status = match (i.exit_code, i.exit_signal) {
         (Some(c), _) => format!("exit code {c}"),
@@ -761,7 +789,7 @@ pub fn shell_join(args: &[String]) -> String {
 /// "Who waits for whom": the kernel AU beside the bench's, the phases, the
 /// critical path of the consumer's data wait and the roles.
 /// The threads a stall is stuck on, each with its stack (innermost last).
-fn stall_section(out: &mut String, stall: Option<&crate::analysis::stall::Stall>) {
+fn stall_section(out: &mut String, stall: Option<&storprof_analysis::stall::Stall>) {
     let Some(stall) = stall else { return };
     let _ = writeln!(
         out,
@@ -789,7 +817,7 @@ fn stall_section(out: &mut String, stall: Option<&crate::analysis::stall::Stall>
 
 /// A consumer's window time in words: compute, data wait, the GIL, other
 /// locks, a CPU queue; None for an empty window.
-fn consumer_time_split(c: &crate::analysis::waitgraph::ConsumerTime) -> Option<String> {
+fn consumer_time_split(c: &storprof_analysis::waitgraph::ConsumerTime) -> Option<String> {
     if c.window_ns == 0 {
         return None;
     }
@@ -828,7 +856,7 @@ fn consumer_time_split(c: &crate::analysis::waitgraph::ConsumerTime) -> Option<S
     Some(parts.join(", "))
 }
 
-fn wait_section(out: &mut String, analysis: &Analysis) {
+fn wait_section(out: &mut String, analysis: &Diagnosis) {
     let Some(w) = &analysis.wait else {
         return;
     };
@@ -921,7 +949,7 @@ fn wait_section(out: &mut String, analysis: &Analysis) {
         out.push('\n');
     }
     if !w.roles.is_empty() {
-        use crate::analysis::waitgraph::Role;
+        use storprof_analysis::waitgraph::Role;
         out.push_str("| thread | role | on CPU | why |\n|---|---|---:|---|\n");
         let idle: Vec<_> = w.roles.iter().filter(|r| r.role == Role::Idle).collect();
         for r in w.roles.iter().filter(|r| r.role != Role::Idle) {
@@ -947,7 +975,7 @@ fn wait_section(out: &mut String, analysis: &Analysis) {
 }
 
 /// The verdict as printed on a terminal: headline, evidence, other findings.
-pub fn render_terminal(analysis: &Analysis) -> String {
+pub fn render_terminal(analysis: &Diagnosis) -> String {
     let v = &analysis.verdict;
     let mut out = String::new();
     let _ = writeln!(
@@ -989,20 +1017,22 @@ pub fn render_terminal(analysis: &Analysis) -> String {
     for n in &v.notes {
         let _ = writeln!(out, "  * {n}");
     }
+    for a in &v.actions {
+        let _ = writeln!(out, "  try: {a}");
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::{checkpoint_note, command_ending, render_markdown};
-    use crate::{
-        analysis::{Thresholds, analyze},
-        session::{
-            load::Session,
-            model::{
-                DeviceStats, LowerDevice, OffCpuNs, SessionInfo, Stacking, ThreadStats, TimeSeries,
-                VmstatSeries,
-            },
+    use crate::output::diagnosis::diagnose;
+    use storprof_analysis::Thresholds;
+    use storprof_session::{
+        load::Session,
+        model::{
+            DeviceStats, LowerDevice, OffCpuNs, SessionInfo, Stacking, ThreadStats, TimeSeries,
+            VmstatSeries,
         },
     };
 
@@ -1068,7 +1098,7 @@ mod tests {
     #[test]
     fn write_sessions_show_the_writers_split_device_writes_and_dirty_pages() {
         let s = write_session();
-        let md = render_markdown(&s, &analyze(&s, &Thresholds::default()));
+        let md = render_markdown(&s, &diagnose(&s, &Thresholds::default()));
         assert!(md.contains("## Writers"), "{md}");
         // The writer's row: 10% on CPU (no samples: other kernel), 80%
         // throttled, the rest (D sleep outside these stacks) other.
@@ -1115,7 +1145,7 @@ mod tests {
             write_requests: 50,
             ..Default::default()
         });
-        let md = render_markdown(&s, &analyze(&s, &Thresholds::default()));
+        let md = render_markdown(&s, &diagnose(&s, &Thresholds::default()));
         assert!(
             md.contains("| `vda` (carries `loop0`'s image file) |"),
             "{md}"
@@ -1124,7 +1154,7 @@ mod tests {
         assert!(md.contains("device totals count them once"), "{md}");
         // Without stacking read, neither.
         s.io.devices[0].sits_on.clear();
-        let md = render_markdown(&s, &analyze(&s, &Thresholds::default()));
+        let md = render_markdown(&s, &diagnose(&s, &Thresholds::default()));
         assert!(md.contains("| `vda` |") && !md.contains("carries"), "{md}");
     }
 
@@ -1133,14 +1163,14 @@ mod tests {
         let mut s = write_session();
         s.threads[0].write_bytes = 0;
         s.threads[1].read_bytes = 4 << 30;
-        let md = render_markdown(&s, &analyze(&s, &Thresholds::default()));
+        let md = render_markdown(&s, &diagnose(&s, &Thresholds::default()));
         assert!(!md.contains("## Writers"), "{md}");
         assert!(!md.contains("Dirty page cache"), "{md}");
     }
 
     #[test]
     fn a_checkpoint_says_it_is_partial() {
-        let mut i = crate::session::model::SessionInfo {
+        let mut i = storprof_session::model::SessionInfo {
             duration_s: 61.4,
             ..Default::default()
         };

@@ -8,7 +8,7 @@
 //! ```
 use std::fmt::Write as _;
 
-use crate::session::model::{self, TimeSeries};
+use storprof_session::model::{self, TimeSeries};
 
 /// Threads drawn individually; the rest are summed into "other threads".
 pub const MAX_THREAD_LINES: usize = 8;
@@ -289,7 +289,7 @@ fn format_tick(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::model::{DeviceSeries, ThreadSeries, VmstatSeries};
+    use storprof_session::model::{DeviceSeries, ThreadSeries, VmstatSeries};
 
     #[test]
     fn draws_threads_reads_and_devices() {

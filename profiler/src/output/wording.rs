@@ -8,8 +8,8 @@
 //! ```
 //! Every figure is written from its unrounded value; verdict.json's `value`
 //! fields are rounded to 4 decimals.
-use crate::analysis::stall::StallKind;
-use crate::analysis::verdict::{
+use storprof_analysis::stall::StallKind;
+use storprof_analysis::verdict::{
     AuSource, Decision, Detail, DeviceFigures, Evidence, Figure, Finding, Note, RunnerUp,
     ShareBasis, StorageLimit, VERDICT_FORMAT_VERSION, Verdict, WriteDeviceFigures, round4,
 };
@@ -529,6 +529,9 @@ fn note_text(note: &Note, d: &Decision) -> String {
             "Partial session (recording stopped early?): missing {}; figures from those files are absent.",
             missing.join(", ")
         ),
+        Note::NothingRecorded => "No thread was recorded in this session: there is nothing to \
+             decide from."
+            .to_string(),
         Note::LostEvents(n) => {
             format!("{n} events or samples were lost while recording; figures are lower bounds.")
         }
@@ -610,7 +613,12 @@ fn note_text(note: &Note, d: &Decision) -> String {
 /// in words, the figures as they are.
 pub fn verdict(d: &Decision) -> Verdict {
     let primary_summary = summary(&d.primary, d.basis);
-    let mut headline = if d.inconclusive {
+    let nothing = d.notes.iter().any(|n| matches!(n, Note::NothingRecorded));
+    let mut headline = if nothing {
+        "Inconclusive: no thread was recorded in this session, so there is nothing to decide \
+         from"
+            .to_string()
+    } else if d.inconclusive {
         format!("No rule fired; closest match: {primary_summary}")
     } else {
         primary_summary
@@ -645,6 +653,8 @@ pub fn verdict(d: &Decision) -> Verdict {
             })
             .collect(),
         notes: d.notes.iter().map(|n| note_text(n, d)).collect(),
+        actions: Vec::new(),
+        threshold_overrides: Vec::new(),
         rules: d.rules.as_str().to_string(),
         kernel_au_percentage: d.kernel_au_percentage,
         data_wait_share: d.data_wait_share,

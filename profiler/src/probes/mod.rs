@@ -29,7 +29,7 @@ use storprof_common::{
     py_tstate, tracepoint_offsets as offsets,
 };
 
-use crate::session::model::ProbeStatus;
+use storprof_session::model::ProbeStatus;
 
 /// The probe object built by build.rs from `ebpf/probes`.
 static PROBE_OBJECT: &[u8] =

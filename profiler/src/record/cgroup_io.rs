@@ -9,7 +9,7 @@
 //! [`limits_of`] reads the real /proc and /sys/fs/cgroup.
 use std::{collections::BTreeMap, path::Path};
 
-use crate::session::model::IoLimit;
+use storprof_session::model::IoLimit;
 
 /// Where cgroup v1's blkio controller and cgroup v2 are mounted here.
 const V1_BLKIO: &str = "/sys/fs/cgroup/blkio";

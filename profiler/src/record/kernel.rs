@@ -11,10 +11,8 @@ use std::{
 
 use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
 
-use crate::{
-    probes::{MapSnapshot, ProbeError, ProbeSet, RetiredThreads, UserStackEvent},
-    session::model::{IoLimit, LowerDevice, ProbeStatus},
-};
+use crate::probes::{MapSnapshot, ProbeError, ProbeSet, RetiredThreads, UserStackEvent};
+use storprof_session::model::{IoLimit, LowerDevice, ProbeStatus};
 
 /// What the recorder asks of the probes.
 pub trait Kernel {

@@ -13,16 +13,15 @@
 //! Everything from `status_of` on is pure and unit-tested over recorded
 //! sessions; the screen writes ANSI to stderr: a status block pinned under
 //! a scroll region, so the workload's own output scrolls above it.
+use crate::output::diagnosis::Diagnosis;
 use std::{fmt::Write as _, time::Duration};
 
 pub use super::screen::Screen;
 
-use crate::{
-    analysis::{Analysis, Thresholds, VerdictId},
-    session::{
-        load::Session,
-        model::{Buckets, TimeSeries},
-    },
+use storprof_analysis::{Thresholds, VerdictId};
+use storprof_session::{
+    load::Session,
+    model::{Buckets, TimeSeries},
 };
 
 /// How the live view is shown.
@@ -100,7 +99,7 @@ impl LiveThread {
     /// `comm/tid NN% state`, as both views show it (`comm (exited
     /// threads)` for a folded group).
     pub fn label(&self) -> String {
-        use crate::session::model::{folded_group_label, is_folded_group};
+        use storprof_session::model::{folded_group_label, is_folded_group};
         let name = if is_folded_group(self.tid) {
             folded_group_label(&self.comm)
         } else {
@@ -173,7 +172,7 @@ const TEAR_DOWN_AFTER_S: f64 = 15.0;
 /// rates and thread states over the last `recent_s` seconds.
 pub fn status_of(
     session: &Session,
-    analysis: &Analysis,
+    analysis: &Diagnosis,
     elapsed_s: f64,
     recent_s: f64,
 ) -> LiveStatus {
@@ -315,7 +314,7 @@ pub fn status_of(
 /// Why a live verdict is too early to mean much: fewer than
 /// [`LIVE_MIN_STEPS`] steps of the consumer, or a window shorter than
 /// [`LIVE_MIN_WINDOW_S`] (without a consumer, of reading).
-fn too_early(analysis: &Analysis, window_s: Option<f64>) -> Option<String> {
+fn too_early(analysis: &Diagnosis, window_s: Option<f64>) -> Option<String> {
     let window_s = window_s.unwrap_or(0.0);
     let steps: Option<u64> = analysis
         .wait
@@ -549,13 +548,12 @@ impl VerdictHold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis;
 
     fn fixture(name: &str) -> Session {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../tests/data/sessions")
             .join(name);
-        crate::session::load::load(&dir).unwrap()
+        storprof_session::load::load(&dir).unwrap()
     }
 
     #[test]
@@ -572,18 +570,18 @@ mod tests {
             "churn (exited threads) 3% on-cpu"
         );
         assert_eq!(
-            crate::session::model::thread_label("churn", 7, u32::MAX - 1),
+            storprof_session::model::thread_label("churn", 7, u32::MAX - 1),
             "churn (exited threads)"
         );
         assert_eq!(
-            crate::session::model::thread_label("churn", 7, 4_194_303),
+            storprof_session::model::thread_label("churn", 7, 4_194_303),
             "churn 7/4194303"
         );
     }
 
     fn status(name: &str) -> LiveStatus {
         let session = fixture(name);
-        let a = analysis::analyze(&session, &Thresholds::default());
+        let a = crate::output::diagnosis::diagnose(&session, &Thresholds::default());
         let elapsed = session.info.duration_s;
         status_of(&session, &a, elapsed, 5.0)
     }

@@ -39,9 +39,9 @@ use std::{
 
 pub use crate::probes::SyscallTiming;
 use crate::probes::{self, ProbeOptions, ProbeSet};
-use crate::session::model::SESSION_DIR_ENV;
 use recorder::Recorder;
 use run_loop::EndReason;
+use storprof_session::model::SESSION_DIR_ENV;
 
 /// Default of [`RecordOptions::grace`].
 pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -112,9 +112,9 @@ impl RecordOptions {
 /// How user stacks of CPU samples are unwound.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum UnwindMode {
-    /// Per process, decided at exec: `Dwarf` when the main executable lacks
-    /// frame pointers (`unwind::frame_pointers`) or runs a CPython
-    /// interpreter, `Fp` otherwise. Only DWARF processes pay for the
+    /// Per process, decided at exec: dwarf when the main executable lacks
+    /// frame pointers (judged from its code) or runs a CPython
+    /// interpreter, fp otherwise. Only DWARF processes pay for the
     /// stack copy.
     #[default]
     Auto,
@@ -395,7 +395,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
                 eprintln!(
                     "storprof: the workload's {} is in the session as {}",
                     found.display(),
-                    crate::session::model::files::BENCH_SUMMARY
+                    storprof_session::model::files::BENCH_SUMMARY
                 );
             }
             session_writer::write_session(

@@ -8,7 +8,7 @@ use std::{
 };
 
 use super::aggregate;
-use crate::session::model::{LowerDevice, Stacking};
+use storprof_session::model::{LowerDevice, Stacking};
 
 pub(super) use crate::probes::monotonic_ns;
 
@@ -89,7 +89,7 @@ pub(super) fn device_name(dev: u32) -> String {
 }
 
 /// The devices block device `dev` (kernel-internal dev_t) sits on, nearest
-/// first (see [`DeviceStats::sits_on`](crate::session::model::DeviceStats)).
+/// first (see [`DeviceStats::sits_on`](storprof_session::model::DeviceStats)).
 pub(super) fn lower_devices(dev: u32) -> Vec<LowerDevice> {
     let (major, minor) = aggregate::dev_major_minor(dev);
     lower_devices_in(Path::new("/sys"), (major, minor), &|path| {

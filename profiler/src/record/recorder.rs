@@ -25,10 +25,10 @@ use super::{
 };
 use crate::{
     probes::{self, MapSnapshot, RetiredThreads},
-    session::model,
     symbolize::Symbolizer,
     unwind::{DwarfUnwinder, StackSample, UnwindEnd},
 };
+use storprof_session::model;
 
 /// Live state of one recording.
 pub(super) struct Recorder {

@@ -16,10 +16,8 @@ use std::{
 use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
 
 use super::kernel::Kernel;
-use crate::{
-    probes::{MapSnapshot, ProbeError, RetiredThreads, UserStackEvent},
-    session::model::{LowerDevice, ProbeStatus},
-};
+use crate::probes::{MapSnapshot, ProbeError, RetiredThreads, UserStackEvent};
+use storprof_session::model::{LowerDevice, ProbeStatus};
 
 /// One drain's worth of kernel output.
 #[derive(Clone, Default)]

@@ -341,7 +341,7 @@ fn live_status(
     let parts = parts_so_far(recorder, options, ctx, "live", None)?;
     let session = parts.to_session(ctx.dir);
     let build_s = built.elapsed().as_secs_f64();
-    let analysis = crate::analysis::analyze(&session, &options.live.thresholds);
+    let analysis = crate::output::diagnosis::diagnose(&session, &options.live.thresholds);
     let elapsed_s = now_mono.saturating_sub(recorder.start_mono) as f64 / 1e9;
     log::debug!(
         "live update at {elapsed_s:.1} s: build {build_s:.3} s, analysis {:.3} s",

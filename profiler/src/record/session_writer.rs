@@ -21,14 +21,12 @@ use super::{
     RecordError, RecordOptions, aggregate, dwarf_samples::DwarfSamples, fold, kernel::Kernel,
     launch, procfs, recorder::Recorder, run_loop::Ending, select,
 };
-use crate::{
-    probes,
-    session::{
-        load::{FoldedStacks, Session},
-        model::{
-            self, IoStats, PageCacheStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats,
-            TimeSeries, WaitGraph,
-        },
+use crate::probes;
+use storprof_session::{
+    load::{FoldedStacks, Session},
+    model::{
+        self, IoStats, PageCacheStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats,
+        TimeSeries, WaitGraph,
     },
 };
 

@@ -14,10 +14,8 @@ use super::{
     run_loop::{CommandEnd, EndReason, Ending, StopCause, run_loop},
     session_writer::write_session,
 };
-use crate::{
-    probes::{MapSnapshot, family},
-    session::model::{self, IoStats, SessionInfo, ThreadStats},
-};
+use crate::probes::{MapSnapshot, family};
+use storprof_session::model::{self, IoStats, SessionInfo, ThreadStats};
 
 /// Pids above this machine's `pid_max` never name a live process, so
 /// nothing of the test's own machine leaks into the replayed session.

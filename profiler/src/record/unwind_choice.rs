@@ -9,7 +9,8 @@
 use std::path::PathBuf;
 
 use super::{UnwindMode, recorder::Recorder};
-use crate::{session::model::UnwindDecision, unwind::frame_pointers};
+use crate::unwind::frame_pointers;
+use storprof_session::model::UnwindDecision;
 
 /// How the reason of an inherited decision starts; the pid of the process
 /// that decided follows.

@@ -14,7 +14,7 @@ use std::{
     time::SystemTime,
 };
 
-use crate::session::{load::BenchSummary, model::files};
+use storprof_session::{load::BenchSummary, model::files};
 
 /// How deep and how wide the search under a candidate directory goes:
 /// mlpstorage nests `training/<model>/run/<timestamp>/` under its results

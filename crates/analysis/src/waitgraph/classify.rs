@@ -9,7 +9,7 @@
 //! sessions recorded before the probes credited the innermost handler
 //! (a skipped exit program could leave a handler's depth raised) carry
 //! task wake-ups labelled as interrupts.
-use crate::session::model::WakeEdge;
+use storprof_session::model::WakeEdge;
 
 use super::ThreadId;
 

@@ -3,7 +3,7 @@
 //! and its data waits attributed along the critical path.
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::session::load::Session;
+use storprof_session::load::Session;
 
 use super::{
     ConsumerTime, ThreadId,
@@ -13,7 +13,7 @@ use super::{
     sites::WaitSite,
     window::data_waits,
 };
-use crate::analysis::Thresholds;
+use crate::Thresholds;
 
 /// The recorded command is a benchmark that emulates compute with sleeps
 /// (`storprof bench`, DLIO, mlpstorage), even at a computation time of 0:
@@ -30,8 +30,8 @@ pub fn emulates_compute(session: &Session) -> bool {
         .flat_map(|a| a.split_whitespace())
         .map(str::to_string)
         .collect();
-    crate::analysis::features::is_storprof_bench(argv)
-        || crate::analysis::features::is_storprof_bench(&words)
+    crate::features::is_storprof_bench(argv)
+        || crate::features::is_storprof_bench(&words)
         || words.iter().any(|w| is_benchmark(w))
         || session.info.processes.iter().any(|p| is_benchmark(&p.comm))
 }

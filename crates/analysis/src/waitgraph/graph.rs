@@ -3,7 +3,7 @@
 //! per-thread facts read from its stacks (`sites`).
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::session::{
+use storprof_session::{
     load::Session,
     model::{Buckets, ThreadStats, WakeEdge},
 };
@@ -131,8 +131,8 @@ impl<'a> Graph<'a> {
         let lock_wait_known = session
             .info
             .features
-            .get(crate::session::model::FEATURE_WAKE_EDGES)
-            .is_some_and(|v| v.as_str() >= crate::session::model::WAKE_EDGES_VERSION);
+            .get(storprof_session::model::FEATURE_WAKE_EDGES)
+            .is_some_and(|v| v.as_str() >= storprof_session::model::WAKE_EDGES_VERSION);
         Graph {
             states,
             comms,

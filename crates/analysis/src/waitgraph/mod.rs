@@ -41,7 +41,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::Thresholds;
-use crate::session::load::Session;
+use storprof_session::load::Session;
 
 pub use classify::{EdgeKind, classify};
 pub use sites::{WaitSite, per_thread as wait_sites};

@@ -9,7 +9,7 @@ use super::{
     classify::{self, EdgeKind},
     graph::{Graph, InEdge},
 };
-use crate::analysis::Thresholds;
+use crate::Thresholds;
 
 /// Accumulates the critical path.
 #[derive(Default)]

@@ -23,7 +23,7 @@
 //! ```
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::session::{load::Session, model::ThreadStats};
+use storprof_session::{load::Session, model::ThreadStats};
 
 use super::{
     Found, Role, RoleRow, ThreadId,
@@ -31,7 +31,7 @@ use super::{
     graph::{Graph, StateTime, whole_run_state},
     sites::{self, WaitSite},
 };
-use crate::analysis::Thresholds;
+use crate::Thresholds;
 
 /// What [`data_side`] found.
 pub struct DataSide {

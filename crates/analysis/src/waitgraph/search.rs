@@ -11,7 +11,7 @@ use super::{
     graph::{Graph, StateTime, is_main_thread},
     sites::WaitSite,
 };
-use crate::analysis::Thresholds;
+use crate::Thresholds;
 
 /// How one thread exchanges with the data side over the whole recording.
 #[derive(Clone, Copy, Debug, Default)]

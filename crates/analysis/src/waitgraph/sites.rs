@@ -19,7 +19,7 @@
 //! without stacks has no sites: roles then rest on the wake-up graph alone.
 use std::collections::BTreeMap;
 
-use crate::session::load::FoldedStacks;
+use storprof_session::load::FoldedStacks;
 
 use super::ThreadId;
 

@@ -3,7 +3,7 @@
 //! and the phases around it.
 use std::collections::BTreeSet;
 
-use crate::session::load::Session;
+use storprof_session::load::Session;
 
 use super::{
     Phase, ThreadId, Window,

@@ -11,7 +11,7 @@
 //!    └─ timeseries.json + waits.json ──► trace::render ─► Chrome trace JSON
 //! ```
 //!
-//! Frames are the recorder's folded frames (see [`crate::analysis::frames`]):
+//! Frames are the recorder's folded frames (see [`storprof_analysis::frames`]):
 //! a plain function name, `_[k]` for kernel frames, `[libc.so.6]` for an
 //! address without a symbol, and `func (file.py:LINE)` for Python frames,
 //! which [`parse_frame`] splits into a function, a file and a line. Off-CPU
@@ -23,10 +23,8 @@ pub mod trace;
 
 use std::collections::BTreeMap;
 
-use crate::{
-    analysis::{Thresholds, waitgraph},
-    session::load::{FoldedStacks, Session},
-};
+use storprof_analysis::{Thresholds, waitgraph};
+use storprof_session::load::{FoldedStacks, Session};
 
 /// The formats `storprof export` writes.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use super::{
     ExportError, Frame, Stack, StackThread, ThreadRoles, exporter, micros_to_nanos, parse_frame,
     protobuf::Message, stacks,
 };
-use crate::session::load::Session;
+use storprof_session::load::Session;
 
 const FORMAT: &str = "pprof";
 
@@ -300,7 +300,7 @@ mod tests {
     use std::io::Read;
 
     use super::*;
-    use crate::session::load::FoldedStacks;
+    use storprof_session::load::FoldedStacks;
 
     fn session() -> Session {
         let folded = |lines: &[(&str, u64)]| FoldedStacks {

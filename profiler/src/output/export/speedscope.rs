@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{ExportError, exporter, micros_to_nanos, parse_frame, session_name};
-use crate::session::load::{FoldedStacks, Session};
+use storprof_session::load::{FoldedStacks, Session};
 
 const FORMAT: &str = "speedscope";
 

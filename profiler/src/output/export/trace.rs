@@ -41,7 +41,7 @@ use std::{
 use serde_json::{Value, json};
 
 use super::{ExportError, ThreadRoles, exporter, session_name};
-use crate::session::{
+use storprof_session::{
     load::Session,
     model::{ThreadSeries, WakeEdge},
 };
@@ -571,7 +571,7 @@ mod tests {
     /// nothing and draws nothing.
     #[test]
     fn counters_fall_to_zero_when_a_process_goes_quiet() {
-        use crate::session::model::{SessionInfo, TimeSeries};
+        use storprof_session::model::{SessionInfo, TimeSeries};
         let mut far = thread(3, vec![1], vec![]);
         far.pid = 2;
         far.first_bucket = u32::MAX - 1;

@@ -4,7 +4,7 @@
 //! zoomable timeline. No network: the CSS and JS are ours, inline.
 //!
 //! ```text
-//! Session + Analysis ──► build_data ──► ReportData (serde) ──► JSON,
+//! Session + Diagnosis ──► build_data ──► ReportData (serde) ──► JSON,
 //!        escaped for a <script> element ──► template.html + report.css
 //!        + report.js (include_str!) ──► report.html
 //! ```
@@ -23,17 +23,16 @@
 //! against every other traced thread, frames merged across threads (the
 //! thread's name and id left out); a frame is red when the loaders hold
 //! more of it than their share of all samples, blue when less.
+use crate::output::diagnosis::Diagnosis;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::report::{self, ProcessRow};
-use crate::{
-    analysis::{
-        Analysis, HotFrames, WaitAnalysis, frames::FrameShare, verdict::Verdict, waitgraph::Role,
-    },
-    session::{load::FoldedStacks, load::Session, model, model::TimeSeries},
+use storprof_analysis::{
+    HotFrames, WaitAnalysis, frames::FrameShare, verdict::Verdict, waitgraph::Role,
 };
+use storprof_session::{load::FoldedStacks, load::Session, model, model::TimeSeries};
 
 const TEMPLATE: &str = include_str!("template.html");
 const CSS: &str = include_str!("report.css");
@@ -463,7 +462,7 @@ fn renumber(n: &Node, from: &Names, to: &mut Names) -> Node {
 }
 
 /// The three flamegraphs (on-CPU, off-CPU, readers vs the rest).
-pub fn flames(session: &Session, analysis: &Analysis, options: &HtmlOptions) -> Flames {
+pub fn flames(session: &Session, analysis: &Diagnosis, options: &HtmlOptions) -> Flames {
     let mut names = Names::default();
     // Index 0 is the root's name, in every table.
     names.get(ROOT_NAME);
@@ -590,7 +589,7 @@ pub fn downsample_factor(buckets: usize, max_points: usize) -> usize {
 
 /// The timeline's panels: CPU % of the busiest threads (the rest summed),
 /// read-syscall MiB/s of all traced threads, device read MiB/s.
-pub fn timeline(ts: &TimeSeries, analysis: &Analysis, options: &HtmlOptions) -> Timeline {
+pub fn timeline(ts: &TimeSeries, analysis: &Diagnosis, options: &HtmlOptions) -> Timeline {
     let bucket_s = if ts.bucket_ns > 0 {
         ts.bucket_ns as f64 / 1e9
     } else {
@@ -746,7 +745,7 @@ pub fn timeline(ts: &TimeSeries, analysis: &Analysis, options: &HtmlOptions) -> 
 }
 
 /// The page's data from the session and the analysis report.md uses.
-pub fn build_data(session: &Session, analysis: &Analysis, options: &HtmlOptions) -> ReportData {
+pub fn build_data(session: &Session, analysis: &Diagnosis, options: &HtmlOptions) -> ReportData {
     let v = &analysis.verdict;
     let f = &analysis.features;
     let i = &session.info;
@@ -911,7 +910,7 @@ const DATA_SLOT: &str = "<!--STORPROF_DATA-->";
 const JS_SLOT: &str = "/*STORPROF_JS*/";
 
 /// report.html of a session and its analysis.
-pub fn render(session: &Session, analysis: &Analysis, options: &HtmlOptions) -> String {
+pub fn render(session: &Session, analysis: &Diagnosis, options: &HtmlOptions) -> String {
     let data = build_data(session, analysis, options);
     // Serializing plain data cannot fail; an empty document still renders.
     let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".to_string());

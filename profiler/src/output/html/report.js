@@ -76,6 +76,15 @@
   app.appendChild(el('div', { cls: 'headline', text: v.headline }));
   app.appendChild(para('Verdict ' + v.verdict + ', confidence ' + v.confidence_label + ' (' +
     fixed(v.confidence, 2) + ')' + (v.inconclusive ? ', inconclusive: no rule\u2019s conditions all held' : '') + '.'));
+  if (v.threshold_overrides && v.threshold_overrides.length) {
+    app.appendChild(para('Thresholds overridden: ' + v.threshold_overrides.map(function (o) {
+      return o.key + ' = ' + o.value + ' (default ' + o.default + ')';
+    }).join(', ') + '.', 'muted'));
+  }
+  if (v.actions && v.actions.length) {
+    app.appendChild(el('h3', { text: 'What to try' }));
+    app.appendChild(el('ul', { cls: 'actions' }, v.actions.map(function (a) { return el('li', { text: a }); })));
+  }
   if (D.early_verdict) { app.appendChild(el('div', { cls: 'note', text: D.early_verdict })); }
   if (D.partial) { app.appendChild(el('div', { cls: 'note warn', text: D.partial })); }
 
@@ -425,7 +434,12 @@
   function hotTables(title, hot, unit) {
     fr.appendChild(el('h3', { text: title }));
     if (!hot.total) { fr.appendChild(para('No stacks recorded.', 'muted')); return; }
-    fr.appendChild(para('Total: ' + hot.total + ' ' + unit + '.'));
+    if (hot.path_weighted) {
+      fr.appendChild(para('Weighted by the critical path: each reader thread\u2019s samples are scaled to its share of the consumer\u2019s data wait (' +
+        hot.total + ' = the whole path); shares are of that weight. The flamegraphs and exports count raw samples.'));
+    } else {
+      fr.appendChild(para('Total: ' + hot.total + ' ' + unit + '.'));
+    }
     [['By category', hot.categories], ['Hottest functions (self)', hot.self_functions], ['Hottest libraries (self)', hot.libraries]].forEach(function (p) {
       fr.appendChild(el('div', { cls: 'muted', text: p[0] }));
       fr.appendChild(table(['share', unit, 'frame'], p[1].map(function (r) { return [num(pct(r.share)), num(String(r.count)), { code: r.name }]; })));
@@ -437,7 +451,7 @@
       fr.appendChild(para('Every stack ends in a named frame.'));
     }
   }
-  hotTables('On-CPU (reader threads)', D.hot_oncpu_readers, 'samples');
+  hotTables('On-CPU (reader threads)', D.hot_oncpu_readers, D.hot_oncpu_readers.path_weighted ? 'weight' : 'samples');
   hotTables('Off-CPU (all threads, blocked time)', D.hot_offcpu, 'us');
 
   var ps = section('processes', 'Processes');

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use storprof_common::{BlockEvent, LOG2_BUCKETS, log2_bucket};
 
 use super::{comm_string, trim_histogram};
-use crate::session::model::{DeviceSeries, DeviceStats};
+use storprof_session::model::{DeviceSeries, DeviceStats};
 
 /// Length of the union of `[start, end)` intervals.
 pub fn union_ns(intervals: &[(u64, u64)]) -> u64 {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use storprof_common::StackKey;
 
-use crate::session::model::ProcessUnwind;
+use storprof_session::model::ProcessUnwind;
 
 /// Splits folded stacks whose first frame is `comm` + [`THREAD_MARK`] +
 /// `pid/tid` into the per-comm form (`comm;...`) and the per-thread form

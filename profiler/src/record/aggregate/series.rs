@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use storprof_common::{SyscallAcc, SyscallKey, ThreadAcc, is_read_family, offcpu_state};
 
-use crate::session::model::ThreadSeries;
+use storprof_session::model::ThreadSeries;
 
 /// Cumulative counters of one thread at one instant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use storprof_common::{
 };
 
 use super::{comm_string, syscall_name, trim_histogram};
-use crate::session::model::{OffCpuNs, SyscallStats, ThreadStats};
+use storprof_session::model::{OffCpuNs, SyscallStats, ThreadStats};
 
 /// Per-thread statistics. `running_ns` is on-CPU time of slices still in
 /// progress (not yet accounted by a switch-out); `comm_of` names threads

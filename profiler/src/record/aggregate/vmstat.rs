@@ -1,6 +1,6 @@
 //! The system's dirty and writeback page cache over the recording, from
 //! `/proc/vmstat` read once per time-series bucket.
-use crate::session::model::VmstatSeries;
+use storprof_session::model::VmstatSeries;
 
 /// The `/proc/vmstat` fields the series uses, in pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use storprof_common::{
 };
 
 use super::{comm_string, offcpu_state_name, syscall_name, waker_kind_name};
-use crate::session::model::{PendingWait, WaitGraph, WakeEdge};
+use storprof_session::model::{PendingWait, WaitGraph, WakeEdge};
 
 /// Traced threads off CPU at least this long are pending waits
 /// (`waits.json` `pending`): what a stall is stuck on.
