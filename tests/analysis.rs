@@ -9,8 +9,8 @@
 // Tests may unwrap (the guide): a failure here is a test failure.
 use std::{fs, path::Path};
 
-use storprof::output::{self, ReportOptions, report};
 use storprof_analysis::{self, Thresholds, VerdictId};
+use storprof_report::{ReportOptions, report};
 use storprof_session::load::{self, LoadError};
 
 use crate::support::{assert_golden, copy_dir, session_fixture as fixture, storprof};
@@ -35,8 +35,8 @@ fn analyze_labelled(
     name: &str,
     session: &load::Session,
     label: VerdictId,
-) -> storprof::output::diagnosis::Diagnosis {
-    let a = storprof::output::diagnosis::diagnose(session, &Thresholds::default());
+) -> storprof_report::diagnosis::Diagnosis {
+    let a = storprof_report::diagnosis::diagnose(session, &Thresholds::default());
     println!(
         "{name:34} -> {:18} {:.2} {}",
         a.verdict.verdict, a.verdict.confidence, a.verdict.headline
@@ -133,7 +133,7 @@ fn every_fixture_session_has_its_test() {
 #[test]
 fn cpu_bound_legacy_names_the_hot_reader_functions_and_the_330_mismatch() {
     let session = load::load(&fixture("cpu-bound-dlio-legacy")).unwrap();
-    let a = storprof::output::diagnosis::diagnose(&session, &Thresholds::default());
+    let a = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
     let v = &a.verdict;
     assert!(
         v.headline.contains("format_global_index_map"),
@@ -166,14 +166,14 @@ fn cpu_bound_legacy_names_the_hot_reader_functions_and_the_330_mismatch() {
 #[test]
 fn storage_bound_names_the_throttle() {
     let session = load::load(&fixture("storage-bound-odirect-throttled")).unwrap();
-    let v = storprof::output::diagnosis::diagnose(&session, &Thresholds::default()).verdict;
+    let v = storprof_report::diagnosis::diagnose(&session, &Thresholds::default()).verdict;
     assert!(v.headline.contains("throttle"), "{}", v.headline);
     // With a looser "device busy" threshold the device itself is blamed.
     let t = Thresholds {
         storage_busy_utilization: 0.1,
         ..Thresholds::default()
     };
-    let v = storprof::output::diagnosis::diagnose(&session, &t).verdict;
+    let v = storprof_report::diagnosis::diagnose(&session, &t).verdict;
     assert!(
         v.headline.contains("the device is the limit"),
         "{}",
@@ -186,10 +186,12 @@ fn storage_bound_names_the_throttle() {
 #[test]
 fn flamegraph_golden_and_folded_round_trip() {
     let session = load::load(&fixture("cpu-bound-dlio-legacy")).unwrap();
-    let mut o = output::flamegraph::FlamegraphOptions::new(output::flamegraph::Kind::OnCpu);
+    let mut o = storprof_report::flamegraph::FlamegraphOptions::new(
+        storprof_report::flamegraph::Kind::OnCpu,
+    );
     o.deterministic = true;
     let mut svg = Vec::new();
-    output::flamegraph::write(&session.oncpu, &o, &mut svg).unwrap();
+    storprof_report::flamegraph::write(&session.oncpu, &o, &mut svg).unwrap();
     assert_golden(
         "cpu-bound-dlio-legacy/flamegraph-oncpu.svg",
         &String::from_utf8(svg).unwrap(),
@@ -233,7 +235,7 @@ fn partial_session_reports_what_is_missing() {
             "offcpu.folded"
         ]
     );
-    let out = output::write_report(dir.path(), &ReportOptions::default()).unwrap();
+    let out = storprof_report::write_report(dir.path(), &ReportOptions::default()).unwrap();
     let md = fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(
         md.contains(
@@ -270,7 +272,7 @@ fn empty_folded_files_are_warnings_not_errors() {
             .iter()
             .any(|w| w == "oncpu.folded is empty: no stacks were recorded")
     );
-    output::write_report(dir.path(), &ReportOptions::default()).unwrap();
+    storprof_report::write_report(dir.path(), &ReportOptions::default()).unwrap();
     let svg = fs::read_to_string(dir.path().join("flamegraph-oncpu.svg")).unwrap();
     assert!(svg.contains("no oncpu stacks were recorded"));
 }

@@ -302,3 +302,22 @@ fn help_text_is_golden() {
     }
     crate::support::assert_golden("help/all.txt", &all);
 }
+
+/// mlpstorage's option names are accepted as they are typed there.
+#[test]
+fn mlpstorage_option_names_are_aliases() {
+    let (code, _, err) = run(&[
+        "bench",
+        "--workload",
+        "flux",
+        "--data-dir",
+        "/nonexistent",
+        "--num-accelerators",
+        "2",
+        "--client-host-memory-in-gb",
+        "64",
+    ]);
+    // Parsed: the run fails on the missing dataset, not on the flags.
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+}

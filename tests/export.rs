@@ -15,8 +15,8 @@ use std::{
 };
 
 use serde_json::Value;
-use storprof::output::export::{self, parse_frame};
 use storprof_analysis::Thresholds;
+use storprof_report::export::{self, parse_frame};
 use storprof_session::load::{self, FoldedStacks, Session};
 
 use crate::support::{assert_golden, copy_dir, session_fixture as fixture, storprof};

@@ -23,8 +23,8 @@ use std::{
 };
 
 use serde_json::Value;
-use storprof::output::html::{self, HtmlOptions};
 use storprof_analysis::{self, Thresholds};
+use storprof_report::html::{self, HtmlOptions};
 use storprof_session::{
     load,
     model::{
@@ -362,7 +362,7 @@ fn a_twelve_hour_session_gives_a_page_under_5_mib_that_draws_in_under_3_s() {
 fn html_data_golden_of_a_small_session() {
     let name = "lock-contention";
     let session = load::load(&session_fixture(name)).unwrap();
-    let analysis = storprof::output::diagnosis::diagnose(&session, &Thresholds::default());
+    let analysis = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
     let data = html::build_data(&session, &analysis, &HtmlOptions::default());
     let mut json = serde_json::to_string_pretty(&data).unwrap();
     json.push('\n');

@@ -493,6 +493,8 @@ fn demo_diagnoses_legacy_and_raw_readers() {
     assert!(results.join("comparison.md").exists());
     // The side-by-side table names both verdicts.
     assert!(stdout.contains("cpu-bound-reader"), "{stdout}");
+    // Each run's first action is in the comparison.
+    assert!(stdout.contains("| what to try |"), "{stdout}");
     assert!(
         stdout.contains(raw["verdict"].as_str().unwrap_or("?")),
         "{stdout}"

@@ -9,6 +9,8 @@
 //! Under `mpirun` (built with the `mpi` feature) each process is one rank:
 //! see [`crate::run::mpi`]. Everything past argument mapping is in
 //! [`crate::run`].
+// The doc comments are also `--help`, where `<model>` reads as a placeholder.
+#![allow(rustdoc::invalid_html_tags)]
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -147,13 +149,13 @@ pub struct DatagenArgs {
     #[arg(long)]
     pub force: bool,
     /// Client host memory in GiB for mlpstorage's dataset-size rule (default: this host's).
-    #[arg(long)]
+    #[arg(long, visible_alias = "client-host-memory-in-gb")]
     pub client_memory_gb: Option<f64>,
     /// Number of client hosts for the dataset-size rule.
     #[arg(long, default_value_t = 1)]
     pub num_client_hosts: u64,
     /// Accelerators (num_processes) for the dataset-size rule.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, visible_alias = "num-accelerators")]
     pub accelerators: u64,
     /// Writer threads.
     #[arg(long, default_value_t = 2)]
@@ -172,7 +174,7 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub training: TrainingArgs,
     /// Simulated accelerators (ranks).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, visible_alias = "num-accelerators")]
     pub accelerators: usize,
     /// Reader workers per accelerator (reader.read_threads).
     #[arg(long)]
@@ -181,7 +183,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub results_dir: Option<PathBuf>,
     /// Client host memory in GiB for mlpstorage's dataset-size rule (default: this host's).
-    #[arg(long)]
+    #[arg(long, visible_alias = "client-host-memory-in-gb")]
     pub client_memory_gb: Option<f64>,
     /// Number of client hosts for the dataset-size rule.
     #[arg(long, default_value_t = 1)]

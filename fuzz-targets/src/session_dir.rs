@@ -8,9 +8,9 @@
 //! of the already-parsed stacks.
 
 use crate::{Seeds, session_fixture_inputs, session_from_framed};
-use storprof::output::diagnosis::diagnose;
-use storprof::output::{report, timeline};
 use storprof_analysis::Thresholds;
+use storprof_report::diagnosis::diagnose;
+use storprof_report::{report, timeline};
 
 /// The session fixtures, framed.
 pub fn seeds() -> Seeds {

@@ -5,11 +5,11 @@
 //! compare with and use as depths), as `report --thresholds` would.
 
 use std::sync::OnceLock;
-use storprof::output::diagnosis::diagnose;
+use storprof_report::diagnosis::diagnose;
 
 use crate::{Seeds, repo_root};
-use storprof::output::report;
 use storprof_analysis::Thresholds;
+use storprof_report::report;
 use storprof_session::load::{Session, load};
 
 /// Small fixtures with a wake-up graph and without (format 2 and 1).

@@ -437,7 +437,7 @@ pub struct ExportArgs {
     pub dir: PathBuf,
     /// The file format to write.
     #[arg(long, value_enum)]
-    pub format: crate::output::export::Format,
+    pub format: storprof_report::export::Format,
     /// Output file (default: SESSION_DIR/profile.pb.gz,
     /// profile.speedscope.json or trace.json, replaced when present).
     /// Through sudo it is the invoking user's; a path through another

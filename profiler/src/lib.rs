@@ -25,7 +25,6 @@ pub mod cli;
 pub mod commands;
 pub mod doctor;
 pub mod merge;
-pub mod output;
 pub mod probes;
 pub mod python;
 pub mod record;

@@ -228,7 +228,7 @@ const fn longest_known_key() -> usize {
 }
 
 /// Up to three known keys closest to `key`, for "did you mean" hints
-/// (none for a key longer than [`MAX_SUGGESTED_KEY_LEN`]).
+/// (none for a key longer than `MAX_SUGGESTED_KEY_LEN`).
 pub fn suggestions(key: &str) -> Vec<&'static str> {
     if key.len() > MAX_SUGGESTED_KEY_LEN {
         return Vec::new();

@@ -95,7 +95,7 @@ fn local_header(name: &str, crc: u32, size: u64) -> Vec<u8> {
 }
 
 /// Write a DLIO unet3d NPZ: `x` uint8 of shape (d1, d2, samples) with random
-/// bytes, `y` int64 zeros[samples]. Returns the file size in bytes.
+/// bytes, `y` int64 `zeros[samples]`. Returns the file size in bytes.
 pub fn write_npz_file(
     storage: &dyn Storage,
     path: &str,

@@ -168,9 +168,9 @@ fn dictionary_page(elem: ElemType) -> Vec<u8> {
 }
 
 /// Write a Parquet file of `schema` with `rows` rows in row groups of
-/// `row_group_rows`. List columns hold [`super::r#gen::flux_row_values`]`(seed, col, row, n)`
+/// `row_group_rows`. List columns hold `gen::flux_row_values(seed, col, row, n)`
 /// (f32; other types the same stream through [`fill_values`]), scalar
-/// columns [`super::r#gen::scalar_chunk_values`]`(seed, col, group's first row, ..)`.
+/// columns `gen::scalar_chunk_values(seed, col, group's first row, ..)`.
 /// Returns the file size in bytes.
 pub fn write_parquet_file(
     storage: &dyn Storage,

@@ -33,7 +33,7 @@ use crate::{
 /// read thread that needs them next (or makes it wait for the load in flight).
 /// With a column subset (`read_columns`) a unit is the selected columns'
 /// chunks instead, one read per run of adjacent chunks, whose bytes are
-/// not kept ([`Unit::Discarded`]).
+/// not kept (`Unit::Discarded`).
 pub struct RawParquet {
     storage: Arc<dyn Storage>,
     layouts: LayoutCache<parquet::ParquetLayout>,

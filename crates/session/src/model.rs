@@ -321,7 +321,7 @@ pub use storprof_common::LOG2_BUCKETS;
 pub struct SyscallStats {
     /// x86_64 syscall number.
     pub nr: u32,
-    /// Name ("pread64"); "sys_<nr>" when unknown.
+    /// Name ("pread64"); `sys_<nr>` when unknown.
     pub name: String,
     pub count: u64,
     /// Calls that returned a negative errno.

@@ -1,8 +1,6 @@
 //! `storprof bundle DIR [-o FILE.tar.gz] [--force]`: the evidence bundle.
-use crate::{
-    cli::{BundleArgs, exit},
-    output::{self, BundleSessionOptions, OutputError, bundle::BundleError},
-};
+use crate::cli::{BundleArgs, exit};
+use storprof_report::{BundleSessionOptions, OutputError, bundle::BundleError};
 use storprof_session::load::LoadError;
 
 /// Runs `storprof bundle`.
@@ -12,7 +10,7 @@ pub fn run(args: &BundleArgs) -> anyhow::Result<i32> {
         force: args.force,
         ..BundleSessionOptions::default()
     };
-    match output::bundle_session(&args.dir, &options) {
+    match storprof_report::bundle_session(&args.dir, &options) {
         Ok((path, names)) => {
             println!(
                 "bundle: {} ({} files, secrets redacted)",

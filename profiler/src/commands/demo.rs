@@ -11,13 +11,13 @@
 //!
 //! The bench runs as the same binary (`std::env::current_exe()`), so the
 //! demo needs nothing but storprof and root.
-use crate::output::diagnosis::Diagnosis;
 use std::{
     fmt::Write as _,
     fs,
     io::{BufWriter, IsTerminal},
     path::{Path, PathBuf},
 };
+use storprof_report::diagnosis::Diagnosis;
 
 use anyhow::Context;
 use storprof_bench::{
@@ -26,15 +26,13 @@ use storprof_bench::{
     storage::LocalStorage,
 };
 
-use crate::{
-    output::{
-        self, BundleSessionOptions, ReportOptions,
-        flamegraph::{self, FlamegraphOptions, Kind},
-        give_to_invoking_user,
-    },
-    record::{self, RecordOptions},
-};
+use crate::record::{self, RecordOptions};
 use storprof_analysis::Thresholds;
+use storprof_report::{
+    self, BundleSessionOptions, ReportOptions,
+    flamegraph::{self, FlamegraphOptions, Kind},
+    give_to_invoking_user,
+};
 
 /// How much data and work the demo uses.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -266,6 +264,13 @@ pub fn comparison_table(runs: &[DemoRun]) -> String {
     row(&mut s, "headline", &|r| {
         r.analysis.verdict.headline.replace('|', "/")
     });
+    row(&mut s, "what to try", &|r| {
+        r.analysis
+            .verdict
+            .actions
+            .first()
+            .map_or_else(String::new, |a| a.replace('|', "/"))
+    });
     s
 }
 
@@ -327,13 +332,13 @@ pub fn run_demo(options: &DemoOptions) -> anyhow::Result<DemoOutcome> {
                 outcome.dir.display()
             );
         }
-        let reported = output::write_report(&outcome.dir, &report)?;
+        let reported = storprof_report::write_report(&outcome.dir, &report)?;
         let b = BundleSessionOptions {
             output: None,
             report: report.clone(),
             force: false,
         };
-        output::bundle_session(&outcome.dir, &b)?;
+        storprof_report::bundle_session(&outcome.dir, &b)?;
         runs.push(DemoRun {
             reader,
             session_dir: outcome.dir,

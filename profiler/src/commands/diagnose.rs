@@ -8,9 +8,9 @@ use super::{
 };
 use crate::{
     cli::{DiagnoseArgs, exit},
-    output::{self, BundleSessionOptions, ReportOptions, report::render_terminal, safe_path},
     record::{self, RecordError},
 };
+use storprof_report::{BundleSessionOptions, ReportOptions, report::render_terminal, safe_path};
 
 /// Runs `storprof diagnose`.
 pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
@@ -59,21 +59,21 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         thresholds,
         ..ReportOptions::default()
     };
-    let reported = output::write_report(&outcome.dir, &report)?;
+    let reported = storprof_report::write_report(&outcome.dir, &report)?;
     let b = BundleSessionOptions {
         output: args.bundle.clone(),
         report,
         force: args.record.force,
     };
-    let (bundle, _) = output::bundle_session(&outcome.dir, &b)?;
+    let (bundle, _) = storprof_report::bundle_session(&outcome.dir, &b)?;
     eprintln!("storprof: session {}", outcome.dir.display());
     eprintln!(
         "storprof: report  {}",
-        outcome.dir.join(output::files::REPORT).display()
+        outcome.dir.join(storprof_report::files::REPORT).display()
     );
     eprintln!(
         "storprof: page    {}",
-        outcome.dir.join(output::files::HTML).display()
+        outcome.dir.join(storprof_report::files::HTML).display()
     );
     eprintln!("storprof: bundle  {}", bundle.display());
     print!("{}", render_terminal(&reported.analysis));

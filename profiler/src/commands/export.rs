@@ -1,14 +1,12 @@
 //! `storprof export DIR --format pprof|speedscope|trace [-o FILE [--force]]`:
-//! loads the session, renders it with [`crate::output::export`] and writes
+//! loads the session, renders it with [`storprof_report::export`] and writes
 //! the file (by default into the session directory, replaced when present,
 //! as `storprof flamegraph` does; a named file needs --force to replace).
 use anyhow::Context;
 
-use crate::{
-    cli::{ExportArgs, exit},
-    output::{export, give_to_invoking_user, safe_path},
-};
+use crate::cli::{ExportArgs, exit};
 use storprof_analysis::Thresholds;
+use storprof_report::{export, give_to_invoking_user, safe_path};
 use storprof_session::load;
 
 /// Runs `storprof export`.

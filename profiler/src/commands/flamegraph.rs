@@ -3,12 +3,10 @@ use std::io::BufWriter;
 
 use anyhow::Context;
 
-use crate::{
-    cli::{FlamegraphArgs, KindArg, exit},
-    output::{
-        flamegraph::{self, FlamegraphOptions, Kind},
-        give_to_invoking_user, safe_path,
-    },
+use crate::cli::{FlamegraphArgs, KindArg, exit};
+use storprof_report::{
+    flamegraph::{self, FlamegraphOptions, Kind},
+    give_to_invoking_user, safe_path,
 };
 use storprof_session::{load, model::files};
 

@@ -5,14 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use super::load_thresholds;
-use crate::{
-    cli::{ReportArgs, exit},
-    output::{
-        self, ReportOptions,
-        bundle::load_bundle,
-        report::{render_terminal, verdict_json},
-        safe_path,
-    },
+use crate::cli::{ReportArgs, exit};
+use storprof_report::{
+    self, ReportOptions,
+    bundle::load_bundle,
+    report::{render_terminal, verdict_json},
+    safe_path,
 };
 use storprof_session::load::{self, LoadError};
 
@@ -58,7 +56,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         None if bundle || args.json => None,
         None => Some(args.dir.clone()),
     };
-    let outcome = output::report_session(session, out.as_deref(), &options)?;
+    let outcome = storprof_report::report_session(session, out.as_deref(), &options)?;
     if args.json {
         let json = verdict_json(&outcome.analysis)?;
         print!("{json}");
@@ -77,8 +75,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     match &out {
         Some(dir) => eprintln!(
             "storprof: report written to {} and {}",
-            dir.join(output::files::REPORT).display(),
-            dir.join(output::files::HTML).display()
+            dir.join(storprof_report::files::REPORT).display(),
+            dir.join(storprof_report::files::HTML).display()
         ),
         None if bundle && !args.json => {
             eprintln!(

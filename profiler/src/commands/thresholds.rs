@@ -4,14 +4,14 @@
 //! FILE (JSON object) ──parse──► every key known (else: did you mean ...),
 //!                               every value a number in its range
 //!                    ──► Thresholds (what differs from the defaults is
-//!                        recorded in verdict.json by output::diagnosis)
+//!                        recorded in verdict.json by storprof_report::diagnosis)
 //! ```
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use storprof_analysis::{Thresholds, thresholds::valid_range};
 
-use crate::output::diagnosis::threshold_overrides;
+use storprof_report::diagnosis::threshold_overrides;
 
 /// Why a thresholds file was refused. All are usage errors (exit 2).
 #[derive(Debug, thiserror::Error)]

@@ -12,9 +12,9 @@ use flate2::write::GzEncoder;
 use super::{HostRow, Merged, host_labels, merge, report::render_markdown};
 use crate::cli::{MergeArgs, exit};
 use crate::commands::load_thresholds;
-use crate::output::bundle::{append, redacted_bytes};
-use crate::output::diagnosis::diagnose;
-use crate::output::{give_to_invoking_user, safe_path};
+use storprof_report::bundle::{append, redacted_bytes};
+use storprof_report::diagnosis::diagnose;
+use storprof_report::{give_to_invoking_user, safe_path};
 use storprof_session::load::{LoadError, load};
 
 /// Files written into the output directory.

@@ -25,8 +25,8 @@
 pub mod command;
 pub mod report;
 
-use crate::output::diagnosis::Diagnosis;
 use serde::Serialize;
+use storprof_report::diagnosis::Diagnosis;
 
 use storprof_analysis::VerdictId;
 

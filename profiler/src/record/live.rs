@@ -13,8 +13,8 @@
 //! Everything from `status_of` on is pure and unit-tested over recorded
 //! sessions; the screen writes ANSI to stderr: a status block pinned under
 //! a scroll region, so the workload's own output scrolls above it.
-use crate::output::diagnosis::Diagnosis;
 use std::{fmt::Write as _, time::Duration};
+use storprof_report::diagnosis::Diagnosis;
 
 pub use super::screen::Screen;
 
@@ -581,7 +581,7 @@ mod tests {
 
     fn status(name: &str) -> LiveStatus {
         let session = fixture(name);
-        let a = crate::output::diagnosis::diagnose(&session, &Thresholds::default());
+        let a = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
         let elapsed = session.info.duration_s;
         status_of(&session, &a, elapsed, 5.0)
     }

@@ -2,7 +2,7 @@
 //! duration ends or a signal arrives, and say which.
 //!
 //! Data flow: each turn waits for process events (or 100 ms, 20 ms while a
-//! process is fresh), drains them into the [`Recorder`], rescans a
+//! process is fresh), drains them into the `Recorder`, rescans a
 //! selected namespace, ticks the time series once a second, and checks the
 //! command, the pending signal and the duration. A Ctrl-C (SIGINT or
 //! SIGTERM to storprof) is forwarded to the command, which then has the
@@ -14,7 +14,7 @@
 //! period. A SIGKILL also reaches the traced processes the command leaves,
 //! and [`CommandEnd`] says how it ended in `session.json` `ended_by` and
 //! the report. With a live
-//! view or `--until-verdict` ([`LiveContext`]), the recording so far is
+//! view or `--until-verdict` (`LiveContext`), the recording so far is
 //! analysed every `LiveOptions::interval`, shown, and once the verdict has
 //! held, the loop ends ([`EndReason::Verdict`]), after stopping the
 //! workload when asked to.
@@ -341,7 +341,7 @@ fn live_status(
     let parts = parts_so_far(recorder, options, ctx, "live", None)?;
     let session = parts.to_session(ctx.dir);
     let build_s = built.elapsed().as_secs_f64();
-    let analysis = crate::output::diagnosis::diagnose(&session, &options.live.thresholds);
+    let analysis = storprof_report::diagnosis::diagnose(&session, &options.live.thresholds);
     let elapsed_s = now_mono.saturating_sub(recorder.start_mono) as f64 / 1e9;
     log::debug!(
         "live update at {elapsed_s:.1} s: build {build_s:.3} s, analysis {:.3} s",

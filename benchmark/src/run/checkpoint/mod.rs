@@ -65,7 +65,7 @@ pub struct CheckpointOptions {
     pub results_dir: Option<PathBuf>,
     /// Client memory for the 3× rule (default: this host's MemTotal).
     pub client_memory_bytes: Option<u64>,
-    /// Print the [OUTPUT]/[METRIC] lines [default: true].
+    /// Print the `[OUTPUT]`/`[METRIC]` lines [default: true].
     pub print: bool,
     /// How long the generator probe runs [default: 300 ms].
     pub generator_probe: Duration,

@@ -91,7 +91,7 @@ impl S3Folder {
         Ok((m.writer == Manifest::WRITER).then_some(m))
     }
 
-    /// Make the prefix ready, as [`super::prepare_folder`] does for a local
+    /// Make the prefix ready, as `prepare_folder` does for a local
     /// folder: an earlier run needs `force` (its listed objects are then
     /// deleted); objects at a key this run writes that no manifest lists are
     /// refused even with `force`. Other objects under the prefix are left

@@ -3,7 +3,7 @@
 
 use storprof_common::{offcpu_state, waker_kind};
 
-/// Name of an x86_64 syscall number ("sys_<nr>" when not in the table).
+/// Name of an x86_64 syscall number (`sys_<nr>` when not in the table).
 pub fn syscall_name(nr: u32) -> String {
     const NAMES: &[(u32, &str)] = &[
         (0, "read"),

@@ -121,7 +121,7 @@ pub fn add_wake_edge(edges: &mut BTreeMap<WakeKey, WakeAcc>, key: WakeKey, acc: 
 pub type WakeSeries = BTreeMap<WakeKey, Vec<(u32, u64, u64)>>;
 
 /// Adds bucket `bucket` (= `now` − `prev`, two cumulative snapshots taken
-/// at its boundaries, as for [`SeriesBuilder`]) to `series`: only edges
+/// at its boundaries, as for `SeriesBuilder`) to `series`: only edges
 /// with wake-ups in it, so a long recording keeps what changed.
 pub fn add_wake_bucket(
     series: &mut WakeSeries,

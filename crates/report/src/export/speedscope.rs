@@ -1,5 +1,5 @@
 //! The session's stacks in speedscope's file format
-//! (https://www.speedscope.app/file-format-schema.json): two `sampled`
+//! (<https://www.speedscope.app/file-format-schema.json>): two `sampled`
 //! profiles over one shared frame table.
 //!
 //! ```text

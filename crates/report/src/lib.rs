@@ -1,15 +1,18 @@
-//! Outputs of the analysis, one module each: the verdict in words, flamegraph
-//! SVGs (inferno), the timeline SVG, report.md (+ verdict.json),
-//! `system.json` facts and the evidence bundle (tar.gz, secrets redacted).
+//! storprof's outputs (the `storprof-report` crate): the analysis' decision
+//! in words and what to try, and every file a session's report is made of.
+//! Depends on the session and analysis crates only (plus inferno, tar and
+//! serde), never on the recorder or the kernel.
 //!
 //! ```text
-//! analysis::verdict::Decision ──► wording::verdict ─► Diagnosis::verdict (sentences)
+//! storprof_analysis::Analysis ──► diagnosis::diagnose: wording::verdict (sentences)
+//!                                  + actions::actions ─► Diagnosis
 //! Session + Diagnosis ──► flamegraph::write   ─► flamegraph-{oncpu,offcpu}.svg
 //!                    ──► timeline::render    ─► timeline.svg
 //!                    ──► report::render_*    ─► report.md, verdict.json
 //!                    ──► html::render        ─► report.html (self-contained)
 //! Session ───────────► export::render      ─► pprof, speedscope, Chrome trace
 //! system::collect ─────► system.json ──► bundle::write ─► DIR.tar.gz
+//! bundle::load_bundle ◄── DIR.tar.gz (read in memory)
 //! ```
 //! [`write_report`] runs the whole `storprof report` step on a directory.
 pub mod actions;
@@ -65,7 +68,6 @@ pub enum OutputError {
 /// Options of `storprof report`. Defaults: default thresholds, every output,
 /// non-deterministic (normal) SVGs, report.html with its default limits.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
 pub struct ReportOptions {
     pub thresholds: Thresholds,
     /// Stable SVG colours, pretty XML, no JavaScript (golden tests).
@@ -202,7 +204,6 @@ pub fn give_to_invoking_user(path: &Path) {
 /// Options of `storprof bundle`. Defaults: `<DIR>.tar.gz`, default thresholds
 /// for the report written first when the directory has none.
 #[derive(Clone, Debug, Default)]
-#[non_exhaustive]
 pub struct BundleSessionOptions {
     pub output: Option<PathBuf>,
     pub report: ReportOptions,

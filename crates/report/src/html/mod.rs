@@ -23,7 +23,7 @@
 //! against every other traced thread, frames merged across threads (the
 //! thread's name and id left out); a frame is red when the loaders hold
 //! more of it than their share of all samples, blue when less.
-use crate::output::diagnosis::Diagnosis;
+use crate::diagnosis::Diagnosis;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -46,7 +46,6 @@ const SCRIPT_CLOSE: &str = "</script>";
 /// frames below 0.1% of a flamegraph pruned, at most 20,000 frames per
 /// flamegraph, 300 table rows.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
 pub struct HtmlOptions {
     /// Points per timeline series; more buckets are grouped (mean, min, max).
     pub max_timeline_points: usize,

@@ -46,7 +46,6 @@ impl Kind {
 /// Options of one flamegraph. Defaults: on-CPU, title from the kind, no
 /// subtitle, not deterministic, compact XML.
 #[derive(Clone, Debug, Default)]
-#[non_exhaustive]
 pub struct FlamegraphOptions {
     pub kind: Kind,
     /// Default: "On-CPU flamegraph" / "Off-CPU flamegraph (blocked time)".

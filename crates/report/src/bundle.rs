@@ -46,7 +46,6 @@ pub enum BundleError {
 
 /// What goes into a bundle.
 #[derive(Clone, Debug, Default)]
-#[non_exhaustive]
 pub struct BundleOptions {
     /// The session directory (with report.md, verdict.json and SVGs when
     /// `storprof report` ran).
@@ -83,7 +82,7 @@ impl BundleOptions {
 /// Largest file copied from a bench results directory (logs can be huge).
 const MAX_BENCH_FILE_BYTES: u64 = 16 << 20;
 
-pub(crate) fn redacted_bytes(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
+pub fn redacted_bytes(path: &Path, bytes: Vec<u8>) -> Vec<u8> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "json" => match serde_json::from_slice::<serde_json::Value>(&bytes) {
@@ -139,7 +138,7 @@ fn append_file(
     Ok(name)
 }
 
-pub(crate) fn append(
+pub fn append(
     tar: &mut tar::Builder<GzEncoder<File>>,
     name: &str,
     bytes: &[u8],

@@ -8,7 +8,7 @@
 //! ```
 //! The recorded command is redacted (see [`super::bundle::redact_args`]):
 //! reports travel with bundles.
-use crate::output::diagnosis::Diagnosis;
+use crate::diagnosis::Diagnosis;
 use std::{collections::BTreeMap, fmt::Write as _};
 
 use serde::Serialize;
@@ -1026,7 +1026,7 @@ pub fn render_terminal(analysis: &Diagnosis) -> String {
 #[cfg(test)]
 mod tests {
     use super::{checkpoint_note, command_ending, render_markdown};
-    use crate::output::diagnosis::diagnose;
+    use crate::diagnosis::diagnose;
     use storprof_analysis::Thresholds;
     use storprof_session::{
         load::Session,

@@ -130,7 +130,7 @@ fn check_tree(n: &Node, names: &[String], threshold: u64) {
 #[test]
 fn a_twelve_hour_recording_gives_a_page_under_5_mib() {
     let session = long_session(12);
-    let analysis = crate::output::diagnosis::diagnose(&session, &Thresholds::default());
+    let analysis = crate::diagnosis::diagnose(&session, &Thresholds::default());
     let options = HtmlOptions::default();
     let data = build_data(&session, &analysis, &options);
     let page = render(&session, &analysis, &options);
@@ -292,7 +292,7 @@ fn frame_names_cannot_close_the_data_element() {
     let mut session = Session::default();
     let evil = "</script><script>alert(1)</script><!--";
     session.oncpu = folded(vec![(format!("python3;{evil};x\u{2028}y & z"), 5)]);
-    let analysis = crate::output::diagnosis::diagnose(&session, &Thresholds::default());
+    let analysis = crate::diagnosis::diagnose(&session, &Thresholds::default());
     let page = render(&session, &analysis, &HtmlOptions::default());
     assert!(
         !page.contains("<script>alert"),
@@ -334,9 +334,9 @@ fn the_page_has_every_slot_filled_once() {
 #[test]
 fn bundle_redaction_of_the_page_keeps_our_data_and_hides_secrets() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/sessions/real-storage-bound");
+        .join("../../tests/data/sessions/real-storage-bound");
     let mut session = storprof_session::load::load(&dir).unwrap();
-    let analysis = crate::output::diagnosis::diagnose(&session, &Thresholds::default());
+    let analysis = crate::diagnosis::diagnose(&session, &Thresholds::default());
     let page = render(&session, &analysis, &HtmlOptions::default());
     let redacted = redact_page(&page, super::super::redact::redact_json).unwrap();
     let data =

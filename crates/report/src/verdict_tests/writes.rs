@@ -196,7 +196,7 @@ fn dirty_throttled_writers_are_writeback_bound() {
     assert!(d.primary.fired);
     assert!(!fired(&d, VerdictId::FsyncBound));
     assert!(!fired(&d, VerdictId::WriteGeneratorBound));
-    let v = crate::output::wording::verdict(&d);
+    let v = crate::wording::verdict(&d);
     assert!(
         v.headline.contains("the device is the limit"),
         "{}",
@@ -297,7 +297,7 @@ fn unsynced_writes_that_stayed_in_the_page_cache_are_called_so() {
             .iter()
             .any(|n| matches!(n, Note::WritesOnlyInMemory { .. }))
     );
-    let v = crate::output::wording::verdict(&d);
+    let v = crate::wording::verdict(&d);
     assert!(v.headline.contains("only reached memory"), "{}", v.headline);
     assert!(v.notes.iter().any(|n| n.contains("only reached memory")));
     // An fsync, or the devices writing most of it, is not memory only.
@@ -395,7 +395,7 @@ fn a_disk_carrying_a_loop_image_gives_way_to_the_loop_device() {
         "{:?}",
         finding.figures
     );
-    let summary = crate::output::wording::summary(finding, d.basis);
+    let summary = crate::wording::summary(finding, d.basis);
     assert!(
         summary.contains("loop0") && !summary.contains("vda"),
         "{summary}"
@@ -496,7 +496,7 @@ fn buffered_writes_pages_are_not_read_misses() {
     assert_eq!(f.page_cache_miss_bytes, 16 << 20);
     assert_eq!(f.page_cache_write_bytes, 4 * GIB);
     assert!((f.page_cache_hit_ratio.unwrap() - 0.75).abs() < 1e-9);
-    let line = crate::output::report::read_supply_line(&f);
+    let line = crate::report::read_supply_line(&f);
     assert!(line.contains("storage supplied 16.0 MiB"), "{line}");
     assert!(
         line.contains("Buffered writes added 4096.0 MiB of new pages"),
@@ -505,6 +505,6 @@ fn buffered_writes_pages_are_not_read_misses() {
     // Without write pages (or in an older session) the line is as it was.
     s.io.page_cache.write_pages = 0;
     let (f, _) = decision(&s);
-    let line = crate::output::report::read_supply_line(&f);
+    let line = crate::report::read_supply_line(&f);
     assert!(!line.contains("Buffered"), "{line}");
 }

@@ -33,7 +33,7 @@ fn base() -> Features {
 }
 
 fn decide(f: &Features) -> Verdict {
-    crate::output::wording::verdict(&verdict::decide(
+    crate::wording::verdict(&verdict::decide(
         f,
         &HotFrames::default(),
         &Thresholds::default(),
@@ -64,7 +64,7 @@ fn cpu_bound_reader_names_hot_categories() {
         ],
         ..HotFrames::default()
     };
-    let v = crate::output::wording::verdict(&verdict::decide(&f, &hot, &Thresholds::default()));
+    let v = crate::wording::verdict(&verdict::decide(&f, &hot, &Thresholds::default()));
     assert_eq!(v.verdict, VerdictId::CpuBoundReader);
     assert_eq!(
         v.headline,

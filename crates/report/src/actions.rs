@@ -7,6 +7,7 @@
 //!                                                                 report.md, report.html,
 //!                                                                 the terminal
 //! ```
+use crate::wording::basis_text;
 use storprof_analysis::{
     Features,
     stall::StallKind,
@@ -47,7 +48,7 @@ pub fn actions(d: &Decision, f: &Features) -> Vec<String> {
             gil_share,
             gil_holders,
             ..
-        } => cpu_bound_reader(f, hot, *gil_share, gil_holders),
+        } => cpu_bound_reader(f, hot, *gil_share, gil_holders, basis_text(d.basis)),
         Detail::StorageBound {
             limit,
             device,
@@ -110,10 +111,11 @@ pub fn actions(d: &Decision, f: &Features) -> Vec<String> {
              workers to about {num_cpus} in all, or run on more CPUs."
         )],
         Detail::LockContention { futex_share } => vec![format!(
-            "Loaders wait {} of their time for a lock another loader holds: shorten what runs \
-             under it, give each loader its own file handle, client or decoder, or load in \
+            "Loaders waited for a lock another loader held ({} {}): shorten what runs under \
+             it, give each loader its own file handle, client or decoder, or load in \
              processes instead of threads.",
-            pct(*futex_share)
+            pct(*futex_share),
+            basis_text(d.basis)
         )],
         Detail::MemoryPressure { oom_killed, .. } if *oom_killed => vec![
             "A process was killed for memory: lower what the loaders keep in flight \
@@ -121,15 +123,17 @@ pub fn actions(d: &Decision, f: &Features) -> Vec<String> {
                 .to_string(),
         ],
         Detail::MemoryPressure { reclaim_share, .. } => vec![format!(
-            "Readers spend {} reclaiming memory: lower what the loaders keep in flight \
+            "Readers reclaimed memory ({} {}): lower what the loaders keep in flight \
              (prefetch_factor, workers, shuffle buffers) or give the job more memory.",
-            pct(*reclaim_share)
+            pct(*reclaim_share),
+            basis_text(d.basis)
         )],
         Detail::NetworkBound { socket_share } => vec![format!(
-            "Readers wait on the network {} of their time: put more requests in flight (read \
+            "Readers waited on the network ({} {}): put more requests in flight (read \
              threads, DataLoader workers, the object-store client's concurrency), read larger \
              ranges, or read from an endpoint closer to the host.",
-            pct(*socket_share)
+            pct(*socket_share),
+            basis_text(d.basis)
         )],
         Detail::Stalled { kind, threads, .. } => stalled(*kind, threads),
         Detail::WritebackBound { device, .. } => vec![format!(
@@ -165,6 +169,7 @@ fn cpu_bound_reader(
     hot: &[(String, f64)],
     gil_share: f64,
     gil_holders: &[(String, f64)],
+    basis: &str,
 ) -> Vec<String> {
     let mut out = Vec::new();
     if gil_share >= 0.10 {
@@ -178,7 +183,7 @@ fn cpu_bound_reader(
             })
             .unwrap_or_default();
         out.push(format!(
-            "The GIL serialises the reader threads ({} of their time waiting for it): read in \
+            "The GIL serialises the reader threads (waiting for it {} {basis}): read in \
              processes (DataLoader workers, multiprocessing) instead of threads{holder}.",
             pct(gil_share)
         ));

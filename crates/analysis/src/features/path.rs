@@ -1,0 +1,104 @@
+//! Reader figures replaced by the wait-for graph's: over the consumer's
+//! critical path, or the readers' own time.
+use super::*;
+
+impl Features {
+    /// Replaces the reader shares by the critical path of the consumer's
+    /// data waits: each share is then of the time the consumer waited for
+    /// data, spent in that state by the threads it waited on (directly or
+    /// through their own waits). Idle pool threads weigh nothing.
+    pub fn apply_critical_path(&mut self, w: &WaitAnalysis, path_oncpu: &FoldedStacks) {
+        let Some(au) = w.kernel_au_percentage else {
+            return;
+        };
+        self.reader_selection = Some(ReaderSelection::CriticalPath);
+        let threads: BTreeSet<(u32, u32)> = w
+            .critical_path
+            .iter()
+            .flat_map(|p| p.threads.iter().map(|t| (t.0, t.1)))
+            .collect();
+        self.reader_threads = threads.len();
+        let comms: BTreeSet<String> = w
+            .critical_path
+            .iter()
+            .flat_map(|p| p.threads.iter().map(|t| t.2.clone()))
+            .collect();
+        if !comms.is_empty() {
+            self.reader_comms = comms.into_iter().collect();
+        }
+        self.reader_thread_s = w
+            .consumers
+            .iter()
+            .map(|c| (c.data_wait_ns + c.gil_ns) as f64 / 1e9)
+            .sum();
+        self.apply_path_shares(w, path_oncpu);
+        if let Some(c) = w.consumers.first() {
+            self.consumer = Some(ConsumerFeature {
+                comm: c.comm.clone(),
+                tids: w.consumers.iter().map(|c| c.tid).collect(),
+                sleep_share: au / 100.0,
+                from_wait_graph: true,
+                writes: consumer_writes(&w.consumers),
+            });
+        }
+    }
+
+    /// The readers' shares by state from a wait analysis's path (of the
+    /// consumer's data wait, or of the readers' own time).
+    pub(crate) fn apply_path_shares(&mut self, w: &WaitAnalysis, path_oncpu: &FoldedStacks) {
+        use crate::waitgraph::PathKind as K;
+        let cpu = w.share(&[K::CpuUser, K::CpuKernel]);
+        let user = w.share(&[K::CpuUser]);
+        self.reader_on_cpu_share = cpu;
+        self.reader_user_share = (cpu > 0.0).then(|| user / cpu);
+        self.reader_runnable_share = w.share(&[K::Runnable]);
+        self.reader_blocked_io_share = w.share(&[K::BlockIo]);
+        self.reader_futex_share = w.share(&[K::Lock]);
+        self.reader_gil_share = w.share(&[K::Gil]);
+        self.reader_socket_recv_share = w.share(&[K::Network]);
+        self.reader_sleeping_share = w.share(&[K::Timer, K::Unattributed, K::WaitsForConsumer]);
+        if !path_oncpu.is_empty() {
+            self.reader_cache_copy_share =
+                frames::share_matching(path_oncpu, CACHE_COPY_FRAMES, true);
+        }
+    }
+
+    /// Without a consumer: the reader shares from the readers' own time in
+    /// the wake-up graph (their waits sorted by what ended them: an
+    /// io_uring wait for a block completion is I/O, a poll for a socket
+    /// is the network).
+    pub fn apply_reader_time(&mut self, w: &WaitAnalysis, path_oncpu: &FoldedStacks) {
+        let total_ns: u64 = w.critical_path.iter().map(|p| p.ns).sum();
+        if total_ns == 0 {
+            return;
+        }
+        self.reader_selection = Some(ReaderSelection::ReaderTime);
+        let threads: BTreeSet<(u32, u32)> = w.roles.iter().map(|r| (r.pid, r.tid)).collect();
+        self.reader_threads = threads.len();
+        let comms: BTreeSet<String> = w.roles.iter().map(|r| r.comm.clone()).collect();
+        if !comms.is_empty() {
+            self.reader_comms = comms.into_iter().collect();
+        }
+        self.reader_thread_s = total_ns as f64 / 1e9;
+        // The wait-for graph found no consumer: a thread that only sleeps
+        // (fio's status loop) is none either.
+        self.consumer = None;
+        self.apply_path_shares(w, path_oncpu);
+    }
+
+    /// Of reader CPU, the share that is the reader's own work: user code,
+    /// faulting in its own buffers, allocation — everything but copying from
+    /// the page cache. A reader that reads `a`× the bytes it returns (bench
+    /// read amplification) caused `1 − 1/a` of its copies itself, so only
+    /// `copy/a` is discounted. None without CPU samples.
+    pub fn reader_own_work_share(&self) -> Option<f64> {
+        self.reader_user_share?;
+        let amplification = self
+            .bench
+            .as_ref()
+            .and_then(|b| b.read_amplification)
+            .filter(|a| a.is_finite() && *a > 1.0)
+            .unwrap_or(1.0);
+        Some((1.0 - self.reader_cache_copy_share / amplification).clamp(0.0, 1.0))
+    }
+}
