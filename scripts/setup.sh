@@ -57,6 +57,15 @@ if ! rustup component list --toolchain nightly --installed | grep -q '^clippy'; 
     rustup component add clippy --toolchain nightly
 fi
 
+# The probes are built and tested with this nightly (LLVM 22, as bpf-linker
+# is). The machines here carry one preinstalled nightly and cannot fetch a
+# dated one, so the pin is a check: another nightly is named, not refused.
+PROBE_NIGHTLY=2026-05-19
+have_nightly=$(rustc +nightly -V 2>/dev/null | grep -oE '20[0-9]{2}-[0-9]{2}-[0-9]{2}' || true)
+if [ "$have_nightly" != "$PROBE_NIGHTLY" ]; then
+    echo "[setup] warning: the probes are tested with nightly $PROBE_NIGHTLY; this machine's nightly is ${have_nightly:-unknown}" >&2
+fi
+
 # --- bpf-linker (pinned; its default feature wants LLVM 23) --------------------
 BPF_LINKER_VERSION=0.13.0
 if ! command -v bpf-linker >/dev/null || ! bpf-linker --version 2>/dev/null | grep -q "$BPF_LINKER_VERSION"; then

@@ -5,7 +5,8 @@
 #   2. cargo fmt --check, clippy -D warnings on the user crates and on the probe crate
 #   3. cargo test (unit, golden, integration); root-only tests are #[ignore = "needs root"]:
 #      as root they run too (--include-ignored), otherwise one line at the end says how many were skipped
-#   4. cross-checks of generated data with pyarrow and numpy (scripts/crosscheck.sh)
+#   4. the book (docs/, mdBook) builds and its and the README's links hold (scripts/docs.sh)
+#   5. cross-checks of generated data with pyarrow and numpy (scripts/crosscheck.sh)
 #   The fuzz targets' seeds, truncated and bit-flipped, are replayed by cargo test
 #   (fuzz-targets/); the fuzzing itself is scripts/fuzz.sh, run on its own (its
 #   nightly build of the whole project took 10 of CI's minutes).
@@ -58,6 +59,12 @@ cargo clippy --release --workspace --exclude storprof-ebpf --all-targets --featu
 
 step "clippy (probe crate, bpfel-unknown-none)"
 bash scripts/clippy-ebpf.sh
+
+step "cargo doc (warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace --exclude storprof-ebpf --features storprof/mpi
+
+step "docs: the book builds and its links hold"
+bash scripts/docs.sh
 
 step "cross-check generated data with pyarrow and numpy"
 cargo build --release --features storprof/mpi --bin storprof
