@@ -41,7 +41,7 @@ pub enum BundleError {
         source: io::Error,
     },
     #[error(transparent)]
-    UnsafeOutput(#[from] super::safe_path::UnsafeOutput),
+    UnsafeOutput(#[from] storprof_session::safe_path::UnsafeOutput),
 }
 
 /// What goes into a bundle.
@@ -186,15 +186,16 @@ pub fn write(options: &BundleOptions) -> Result<(PathBuf, Vec<String>), BundleEr
     );
     // A path through another user's link is refused; the file is created
     // afresh, never opened through a link.
-    super::safe_path::check_output_file(
+    storprof_session::safe_path::check_output_file(
         &out,
         options.force || options.output.is_none(),
-        super::safe_path::invoking_uid(),
+        storprof_session::safe_path::invoking_uid(),
     )?;
-    let file = super::safe_path::create_file(&out).map_err(|source| BundleError::Write {
-        path: out.clone(),
-        source,
-    })?;
+    let file =
+        storprof_session::safe_path::create_file(&out).map_err(|source| BundleError::Write {
+            path: out.clone(),
+            source,
+        })?;
     let mut tar = tar::Builder::new(GzEncoder::new(file, Compression::default()));
     let mut names = Vec::new();
     let out_canon = fs::canonicalize(&out).ok();

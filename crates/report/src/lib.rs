@@ -23,7 +23,6 @@ pub mod flamegraph;
 pub mod html;
 pub mod redact;
 pub mod report;
-pub mod safe_path;
 pub mod system;
 pub mod timeline;
 #[cfg(test)]
@@ -38,6 +37,7 @@ use std::{
 
 use storprof_analysis::Thresholds;
 use storprof_session::load::{self, LoadError, Session};
+use storprof_session::safe_path;
 
 /// Files `storprof report` writes into the session directory.
 pub mod files {
@@ -103,7 +103,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
         path: path.to_path_buf(),
         source,
     })?;
-    give_to_invoking_user(path);
+    storprof_session::safe_path::give_to_invoking_user(path);
     Ok(())
 }
 
@@ -186,21 +186,6 @@ pub fn report_session(
     })
 }
 
-/// When storprof runs through sudo, hands `path` to the invoking user
-/// (SUDO_UID/SUDO_GID) so they can read, move and delete the outputs.
-/// Best effort: failures are logged, not returned.
-pub fn give_to_invoking_user(path: &Path) {
-    let parse = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if let (true, Some(uid), Some(gid)) = (root, parse("SUDO_UID"), parse("SUDO_GID"))
-        // lchown: a link planted in place of the file is not followed.
-        && let Err(e) = std::os::unix::fs::lchown(path, Some(uid), Some(gid))
-    {
-        log::warn!("cannot chown {} to {uid}:{gid}: {e}", path.display());
-    }
-}
-
 /// Options of `storprof bundle`. Defaults: `<DIR>.tar.gz`, default thresholds
 /// for the report written first when the directory has none.
 #[derive(Clone, Debug, Default)]
@@ -239,6 +224,6 @@ pub fn bundle_session(
     b.system_json = serde_json::to_value(&system).ok();
     b.bench_results_dir = bench_results_dir;
     let (path, names) = bundle::write(&b)?;
-    give_to_invoking_user(&path);
+    storprof_session::safe_path::give_to_invoking_user(&path);
     Ok((path, names))
 }

@@ -65,6 +65,29 @@ fn frames_phrase(frames: &[(String, f64)]) -> String {
 const GIL_NAMED_SHARE: f64 = 0.1;
 
 pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
+    summary_for(finding, basis, SIMULATED_CONSUMER)
+}
+
+/// How a compute-bound headline names a consumer that emulates its compute
+/// (timed sleeps: `storprof bench`, DLIO).
+const SIMULATED_CONSUMER: &str = "the consumer (simulated accelerator)";
+
+/// How the verdict names its consumer: a trainer that computes for real
+/// (no timed sleeps) by its thread name, else the simulated accelerator.
+fn consumer_label(d: &Decision) -> String {
+    match d.consumers.as_slice() {
+        [] => SIMULATED_CONSUMER.to_string(),
+        cs if cs.iter().all(|c| !c.emulated_compute) => {
+            let mut names: Vec<&str> = cs.iter().map(|c| c.comm.as_str()).collect();
+            names.dedup();
+            format!("the trainer ({})", names.join(", "))
+        }
+        _ => SIMULATED_CONSUMER.to_string(),
+    }
+}
+
+/// [`summary`], naming the consumer as `consumer`.
+fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
     let basis_text = basis_text(basis);
     match &finding.detail {
         Detail::CpuBoundReader {
@@ -168,7 +191,7 @@ pub fn summary(finding: &Finding, basis: ShareBasis) -> String {
                 AuSource::NoConsumer => "no consumer thread found".to_string(),
             };
             format!(
-                "Compute-bound: the consumer (simulated accelerator) is the limit ({au_text}); loaders wait for it; nothing to fix in storage"
+                "Compute-bound: {consumer} is the limit ({au_text}); loaders wait for it; nothing to fix in storage"
             )
         }
         Detail::CpuStarved {
@@ -508,11 +531,10 @@ pub fn evidence(figure: &Figure, basis: ShareBasis) -> Evidence {
 fn note_text(note: &Note, d: &Decision) -> String {
     match note {
         Note::AlsoFired(id) => {
-            let summary = d
-                .runners_up
-                .iter()
-                .find(|r| r.verdict == *id)
-                .map_or_else(|| id.as_str().to_string(), |r| summary(r, d.basis));
+            let summary = d.runners_up.iter().find(|r| r.verdict == *id).map_or_else(
+                || id.as_str().to_string(),
+                |r| summary_for(r, d.basis, &consumer_label(d)),
+            );
             format!("Also: {summary}")
         }
         Note::IoMismatch {
@@ -612,7 +634,8 @@ fn note_text(note: &Note, d: &Decision) -> String {
 /// The decision as verdict.json: headline, evidence, runners-up and notes
 /// in words, the figures as they are.
 pub fn verdict(d: &Decision) -> Verdict {
-    let primary_summary = summary(&d.primary, d.basis);
+    let consumer = consumer_label(d);
+    let primary_summary = summary_for(&d.primary, d.basis, &consumer);
     let nothing = d.notes.iter().any(|n| matches!(n, Note::NothingRecorded));
     let mut headline = if nothing {
         "Inconclusive: no thread was recorded in this session, so there is nothing to decide \
@@ -649,7 +672,7 @@ pub fn verdict(d: &Decision) -> Verdict {
                 verdict: r.verdict,
                 fired: r.fired,
                 score: round4(r.score),
-                summary: summary(r, d.basis),
+                summary: summary_for(r, d.basis, &consumer),
             })
             .collect(),
         notes: d.notes.iter().map(|n| note_text(n, d)).collect(),

@@ -7,5 +7,10 @@
 //!                 ▼
 //!            load::load(DIR) ──► load::Session ──► analysis, reports, merge
 //! ```
+//!
+//! [`safe_path`] is how every file of a session directory (and every
+//! report or bundle beside it) is written as root: no symbolic link of
+//! another user followed, nothing replaced without `--force`.
 pub mod load;
 pub mod model;
+pub mod safe_path;

@@ -31,8 +31,8 @@ use storprof_analysis::Thresholds;
 use storprof_report::{
     self, BundleSessionOptions, ReportOptions,
     flamegraph::{self, FlamegraphOptions, Kind},
-    give_to_invoking_user,
 };
+use storprof_session::safe_path::give_to_invoking_user;
 
 /// How much data and work the demo uses.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use crate::{
     cli::{DiagnoseArgs, exit},
     record::{self, RecordError},
 };
-use storprof_report::{BundleSessionOptions, ReportOptions, report::render_terminal, safe_path};
+use storprof_report::{BundleSessionOptions, ReportOptions, report::render_terminal};
+use storprof_session::safe_path;
 
 /// Runs `storprof diagnose`.
 pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {

@@ -6,8 +6,9 @@ use anyhow::Context;
 
 use crate::cli::{ExportArgs, exit};
 use storprof_analysis::Thresholds;
-use storprof_report::{export, give_to_invoking_user, safe_path};
+use storprof_report::export;
 use storprof_session::load;
+use storprof_session::{safe_path, safe_path::give_to_invoking_user};
 
 /// Runs `storprof export`.
 pub fn run(args: &ExportArgs) -> anyhow::Result<i32> {

@@ -4,11 +4,12 @@ use std::io::BufWriter;
 use anyhow::Context;
 
 use crate::cli::{FlamegraphArgs, KindArg, exit};
-use storprof_report::{
-    flamegraph::{self, FlamegraphOptions, Kind},
-    give_to_invoking_user, safe_path,
+use storprof_report::flamegraph::{self, FlamegraphOptions, Kind};
+use storprof_session::{
+    load,
+    model::files,
+    safe_path::{self, give_to_invoking_user},
 };
-use storprof_session::{load, model::files};
 
 /// Runs `storprof flamegraph`.
 pub fn run(args: &FlamegraphArgs) -> anyhow::Result<i32> {

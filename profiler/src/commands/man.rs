@@ -19,7 +19,7 @@ pub fn write_pages(dir: &Path) -> anyhow::Result<usize> {
             .render(&mut page)
             .with_context(|| format!("cannot render {name}"))?;
         let path = dir.join(format!("{name}.1"));
-        storprof_report::safe_path::write_file(&path, &page)
+        storprof_session::safe_path::write_file(&path, &page)
             .with_context(|| format!("cannot write {}", path.display()))?;
         n += 1;
         Ok(())

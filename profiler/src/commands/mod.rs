@@ -27,12 +27,12 @@ pub fn session_output_file(
     output: Option<&Path>,
     default_name: &str,
     force: bool,
-) -> Result<PathBuf, storprof_report::safe_path::UnsafeOutput> {
+) -> Result<PathBuf, storprof_session::safe_path::UnsafeOutput> {
     let out = output.map_or_else(|| dir.join(default_name), Path::to_path_buf);
-    storprof_report::safe_path::check_output_file(
+    storprof_session::safe_path::check_output_file(
         &out,
         force || output.is_none(),
-        storprof_report::safe_path::invoking_uid(),
+        storprof_session::safe_path::invoking_uid(),
     )?;
     Ok(out)
 }

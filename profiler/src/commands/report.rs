@@ -10,9 +10,11 @@ use storprof_report::{
     self, ReportOptions,
     bundle::load_bundle,
     report::{render_terminal, verdict_json},
+};
+use storprof_session::{
+    load::{self, LoadError},
     safe_path,
 };
-use storprof_session::load::{self, LoadError};
 
 /// Whether `path` names a bundle rather than a session directory.
 fn is_bundle(path: &Path) -> bool {

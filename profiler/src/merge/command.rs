@@ -14,8 +14,8 @@ use crate::cli::{MergeArgs, exit};
 use crate::commands::load_thresholds;
 use storprof_report::bundle::{append, redacted_bytes};
 use storprof_report::diagnosis::diagnose;
-use storprof_report::{give_to_invoking_user, safe_path};
 use storprof_session::load::{LoadError, load};
+use storprof_session::{safe_path, safe_path::give_to_invoking_user};
 
 /// Files written into the output directory.
 pub mod files {

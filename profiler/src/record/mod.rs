@@ -202,7 +202,7 @@ pub enum RecordError {
     )]
     Interrupted(i32),
     #[error(transparent)]
-    UnsafeOutput(#[from] storprof_report::safe_path::UnsafeOutput),
+    UnsafeOutput(#[from] storprof_session::safe_path::UnsafeOutput),
     #[error("writing {path}: {source}")]
     Write {
         path: PathBuf,
@@ -251,10 +251,10 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         .transpose()?;
     let tracefs_line = probes::tracefs::ensure_mounted().map_err(RecordError::Tracefs)?;
     let dir = options.output.clone();
-    storprof_report::safe_path::check_output_dir(
+    storprof_session::safe_path::check_output_dir(
         &dir,
         options.force,
-        storprof_report::safe_path::invoking_uid(),
+        storprof_session::safe_path::invoking_uid(),
     )?;
     let dir_is_new = !dir.exists();
     std::fs::create_dir_all(&dir).map_err(|source| RecordError::Write {

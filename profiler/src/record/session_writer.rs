@@ -130,7 +130,7 @@ fn write_text(dir: &Path, name: &str, text: &str) -> Result<(), RecordError> {
 fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let partial = path.with_file_name(format!(".{name}.partial"));
-    storprof_report::safe_path::write_file(&partial, bytes)
+    storprof_session::safe_path::write_file(&partial, bytes)
         .and_then(|()| std::fs::rename(&partial, path))
         .map_err(|source| RecordError::Write {
             path: path.to_path_buf(),

@@ -1,5 +1,6 @@
 // Tests may unwrap: a failure is a test failure.
 #![allow(clippy::expect_used)]
+use super::flame::{Names, ReaderSide, build_tree, flame, node_count, thread_frame};
 use super::*;
 use storprof_analysis::{self, Thresholds};
 use storprof_session::model::{DeviceSeries, ThreadSeries, ThreadStats};

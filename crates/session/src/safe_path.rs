@@ -166,6 +166,21 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     create_file(path)?.write_all(bytes)
 }
 
+/// When storprof runs through sudo, hands `path` to the invoking user
+/// (SUDO_UID/SUDO_GID) so they can read, move and delete the outputs.
+/// Best effort: failures are logged, not returned.
+pub fn give_to_invoking_user(path: &Path) {
+    let parse = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if let (true, Some(uid), Some(gid)) = (root, parse("SUDO_UID"), parse("SUDO_GID"))
+        // lchown: a link planted in place of the file is not followed.
+        && let Err(e) = std::os::unix::fs::lchown(path, Some(uid), Some(gid))
+    {
+        log::warn!("cannot chown {} to {uid}:{gid}: {e}", path.display());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
