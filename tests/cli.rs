@@ -18,6 +18,18 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A writable copy of the fixture session `name` at `to`.
+fn copy_of_fixture(name: &str, to: &Path) -> std::path::PathBuf {
+    fs::create_dir(to).unwrap();
+    for f in crate::support::SESSION_FILES {
+        let from = session_fixture(name).join(f);
+        if from.exists() {
+            fs::copy(&from, to.join(f)).unwrap();
+        }
+    }
+    to.to_path_buf()
+}
+
 #[test]
 fn bare_diagnose_is_a_usage_error_that_names_the_demo() {
     let (code, _, err) = run(&["diagnose"]);
@@ -181,14 +193,7 @@ fn a_session_with_nothing_recorded_is_inconclusive() {
 #[test]
 fn overridden_thresholds_are_recorded() {
     let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("s");
-    fs::create_dir(&session).unwrap();
-    for f in crate::support::SESSION_FILES {
-        let from = session_fixture("real-compute-bound").join(f);
-        if from.exists() {
-            fs::copy(&from, session.join(f)).unwrap();
-        }
-    }
+    let session = copy_of_fixture("real-compute-bound", &dir.path().join("s"));
     let t = dir.path().join("t.json");
     fs::write(&t, r#"{"compute_bound_au_percentage": 70}"#).unwrap();
     let (code, _, err) = run(&[
@@ -215,14 +220,7 @@ fn overridden_thresholds_are_recorded() {
 #[test]
 fn report_reads_bundles_and_writes_where_told() {
     let dir = tempfile::tempdir().unwrap();
-    let session = dir.path().join("sess");
-    fs::create_dir(&session).unwrap();
-    for f in crate::support::SESSION_FILES {
-        let from = session_fixture("real-compute-bound").join(f);
-        if from.exists() {
-            fs::copy(&from, session.join(f)).unwrap();
-        }
-    }
+    let session = copy_of_fixture("real-compute-bound", &dir.path().join("sess"));
     // --json alone prints verdict.json and writes nothing.
     let (code, out, err) = run(&["report", session.to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{err}");
