@@ -55,15 +55,18 @@ pub fn diagnose(session: &Session, thresholds: &Thresholds) -> Diagnosis {
     d
 }
 
+/// `t` as its JSON object (key → value), in the struct's order.
+pub fn threshold_values(t: &Thresholds) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(t) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
 /// The thresholds of `t` that differ from the defaults, in the struct's order.
 pub fn threshold_overrides(t: &Thresholds) -> Vec<ThresholdOverride> {
-    let (Ok(Value::Object(given)), Ok(Value::Object(defaults))) = (
-        serde_json::to_value(t),
-        serde_json::to_value(Thresholds::default()),
-    ) else {
-        return Vec::new();
-    };
-    given
+    let defaults = threshold_values(&Thresholds::default());
+    threshold_values(t)
         .into_iter()
         .filter_map(|(key, value)| {
             let default = defaults.get(&key)?;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use storprof_analysis::{Thresholds, thresholds::valid_range};
 
-use storprof_report::diagnosis::threshold_overrides;
+use storprof_report::diagnosis::{threshold_overrides, threshold_values};
 
 /// Why a thresholds file was refused. All are usage errors (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -48,30 +48,12 @@ pub enum ThresholdsError {
 
 /// The defaults as a JSON object (key → value), in the struct's order.
 fn defaults() -> Map<String, Value> {
-    match serde_json::to_value(Thresholds::default()) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
-}
-
-/// Edit distance, for "did you mean".
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    threshold_values(&Thresholds::default())
 }
 
 fn did_you_mean<'a>(key: &str, known: impl Iterator<Item = &'a String>) -> String {
     known
-        .map(|k| (distance(key, k), k))
+        .map(|k| (strsim::levenshtein(key, k), k))
         .filter(|(d, k)| *d <= (k.len() / 3).max(2))
         .min()
         .map_or(String::new(), |(_, k)| format!("; did you mean `{k}`?"))
@@ -159,10 +141,7 @@ pub fn load(path: Option<&Path>) -> Result<Thresholds, ThresholdsError> {
 /// value, default, range and where the value came from.
 pub fn render(thresholds: &Thresholds, file: Option<&Path>, json: bool) -> String {
     let overrides = threshold_overrides(thresholds);
-    let values = match serde_json::to_value(thresholds) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
+    let values = threshold_values(thresholds);
     let defaults = defaults();
     let source = |key: &str| match file {
         Some(f) if overrides.iter().any(|o| o.key == key) => f.display().to_string(),
