@@ -59,9 +59,12 @@ fn out_of_range_flags_are_usage_errors() {
 }
 
 /// `--np 1 2 4` (as `--help` shows the default) parses like `--np 1,2,4`:
-/// the run then fails on the missing data dir, not on the flag.
+/// the run then fails on the missing data dir, not on the flag, before
+/// any cell runs or writes a result.
 #[test]
 fn sweep_lists_take_spaces_or_commas() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
     for np in [&["1", "2"][..], &["1,2"][..]] {
         let mut args = vec![
             "sweep",
@@ -69,12 +72,16 @@ fn sweep_lists_take_spaces_or_commas() {
             "flux",
             "--data-dir",
             "/nonexistent",
+            "--results-dir",
+            results.to_str().unwrap(),
             "--np",
         ];
         args.extend_from_slice(np);
         let (code, _, err) = run(&args);
         assert_ne!(code, 2, "{args:?}: {err}");
         assert!(!err.contains("unexpected argument"), "{err}");
+        assert!(err.contains("/nonexistent does not exist"), "{err}");
+        assert!(!results.exists(), "a sweep without data wrote results");
     }
 }
 

@@ -358,14 +358,7 @@ pub fn prepare_for(
     let cfg = raw.to_config()?;
     let data_dir = &opts.data_dir;
     // Object-store data dirs are checked by listing through `storage` below.
-    let remote = storage.is_remote();
-    if !remote && !data_dir.is_dir() {
-        return Err(BenchError::Config(format!(
-            "data dir {} does not exist (generate it with `{}`)",
-            data_dir.display(),
-            datagen_command(opts)
-        )));
-    }
+    missing_data_dir(opts, storage)?;
     let dir = train_dir(data_dir, &cfg.model);
     let dir_s = dir.to_string_lossy().to_string();
     let (files, dataset_bytes) = list_training_files(storage, &cfg, &dir)?;
@@ -1081,7 +1074,23 @@ pub fn make_local_reader(
 
 /// The `storprof datagen` command that writes the dataset `opts` reads:
 /// the same workload (or config file), accelerator and parameters.
-fn datagen_command(opts: &BenchOptions) -> String {
+/// A local data dir that does not exist, as an error that says how to
+/// make it (object-store data dirs are checked by listing them).
+pub(crate) fn missing_data_dir(
+    opts: &BenchOptions,
+    storage: &dyn Storage,
+) -> Result<(), BenchError> {
+    if storage.is_remote() || opts.data_dir.is_dir() {
+        return Ok(());
+    }
+    Err(BenchError::Config(format!(
+        "data dir {} does not exist (generate it with `{}`)",
+        opts.data_dir.display(),
+        datagen_command(opts)
+    )))
+}
+
+pub(crate) fn datagen_command(opts: &BenchOptions) -> String {
     use clap::ValueEnum;
     let quote = |s: &str| {
         if s.chars()

@@ -144,6 +144,8 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
     let data_dir = opts.bench.data_dir.to_string_lossy().to_string();
     let storage: Arc<dyn Storage> =
         super::bench_storage(&data_dir, &cfg, opts.bench.reader, &opts.s3)?;
+    // Before any cell runs or any result is written: every cell would fail.
+    super::bench::missing_data_dir(&opts.bench, storage.as_ref())?;
     let results_dir = opts.results_dir.clone().unwrap_or_else(|| {
         PathBuf::from("results/sweep")
             .join(&cfg.model)
