@@ -341,6 +341,8 @@ fn bad_times_are_refused_before_anything_starts() {
         (&["--until-verdict=-3"], "--until-verdict must be"),
         (&["--stall-after", "0"], "--stall-after must be"),
         (&["--live-interval", "nan"], "--live-interval must be"),
+        (&["--live-budget", "150"], "--live-budget must be"),
+        (&["--live-budget=-1"], "--live-budget must be"),
         (&["--duration=-1"], "--duration must be"),
     ] {
         for command in ["record", "diagnose"] {

@@ -52,8 +52,18 @@ pub enum ThenAction {
 pub struct LiveOptions {
     /// Default `Auto`.
     pub view: LiveView,
-    /// Time between two analyses. Default 5 s.
+    /// Time between two analyses, at the least. Default 5 s.
     pub interval: Duration,
+    /// The share of one CPU the analyses may take on average since the
+    /// recording began: the first comes once the budget has earned
+    /// [`FIRST_ANALYSIS_CPU_S`], each next one once it has earned back
+    /// what the analyses so far cost, so a long recording, whose analysis
+    /// costs more, is analysed less often instead of taking CPU from the
+    /// job. Between analyses the view's clock, rates and busiest threads
+    /// are refreshed every `interval` from the time series (cheap). None:
+    /// an analysis every `interval`. Not applied with `until_verdict` (an
+    /// early stop needs the verdict watched at `interval`). Default 0.01.
+    pub cpu_budget: Option<f64>,
     /// Stop once the verdict and its confidence label have held this long
     /// over the training window. Default None: record to the end.
     pub until_verdict: Option<Duration>,
@@ -68,6 +78,7 @@ impl Default for LiveOptions {
         Self {
             view: LiveView::Auto,
             interval: Duration::from_secs(5),
+            cpu_budget: Some(0.01),
             until_verdict: None,
             then: None,
             thresholds: Thresholds::default(),
@@ -79,6 +90,28 @@ impl LiveOptions {
     /// True when the recording loop has to analyse as it goes.
     pub fn active(&self) -> bool {
         self.view != LiveView::Off || self.until_verdict.is_some()
+    }
+
+    /// The budget the analyses keep to, when they keep to one.
+    fn budget(&self) -> Option<f64> {
+        self.cpu_budget
+            .filter(|b| *b > 0.0 && self.until_verdict.is_none())
+    }
+
+    /// Seconds since the recording's start of the first analysis.
+    pub fn first_analysis_s(&self) -> f64 {
+        let interval = self.interval.as_secs_f64();
+        self.budget()
+            .map_or(interval, |b| (FIRST_ANALYSIS_CPU_S / b).max(interval))
+    }
+
+    /// Seconds since the recording's start of the next analysis, after
+    /// analyses that cost `spent_s` seconds of CPU in all, the last ending
+    /// at `elapsed_s` (see `cpu_budget`).
+    pub fn next_analysis_s(&self, elapsed_s: f64, spent_s: f64) -> f64 {
+        let soonest = elapsed_s + self.interval.as_secs_f64();
+        self.budget()
+            .map_or(soonest, |b| (spent_s.max(0.0) / b).max(soonest))
     }
 }
 
@@ -147,6 +180,11 @@ pub struct LiveStatus {
     pub consumer: Option<u32>,
 }
 
+/// What the first analysis is taken to cost (s of CPU) before any was
+/// measured: about what symbolizing a PyTorch job's first stacks costs
+/// here. With the default budget the first analysis comes 15 s in.
+pub const FIRST_ANALYSIS_CPU_S: f64 = 0.15;
+
 /// The consumer's steps (data deliveries or compute steps) in the window
 /// before a live verdict means something.
 pub const LIVE_MIN_STEPS: u64 = 20;
@@ -168,6 +206,142 @@ const RUNNING_CPUS: f64 = 0.5;
 /// can take several seconds).
 const TEAR_DOWN_AFTER_S: f64 = 15.0;
 
+/// What the time series says of the last `recent_s` seconds: the rates
+/// and the busiest threads a status shows. Cheap next to an analysis: a
+/// live view refreshes it between analyses ([`refresh`]).
+struct Recent {
+    device_mib_per_s: f64,
+    read_mib_per_s: f64,
+    read_bytes: u64,
+    window_s: f64,
+    /// CPUs the threads kept busy together.
+    cpus_used: f64,
+    busiest: Vec<LiveThread>,
+}
+
+impl Recent {
+    fn of(ts: Option<&TimeSeries>, recent_s: f64) -> Self {
+        let bucket_s = ts.map_or(1.0, |t| t.bucket_ns.max(1) as f64 / 1e9);
+        let buckets = ts.map_or(0, TimeSeries::bucket_count);
+        let recent = ((recent_s / bucket_s).round() as usize).clamp(1, buckets.max(1));
+        let first = buckets.saturating_sub(recent);
+        let window_s = (buckets - first) as f64 * bucket_s;
+        let sum_from = |v: &[u64]| v.iter().skip(first).sum::<u64>();
+        let sum_recent = |b: Buckets<'_>| b.sum(first, buckets);
+        let mib_s = |bytes: u64| {
+            if window_s > 0.0 {
+                bytes as f64 / (1 << 20) as f64 / window_s
+            } else {
+                0.0
+            }
+        };
+        let (device_bytes, read_bytes) = ts.map_or((0, 0), |t| {
+            (
+                t.devices.iter().map(|d| sum_from(&d.read_bytes)).sum(),
+                t.threads.iter().map(|s| sum_recent(s.read())).sum(),
+            )
+        });
+        let mut busiest: Vec<LiveThread> = ts
+            .map(|t| {
+                t.threads
+                    .iter()
+                    .map(|s| {
+                        let ns = |b: Buckets<'_>| sum_recent(b) as f64;
+                        let states = [
+                            ("on-cpu", ns(s.on_cpu())),
+                            ("runnable", ns(s.runnable())),
+                            ("sleeping", ns(s.sleeping())),
+                            ("blocked-io", ns(s.blocked_io())),
+                        ];
+                        // Off-CPU time is accounted when a thread comes back:
+                        // nothing at all means off CPU the whole time.
+                        let state = states
+                            .iter()
+                            .filter(|s| s.1 > 0.0)
+                            .max_by(|a, b| a.1.total_cmp(&b.1))
+                            .map_or("off-cpu", |s| s.0);
+                        LiveThread {
+                            comm: s.comm.clone(),
+                            tid: s.tid,
+                            on_cpu: if window_s > 0.0 {
+                                (states[0].1 / 1e9 / window_s).min(1.0)
+                            } else {
+                                0.0
+                            },
+                            state,
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cpus_used: f64 = busiest.iter().map(|t| t.on_cpu).sum();
+        busiest.sort_by(|a, b| b.on_cpu.total_cmp(&a.on_cpu).then(a.tid.cmp(&b.tid)));
+        busiest.truncate(BUSIEST);
+        Self {
+            device_mib_per_s: mib_s(device_bytes),
+            read_mib_per_s: mib_s(read_bytes),
+            read_bytes,
+            window_s,
+            cpus_used,
+            busiest,
+        }
+    }
+}
+
+/// A status before the first analysis: the rates and busiest threads of
+/// the time series `ts` at `elapsed_s`, the phase from them alone, and
+/// when the first verdict comes.
+pub fn before_analysis(
+    ts: &TimeSeries,
+    elapsed_s: f64,
+    recent_s: f64,
+    first_analysis_s: f64,
+) -> LiveStatus {
+    let recent = Recent::of(Some(ts), recent_s);
+    let phase = if recent.read_bytes > 0 {
+        "reading"
+    } else if recent.cpus_used >= RUNNING_CPUS {
+        "running"
+    } else {
+        "start-up"
+    };
+    LiveStatus {
+        elapsed_s,
+        phase,
+        training_start_s: None,
+        training_end_s: None,
+        au: None,
+        // Not shown: `too_early` stands in for it.
+        verdict: VerdictId::CpuBoundReader,
+        confidence: 0.0,
+        confidence_label: String::new(),
+        inconclusive: true,
+        headline: String::new(),
+        device_mib_per_s: recent.device_mib_per_s,
+        read_mib_per_s: recent.read_mib_per_s,
+        recent_s: recent.window_s,
+        busiest: recent.busiest,
+        too_early: Some(format!(
+            "first analysis at {} (--live-budget)",
+            clock(first_analysis_s)
+        )),
+        shown: None,
+        consumer: None,
+    }
+}
+
+/// `status` with its clock, rates and busiest threads brought up to
+/// `elapsed_s` from the time series `ts`; the verdict stays the last
+/// analysis's.
+pub fn refresh(status: &mut LiveStatus, ts: &TimeSeries, elapsed_s: f64, recent_s: f64) {
+    let recent = Recent::of(Some(ts), recent_s);
+    status.elapsed_s = elapsed_s;
+    status.device_mib_per_s = recent.device_mib_per_s;
+    status.read_mib_per_s = recent.read_mib_per_s;
+    status.recent_s = recent.window_s;
+    status.busiest = recent.busiest;
+}
+
 /// The live status of `session` (built at `elapsed_s`) and its analysis;
 /// rates and thread states over the last `recent_s` seconds.
 pub fn status_of(
@@ -178,62 +352,9 @@ pub fn status_of(
 ) -> LiveStatus {
     let v = &analysis.verdict;
     let ts = session.timeseries.as_ref();
+    let recent = Recent::of(ts, recent_s);
     let bucket_s = ts.map_or(1.0, |t| t.bucket_ns.max(1) as f64 / 1e9);
-    let buckets = ts.map_or(0, TimeSeries::bucket_count);
-    let recent = ((recent_s / bucket_s).round() as usize).clamp(1, buckets.max(1));
-    let first = buckets.saturating_sub(recent);
-    let window_s = (buckets - first) as f64 * bucket_s;
-    let sum_from = |v: &[u64]| v.iter().skip(first).sum::<u64>();
-    let sum_recent = |b: Buckets<'_>| b.sum(first, buckets);
-    let mib_s = |bytes: u64| {
-        if window_s > 0.0 {
-            bytes as f64 / (1 << 20) as f64 / window_s
-        } else {
-            0.0
-        }
-    };
-    let (device_bytes, read_bytes) = ts.map_or((0, 0), |t| {
-        (
-            t.devices.iter().map(|d| sum_from(&d.read_bytes)).sum(),
-            t.threads.iter().map(|s| sum_recent(s.read())).sum(),
-        )
-    });
-    let mut busiest: Vec<LiveThread> = ts
-        .map(|t| {
-            t.threads
-                .iter()
-                .map(|s| {
-                    let ns = |b: Buckets<'_>| sum_recent(b) as f64;
-                    let states = [
-                        ("on-cpu", ns(s.on_cpu())),
-                        ("runnable", ns(s.runnable())),
-                        ("sleeping", ns(s.sleeping())),
-                        ("blocked-io", ns(s.blocked_io())),
-                    ];
-                    // Off-CPU time is accounted when a thread comes back:
-                    // nothing at all means off CPU the whole time.
-                    let state = states
-                        .iter()
-                        .filter(|s| s.1 > 0.0)
-                        .max_by(|a, b| a.1.total_cmp(&b.1))
-                        .map_or("off-cpu", |s| s.0);
-                    LiveThread {
-                        comm: s.comm.clone(),
-                        tid: s.tid,
-                        on_cpu: if window_s > 0.0 {
-                            (states[0].1 / 1e9 / window_s).min(1.0)
-                        } else {
-                            0.0
-                        },
-                        state,
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let cpus_used: f64 = busiest.iter().map(|t| t.on_cpu).sum();
-    busiest.sort_by(|a, b| b.on_cpu.total_cmp(&a.on_cpu).then(a.tid.cmp(&b.tid)));
-    busiest.truncate(BUSIEST);
+    let read_bytes = recent.read_bytes;
 
     let window = analysis.wait.as_ref().and_then(|w| w.window.as_ref());
     // Start-up reads (a loader reading an ELF header) are not data.
@@ -273,7 +394,7 @@ pub fn status_of(
             Some(s) => ("quiet", Some(s)),
             // Nothing read at all: a job busy on its CPUs is running; its
             // verdict is about its threads.
-            None if cpus_used >= RUNNING_CPUS => ("running", Some(0.0)),
+            None if recent.cpus_used >= RUNNING_CPUS => ("running", Some(0.0)),
             None => ("start-up", None),
         },
     };
@@ -297,10 +418,10 @@ pub fn status_of(
         confidence_label: v.confidence_label.clone(),
         inconclusive: v.inconclusive,
         headline: v.headline.clone(),
-        device_mib_per_s: mib_s(device_bytes),
-        read_mib_per_s: mib_s(read_bytes),
-        recent_s: window_s,
-        busiest,
+        device_mib_per_s: recent.device_mib_per_s,
+        read_mib_per_s: recent.read_mib_per_s,
+        recent_s: recent.window_s,
+        busiest: recent.busiest,
         shown: too_early.is_none().then_some(v.verdict),
         too_early,
         consumer: analysis
@@ -411,17 +532,22 @@ pub fn render_block(s: &LiveStatus) -> Vec<String> {
         clock(s.elapsed_s),
         s.phase
     ));
-    lines.push(format!(
-        "verdict {}{}  confidence {} {:.2}",
-        verdict_text(s),
-        if s.inconclusive {
-            " (inconclusive)"
-        } else {
-            ""
-        },
-        s.confidence_label,
-        s.confidence
-    ));
+    if s.confidence_label.is_empty() {
+        // Before the first analysis: nothing to qualify.
+        lines.push(format!("verdict {}", verdict_text(s)));
+    } else {
+        lines.push(format!(
+            "verdict {}{}  confidence {} {:.2}",
+            verdict_text(s),
+            if s.inconclusive {
+                " (inconclusive)"
+            } else {
+                ""
+            },
+            s.confidence_label,
+            s.confidence
+        ));
+    }
     lines.push(format!("  {}", s.headline));
     lines.push(format!(
         "I/O (last {:.0} s)  device {:.1} MiB/s  read syscalls {:.1} MiB/s",
@@ -445,8 +571,13 @@ pub const BLOCK_ROWS: u16 = 5;
 pub fn render_line(s: &LiveStatus) -> String {
     let au = s.au.map_or_else(String::new, |a| format!(" AU {a:.1}%"));
     let busiest: Vec<String> = s.busiest.iter().map(LiveThread::label).collect();
+    let confidence = if s.confidence_label.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} {:.2})", s.confidence_label, s.confidence)
+    };
     format!(
-        "storprof: live {} {}{au} verdict {}{} ({} {:.2}) device {:.1} MiB/s read {:.1} MiB/s busiest {}",
+        "storprof: live {} {}{au} verdict {}{}{confidence} device {:.1} MiB/s read {:.1} MiB/s busiest {}",
         clock(s.elapsed_s),
         s.phase,
         verdict_text(s),
@@ -455,8 +586,6 @@ pub fn render_line(s: &LiveStatus) -> String {
         } else {
             ""
         },
-        s.confidence_label,
-        s.confidence,
         s.device_mib_per_s,
         s.read_mib_per_s,
         if busiest.is_empty() {
@@ -584,6 +713,51 @@ mod tests {
         let a = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
         let elapsed = session.info.duration_s;
         status_of(&session, &a, elapsed, 5.0)
+    }
+
+    #[test]
+    fn an_update_that_cost_more_than_its_budget_waits_longer_for_the_next() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        let options = LiveOptions::default();
+        // 1% of one CPU: the first analysis once 0.15 s is earned, at 15 s.
+        assert!(close(options.first_analysis_s(), 15.0));
+        // Analyses that cost 0.4 s in all are earned back at 40 s; cheap
+        // ones come every interval.
+        assert!(close(options.next_analysis_s(16.0, 0.4), 40.0));
+        assert!(close(options.next_analysis_s(16.0, 0.01), 21.0));
+        assert!(close(options.next_analysis_s(16.0, -1.0), 21.0));
+        let fixed = LiveOptions {
+            cpu_budget: None,
+            ..LiveOptions::default()
+        };
+        assert!(close(fixed.first_analysis_s(), 5.0));
+        assert!(close(fixed.next_analysis_s(16.0, 3.0), 21.0));
+        // An early stop is watched at the interval whatever it costs.
+        let watched = LiveOptions {
+            until_verdict: Some(Duration::from_secs(10)),
+            ..LiveOptions::default()
+        };
+        assert!(close(watched.first_analysis_s(), 5.0));
+        assert!(close(watched.next_analysis_s(16.0, 3.0), 21.0));
+    }
+
+    #[test]
+    fn a_refresh_between_analyses_moves_the_clock_and_rates_but_not_the_verdict() {
+        let session = fixture("real-pool-cpu-bound-reader");
+        let a = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
+        let ts = session.timeseries.as_ref().unwrap();
+        // As the status stood two seconds in, refreshed at the end.
+        let mut s = status_of(&session, &a, 2.0, 5.0);
+        let phase = s.phase;
+        let at_end = status_of(&session, &a, session.info.duration_s, 5.0);
+        s.busiest.clear();
+        s.read_mib_per_s = -1.0;
+        refresh(&mut s, ts, session.info.duration_s, 5.0);
+        assert_eq!(s.elapsed_s, session.info.duration_s);
+        assert_eq!(s.busiest, at_end.busiest);
+        assert_eq!(s.read_mib_per_s, at_end.read_mib_per_s);
+        assert_eq!(s.device_mib_per_s, at_end.device_mib_per_s);
+        assert_eq!((s.verdict, s.phase), (a.verdict.verdict, phase));
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! held, the loop ends ([`EndReason::Verdict`]), after stopping the
 //! workload when asked to.
 use std::{
+    collections::HashMap,
     path::Path,
     time::{Duration, Instant},
 };
@@ -251,7 +252,58 @@ struct Live<'a> {
     screen: live::Screen,
     hold: live::VerdictHold,
     smoother: live::VerdictSmoother,
-    next: Instant,
+    /// The next analysis, seconds since the recording began.
+    next_s: f64,
+    /// CPU seconds the analyses took so far.
+    spent_s: f64,
+    /// The last analysis's status, refreshed from the time series every
+    /// interval until the next analysis; and the names of the threads it
+    /// knew.
+    last: Option<(LiveStatus, HashMap<u32, String>)>,
+    /// The next refresh of `last`.
+    refresh: Instant,
+}
+
+impl Live<'_> {
+    /// Between analyses: the last status with its clock, rates and
+    /// busiest threads brought up to now, shown.
+    /// Before the first, a status from the time series alone.
+    fn refresh(&mut self, recorder: &Recorder, options: &RecordOptions) {
+        let no_names = HashMap::new();
+        let comms = self.last.as_ref().map_or(&no_names, |(_, comms)| comms);
+        let comm_of = |tid: u32| {
+            comms.get(&tid).cloned().unwrap_or_else(|| {
+                std::fs::read_to_string(format!("/proc/{tid}/comm"))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_default()
+            })
+        };
+        let ts = session_writer::timeseries_so_far(recorder, self.ctx.start_unix, &comm_of);
+        let elapsed_s = elapsed_s(recorder);
+        let recent_s = options.live.interval.as_secs_f64().max(5.0);
+        match self.last.as_mut() {
+            Some((status, _)) => {
+                live::refresh(status, &ts, elapsed_s, recent_s);
+                self.screen.show(status);
+            }
+            None => {
+                let status = live::before_analysis(&ts, elapsed_s, recent_s, self.next_s);
+                self.screen.show(&status);
+            }
+        }
+    }
+}
+
+/// Seconds since the recording began.
+fn elapsed_s(recorder: &Recorder) -> f64 {
+    procfs::monotonic_ns().saturating_sub(recorder.start_mono) as f64 / 1e9
+}
+
+impl Live<'_> {
+    /// Whether the next analysis is due.
+    fn analysis_due(&self, recorder: &Recorder) -> bool {
+        elapsed_s(recorder) >= self.next_s
+    }
 }
 
 /// When the next checkpoint is due, and where it goes.
@@ -380,7 +432,10 @@ pub(super) fn run_loop_live(
         screen: live::Screen::new(options.live.view),
         hold: live::VerdictHold::default(),
         smoother: live::VerdictSmoother::default(),
-        next: Instant::now() + options.live.interval,
+        next_s: options.live.first_analysis_s(),
+        spent_s: 0.0,
+        last: None,
+        refresh: Instant::now() + options.live.interval,
     });
     let mut checkpoints = ctx.zip(options.checkpoint).map(|(ctx, every)| Checkpoints {
         ctx,
@@ -454,10 +509,14 @@ fn run_turns(
             recorder.tick_series()?;
             next_tick += Duration::from_secs(1);
         }
-        // With the live view on, a due checkpoint waits for the next live
-        // update (at most its interval) and is written from its parts.
+        // With the live view on, a due checkpoint waits for the next
+        // analysis when that comes within an interval, and is written
+        // from its parts.
+        let analysis_soon = live
+            .as_ref()
+            .is_some_and(|l| l.next_s <= elapsed_s(recorder) + options.live.interval.as_secs_f64());
         if let Some(c) = checkpoints.as_mut()
-            && live.is_none()
+            && !analysis_soon
             && Instant::now() >= c.next
             && early.is_none()
             && interrupted_at.is_none()
@@ -471,13 +530,20 @@ fn run_turns(
             super::recorder::return_freed_memory();
         }
         if let Some(l) = live.as_mut()
-            && Instant::now() >= l.next
+            && l.analysis_due(recorder)
             && early.is_none()
             && interrupted_at.is_none()
             && terminated_at.is_none()
         {
+            let cpu_before = procfs::own_cpu_s();
             match live_status(recorder, options, &l.ctx) {
                 Ok((status, built)) => {
+                    let comms = built
+                        .timeseries
+                        .threads
+                        .iter()
+                        .map(|t| (t.tid, t.comm.clone()))
+                        .collect();
                     if let Some(c) = checkpoints.as_mut()
                         && Instant::now() >= c.next
                     {
@@ -489,6 +555,7 @@ fn run_turns(
                     let mut status = status;
                     l.smoother.settle(&mut status);
                     l.screen.show(&status);
+                    l.last = Some((status.clone(), comms));
                     if let Some(hold) = options.live.until_verdict
                         && let Some(reached) = l.hold.update(&status, hold)
                     {
@@ -520,9 +587,27 @@ fn run_turns(
                 }
                 Err(err) => log::warn!("live update failed: {err}"),
             }
-            l.next = Instant::now() + options.live.interval;
             // The update's session (tens of MB under churn) is dropped.
             super::recorder::return_freed_memory();
+            let cost_s = cpu_before
+                .zip(procfs::own_cpu_s())
+                .map_or(0.0, |(before, after)| after - before);
+            l.spent_s += cost_s.max(0.0);
+            l.next_s = options.live.next_analysis_s(elapsed_s(recorder), l.spent_s);
+            log::debug!(
+                "live analysis cost {cost_s:.3} s of CPU ({:.3} s so far); the next at {:.1} s",
+                l.spent_s,
+                l.next_s
+            );
+            l.refresh = Instant::now() + options.live.interval;
+        } else if let Some(l) = live.as_mut()
+            && Instant::now() >= l.refresh
+            && early.is_none()
+            && interrupted_at.is_none()
+            && terminated_at.is_none()
+        {
+            l.refresh(recorder, options);
+            l.refresh = Instant::now() + options.live.interval;
         }
         // The workload had the grace period to stop after the early verdict.
         if let Some(t) = *verdict_at
