@@ -201,12 +201,12 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = storprof_common::DEFAULT_STACK_BYTES, value_name = "N",
           value_parser = clap::value_parser!(u32).range(64..=65536))]
     pub stack_bytes: u32,
-    /// Off-CPU stacks in dwarf mode: time blocked in syscalls is sampled
-    /// with one stack copy per this many µs of blocked time on average
-    /// (unbiased: a shorter wait is taken with probability wait/quantum
-    /// and then weighs a quantum). 0 takes every blocked syscall (costly
-    /// for readers that block thousands of times a second). Default: one
-    /// --freq period (10101 µs at 99 Hz).
+    /// Off-CPU stacks in dwarf mode, and Python threads' off-CPU Python
+    /// frames: time blocked is sampled with one stack copy per this many
+    /// µs of blocked time on average (unbiased: a shorter wait is taken
+    /// with probability wait/quantum and then weighs a quantum). 0 takes
+    /// every one (costly for readers that block thousands of times a
+    /// second). Default: one --freq period (10101 µs at 99 Hz).
     #[arg(long, value_name = "US")]
     pub offcpu_quantum_us: Option<u32>,
     /// The live view: `auto` (a status block under the command's output
@@ -217,6 +217,14 @@ pub struct RecordArgs {
     /// Seconds between two live updates (each analyses the recording so far).
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub live_interval: f64,
+    /// The share of one CPU, in percent, the live analyses (verdict, AU,
+    /// phase) may take on average since the start: the first comes once
+    /// the budget has earned 0.15 s of CPU (15 s in at 1%), each next once
+    /// it has earned back what they cost so far; the view's rates and
+    /// threads are refreshed every --live-interval between them. 0: an
+    /// analysis every --live-interval. Not applied with --until-verdict.
+    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
+    pub live_budget: f64,
     /// Stop recording once the training window has begun and the verdict
     /// and its confidence label have held for SECS (default 30) of it; a
     /// stall stops at once. The session, report and bundle are written as
@@ -248,6 +256,16 @@ fn seconds(flag: &str, value: f64) -> Result<std::time::Duration, String> {
     }
 }
 
+/// `--live-budget PERCENT`: a share of one CPU, None for 0.
+fn live_budget(percent: f64) -> Result<Option<f64>, String> {
+    if !(percent.is_finite() && (0.0..=100.0).contains(&percent)) {
+        return Err(format!(
+            "--live-budget must be a percentage of one CPU from 0 to 100, not {percent}"
+        ));
+    }
+    Ok((percent > 0.0).then_some(percent / 100.0))
+}
+
 impl RecordArgs {
     /// The library options, with `thresholds` for the live verdicts
     /// (`--stall-after` overrides their `stall_s`): the frequency at least
@@ -261,6 +279,7 @@ impl RecordArgs {
         let live = LiveOptions {
             view: self.live,
             interval: seconds("--live-interval", self.live_interval)?,
+            cpu_budget: live_budget(self.live_budget)?,
             until_verdict: self
                 .until_verdict
                 .map(|s| seconds("--until-verdict", s))

@@ -125,6 +125,11 @@ pub struct SessionInfo {
     /// command's) up to when the session was built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorder_cpu_s: Option<f64>,
+    /// Of `recorder_cpu_s`, what storprof used while it recorded (start-up
+    /// included): the CPU it could take from the workload. The rest built
+    /// the session after the workload ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder_cpu_recording_s: Option<f64>,
     /// One entry per probe: did it run, and if not why.
     #[serde(default)]
     pub probes: Vec<ProbeStatus>,

@@ -160,6 +160,11 @@ pub struct PythonResolver {
     parents: HashMap<u32, u32>,
     memories: HashMap<u32, Option<Arc<ProcessMemory>>>,
     code_cache: HashMap<(u32, u64), Option<Arc<CodeInfo>>>,
+    /// (code object read, instruction) → frame name: a sample's frames are
+    /// mostly the ones the last samples had, and decoding the line table
+    /// and formatting the name was most of the work of resolving them.
+    /// Keyed by the `CodeInfo`'s address, so emptied with `code_cache`.
+    name_cache: HashMap<(usize, u64), String>,
     /// Interpreters seen, for the session notes: (version, path) → processes.
     seen: BTreeMap<(String, String), u64>,
     /// Unsupported interpreters: (version, path) → processes.
@@ -212,6 +217,7 @@ impl PythonResolver {
         self.parents.remove(&tgid);
         self.memories.remove(&tgid);
         self.code_cache.retain(|(pid, _), _| *pid != tgid);
+        self.name_cache.clear();
     }
 
     fn symbols_of(&mut self, path: &str) -> Option<Arc<InterpreterSymbols>> {
@@ -352,6 +358,11 @@ impl PythonResolver {
             let code = record.code();
             let name = match self.code_info(tgid, &interp, code) {
                 Some(info) => {
+                    let key = (Arc::as_ptr(&info) as usize, record.instr);
+                    if let Some(name) = self.name_cache.get(&key) {
+                        out.push((name.clone(), role));
+                        continue;
+                    }
                     let line = decode::instr_index(interp.offsets, code, record.instr)
                         .and_then(|index| {
                             decode::line_for_index(
@@ -362,7 +373,9 @@ impl PythonResolver {
                             )
                         })
                         .or(Some(info.firstlineno));
-                    decode::frame_name(&info.name, &info.filename, line)
+                    let name = decode::frame_name(&info.name, &info.filename, line);
+                    self.name_cache.insert(key, name.clone());
+                    name
                 }
                 None => {
                     self.stats.unreadable_frames += 1;

@@ -360,6 +360,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     };
     let (ending, early_parts) =
         run_loop::run_loop_live(&mut recorder, options, child_pid, Some(live))?;
+    recorder.cpu_when_recording_ended = procfs::own_cpu_s();
     if ending.ended_by.is_some_and(|e| {
         // After a Ctrl-C the run loop said each step as it took it.
         matches!(e, run_loop::CommandEnd::SigkillAfterGrace(cause)

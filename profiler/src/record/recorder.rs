@@ -67,6 +67,8 @@ pub(super) struct Recorder {
     /// Process tree: child tgid → parent tgid, from fork events.
     pub(super) parents: BTreeMap<u32, u32>,
     pub(super) start_mono: u64,
+    /// storprof's own CPU seconds when the recording loop ended.
+    pub(super) cpu_when_recording_ended: Option<f64>,
     /// DWARF mode only: the unwinder and what it produced.
     pub(super) unwinder: Option<DwarfUnwinder>,
     pub(super) dwarf: DwarfSamples,
@@ -136,6 +138,7 @@ impl Recorder {
             wake_series: aggregate::WakeSeries::new(),
             parents: BTreeMap::new(),
             start_mono,
+            cpu_when_recording_ended: None,
             unwinder: dwarf_mode.then(DwarfUnwinder::new),
             dwarf: DwarfSamples::default(),
             dwarf_offcpu: DwarfSamples::default(),
@@ -279,18 +282,21 @@ impl Recorder {
         // Entries only matter while they can still hold a re-read back.
         self.layout_read
             .retain(|_, t| t.elapsed() < Duration::from_secs(1));
-        // Fresh processes' layouts are re-read every `FRESH_REREAD` (a
-        // large process's maps cost about a millisecond to read); a sample
-        // in code mapped meanwhile asks for a read itself (`unwind_sample`).
+        // Fresh processes' layouts are re-read after `FRESH_REREAD`, then
+        // at half their age (a large process's maps cost about a
+        // millisecond to read; a process maps most of its code at its
+        // start); a sample in code mapped meanwhile asks for a read itself
+        // (`unwind_sample`).
         let due: Vec<u32> = self
             .fresh
-            .keys()
-            .copied()
-            .filter(|tgid| {
+            .iter()
+            .filter(|(tgid, since)| {
+                let wait = FRESH_REREAD.max(since.elapsed() / 2);
                 self.layout_read
                     .get(tgid)
-                    .is_none_or(|t| t.elapsed() >= FRESH_REREAD)
+                    .is_none_or(|t| t.elapsed() >= wait)
             })
+            .map(|(&tgid, _)| tgid)
             .collect();
         for tgid in due {
             self.reread_layout(tgid);
@@ -308,9 +314,14 @@ impl Recorder {
     /// Re-reads the layout of `tgid` and drops its unwinder modules (the
     /// loader may have mapped libraries; unwind tables stay cached per file).
     fn reread_layout(&mut self, tgid: u32) {
+        let before = self.symbolizer.layout_id(tgid);
         self.symbolizer.snapshot_process(tgid);
         self.layout_read.insert(tgid, Instant::now());
-        if let Some(unwinder) = self.unwinder.as_mut() {
+        // An unchanged layout keeps its unwinder (rebuilding one costs more
+        // than most samples' unwinding).
+        if before != self.symbolizer.layout_id(tgid)
+            && let Some(unwinder) = self.unwinder.as_mut()
+        {
             unwinder.forget(tgid);
         }
     }
@@ -730,8 +741,8 @@ const RETIRE_AFTER: Duration = Duration::from_secs(1);
 /// taken as exited.
 const EXIT_SWEEP_TICKS: u64 = 10;
 
-/// How often the layout of a process that exec'ed or forked in the last
-/// two seconds is re-read.
+/// The shortest time between two reads of the layout of a process that
+/// exec'ed or forked in the last two seconds (later, half its age).
 const FRESH_REREAD: Duration = Duration::from_millis(100);
 /// The shortest time between two reads of a process's layout asked for by
 /// samples in unknown code.

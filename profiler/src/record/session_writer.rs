@@ -179,6 +179,31 @@ pub(super) fn write_parts(dir: &Path, parts: &SessionParts) -> Result<(), Record
     Ok(())
 }
 
+/// The time series so far, without the rest of a session (a live view's
+/// refresh between analyses): threads named by `comm_of`.
+pub(super) fn timeseries_so_far(
+    recorder: &Recorder,
+    start_unix: u64,
+    comm_of: &dyn Fn(u32) -> String,
+) -> TimeSeries {
+    let page_size = {
+        // SAFETY: sysconf has no preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if size > 0 { size as u64 } else { 4096 }
+    };
+    let buckets = recorder.series.buckets();
+    TimeSeries {
+        bucket_ns: aggregate::BUCKET_NS,
+        start_unix_ns: start_unix,
+        buckets,
+        threads: recorder.series.series(comm_of),
+        devices: recorder
+            .blocks
+            .device_series(buckets as usize, &procfs::device_name),
+        vmstat: recorder.vmstat.series(page_size),
+    }
+}
+
 /// The recorder's state as a session: one full snapshot of the maps,
 /// aggregated, folded and symbolized. Repeatable: a live view calls it
 /// while the recording goes on.
@@ -468,6 +493,7 @@ pub(super) fn build_session(
             .as_ref()
             .map(|m| m.at_mono.saturating_sub(recorder.start_mono) as f64 / 1e9),
         recorder_cpu_s: procfs::own_cpu_s(),
+        recorder_cpu_recording_s: recorder.cpu_when_recording_ended,
         early_verdict: ending.early.map(|r| model::EarlyVerdict {
             verdict: r.verdict.as_str().to_string(),
             confidence_label: r.confidence_label.clone(),

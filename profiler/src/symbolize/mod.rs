@@ -114,6 +114,11 @@ pub struct Symbolizer {
     /// (file, file offset) → frame name.
     user_cache: HashMap<(String, u64), Option<String>>,
     kernel_cache: HashMap<u64, Option<String>>,
+    /// (layout, address) → frame name, for addresses in a file mapping:
+    /// saves the walk over the layout and the file's lookup when the same
+    /// stacks are named again (every live update folds them all). Layouts
+    /// are interned and kept, so their addresses name them.
+    frame_cache: HashMap<(usize, u64), String>,
     /// Named user frame → the file it came from (basename): the report's
     /// libraries, which a frame's name alone does not tell.
     frame_modules: HashMap<String, String>,
@@ -134,6 +139,7 @@ impl Symbolizer {
             perf_maps: HashMap::new(),
             user_cache: HashMap::new(),
             kernel_cache: HashMap::new(),
+            frame_cache: HashMap::new(),
             frame_modules: HashMap::new(),
         }
     }
@@ -201,6 +207,12 @@ impl Symbolizer {
         }
     }
 
+    /// Which layout `tgid` has (equal ids: the same mappings), None when
+    /// none was read.
+    pub fn layout_id(&self, tgid: u32) -> Option<usize> {
+        self.maps.get(&tgid).map(|l| Arc::as_ptr(l) as usize)
+    }
+
     /// The last layout read of `tgid` (executable mappings).
     pub fn layout(&self, tgid: u32) -> Option<&[MapEntry]> {
         self.maps.get(&tgid).map(|layout| layout.as_slice())
@@ -244,9 +256,13 @@ impl Symbolizer {
     }
 
     fn user_frame(&mut self, tgid: u32, addr: u64) -> String {
-        let entry = self
-            .maps
-            .get(&tgid)
+        let layout = self.maps.get(&tgid).cloned();
+        let cache_key = layout.as_ref().map(|l| (Arc::as_ptr(l) as usize, addr));
+        if let Some(name) = cache_key.and_then(|k| self.frame_cache.get(&k)) {
+            return name.clone();
+        }
+        let entry = layout
+            .as_ref()
             .and_then(|maps| maps.iter().find(|m| addr >= m.start && addr < m.end))
             .cloned();
         match entry {
@@ -285,10 +301,14 @@ impl Symbolizer {
                     }
                     self.user_cache.insert(key.clone(), name);
                 }
-                match self.user_cache.get(&key).cloned().flatten() {
+                let name = match self.user_cache.get(&key).cloned().flatten() {
                     Some(name) => name,
                     None => format!("[{}]", base_name(&path)),
+                };
+                if let Some(k) = cache_key {
+                    self.frame_cache.insert(k, name.clone());
                 }
+                name
             }
             _ => self
                 .perf_maps
