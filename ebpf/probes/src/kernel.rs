@@ -34,6 +34,15 @@ pub(crate) fn field<T: Copy>(ctx: &TracePointContext, offset: usize) -> T {
     unsafe { core::ptr::read_unaligned(ctx.as_ptr().cast::<u8>().add(offset).cast::<T>()) }
 }
 
+/// [`field`], read again however often it was read before: what the
+/// verifier learnt of the earlier read on each branch does not carry over
+/// (see `sched::switch_out_stacks`).
+#[inline(always)]
+pub(crate) fn field_again<T: Copy>(ctx: &TracePointContext, offset: usize) -> T {
+    // SAFETY: as in `field`; volatile only so the read is not merged.
+    unsafe { core::ptr::read_volatile(ctx.as_ptr().cast::<u8>().add(offset).cast::<T>()) }
+}
+
 /// Reads a kernel value at `base + offset` (0 when unreadable).
 #[inline(always)]
 pub(crate) fn kernel_read<T: Copy + Default>(base: u64, offset: u32) -> T {

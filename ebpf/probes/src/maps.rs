@@ -71,6 +71,59 @@ pub(crate) static OFFCPU_START: Array<OffCpuStart> = Array::with_max_entries(PID
 #[map]
 pub(crate) static OFFCPU_STACKS: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
 
+/// tid → the stacks its last switch-out inside a syscall took, and what
+/// they were taken for (`sched::switch_out_stacks`).
+#[map]
+pub(crate) static SWITCH_STACKS: Array<SwitchStacks> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// The stack ids a thread's switch-outs took, for its next switch-outs
+/// from the same places: two ways, for a thread that blocks in turn at
+/// two places (a condition variable's wait and its mutex).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct SwitchStacks {
+    pub ways: [SwitchStackWay; 2],
+}
+
+/// One place a thread left the CPU from, and the stacks taken there.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct SwitchStackWay {
+    /// The user registers' instruction and stack pointers at the syscall.
+    pub ip: u64,
+    pub sp: u64,
+    /// When the stacks were taken.
+    pub taken_ns: u64,
+    pub syscall: u32,
+    /// The `offcpu_state` index it left the CPU in.
+    pub state: u32,
+    pub user_stack: i32,
+    pub kernel_stack: i32,
+}
+
+impl SwitchStackWay {
+    /// Whether this way's stacks stand for a switch-out at `now` from
+    /// (`ip`, `sp`) in `syscall` and `state`, taken less than `reuse_ns` ago.
+    #[inline(always)]
+    pub fn stands_for(
+        &self,
+        ip: u64,
+        sp: u64,
+        syscall: u32,
+        state: u32,
+        now: u64,
+        reuse_ns: u64,
+    ) -> bool {
+        ip != 0
+            && self.ip == ip
+            && self.sp == sp
+            && self.syscall == syscall
+            && self.state == state
+            && self.user_stack >= 0
+            && now.wrapping_sub(self.taken_ns) < reuse_ns
+    }
+}
+
 /// tid → syscall in progress.
 #[map]
 pub(crate) static SYSCALL_START: Array<SyscallStart> = Array::with_max_entries(PID_SLOTS, 0);

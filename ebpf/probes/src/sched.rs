@@ -13,12 +13,13 @@ use storprof_common::{
 };
 
 use crate::{
-    kernel::{current_syscall, field, now_ns},
+    kernel::{current_syscall, field, field_again, now_ns, pt_regs, pt_regs_word},
     maps::{
         CONFIG, DWARF_PROCS, MISSED_SWITCH_INS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS,
         OFFCPU_START, ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
-        PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SYSCALL_START, SYSCALL_THREAD, THREADS,
-        TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced, thread_acc,
+        PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SWITCH_STACKS, SYSCALL_START, SYSCALL_THREAD,
+        SwitchStackWay, THREADS, TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced,
+        thread_acc,
     },
     python::python_frames,
     stacks::{capture_user_stack, scratch_slot, stack_ids},
@@ -49,7 +50,8 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
                 (*acc).comm = bpf_get_current_comm().unwrap_or((*acc).comm);
             }
         }
-        let (user_stack, kernel_stack) = stack_ids(ctx, STACK_BUF_TRACE);
+        let (user_stack, kernel_stack) = switch_out_stacks(ctx, prev_tid, prev_state, now);
+        let prev_state: i64 = field_again(ctx, offsets::SCHED_SWITCH_PREV_STATE);
         let mut state = offcpu_state::from_prev_state(prev_state) as u32;
         let syscall = syscall_slept_in(state);
         if syscall != NO_SYSCALL && stack_at_syscall_exit(tgid) {
@@ -80,6 +82,110 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
         end_offcpu(next_tid, now);
     }
     0
+}
+
+/// How long the stacks a switch-out took stand for the thread's next
+/// switch-outs from the same place: a thread that blocks thousands of
+/// times a second in one call (a futex hand-off, a small read) has its
+/// stacks taken about every 10 ms instead of at every switch, which was
+/// most of this hook's cost.
+const STACK_REUSE_NS: u64 = 10_000_000;
+
+/// The (user, kernel) stack ids of the current task `tid`, leaving the CPU
+/// at `now` in `prev_state` (inside a syscall or not): those its last switch-out took
+/// when that was from the same place (the same syscall and state, the same
+/// user instruction and stack pointers) less than `STACK_REUSE_NS` ago,
+/// else taken now and remembered. Preemptions (no syscall) always take
+/// them: they stop the thread anywhere.
+#[inline(always)]
+fn switch_out_stacks(ctx: &TracePointContext, tid: u32, prev_state: i64, now: u64) -> (i32, i32) {
+    if let Some(ids) = reusable_stacks(tid, prev_state, now) {
+        return ids;
+    }
+    // Only what lived across `stack_ids`' loops before the reuse lives
+    // across them now (the state and syscall are worked out again after):
+    // more there, known differently on each way here, had the verifier
+    // walk the loops once per way, three times the work at every load.
+    let ids = stack_ids(ctx, STACK_BUF_TRACE);
+    remember_stacks(
+        tid,
+        field_again(ctx, offsets::SCHED_SWITCH_PREV_STATE),
+        now,
+        ids,
+    );
+    ids
+}
+
+/// The `offcpu_state` index and the syscall of a switch-out in `prev_state`.
+#[inline(always)]
+fn state_and_syscall(prev_state: i64) -> (u32, u32) {
+    let state = offcpu_state::from_prev_state(prev_state) as u32;
+    (state, syscall_slept_in(state))
+}
+
+/// The current task's user instruction and stack pointers (0 when its
+/// saved registers cannot be read).
+#[inline(always)]
+fn user_ip_sp() -> (u64, u64) {
+    // SAFETY: helpers without preconditions; the saved user register frame
+    // is read only through probe_read_kernel.
+    let regs = unsafe {
+        let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
+        aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
+    };
+    (
+        pt_regs_word(regs, pt_regs::IP).unwrap_or(0),
+        pt_regs_word(regs, pt_regs::SP).unwrap_or(0),
+    )
+}
+
+/// The stacks thread `tid`'s last switch-out took, when they stand for
+/// this one (see [`switch_out_stacks`]).
+#[inline(always)]
+fn reusable_stacks(tid: u32, prev_state: i64, now: u64) -> Option<(i32, i32)> {
+    let (state, syscall) = state_and_syscall(prev_state);
+    if syscall == NO_SYSCALL {
+        return None;
+    }
+    let slot = SWITCH_STACKS.get(tid)?;
+    let (ip, sp) = user_ip_sp();
+    let [a, b] = &slot.ways;
+    if a.stands_for(ip, sp, syscall, state, now, STACK_REUSE_NS) {
+        Some((a.user_stack, a.kernel_stack))
+    } else if b.stands_for(ip, sp, syscall, state, now, STACK_REUSE_NS) {
+        Some((b.user_stack, b.kernel_stack))
+    } else {
+        None
+    }
+}
+
+/// Remembers the stacks a switch-out of thread `tid` inside a syscall
+/// took, in place of the older of its two ways.
+#[inline(always)]
+fn remember_stacks(tid: u32, prev_state: i64, now: u64, ids: (i32, i32)) {
+    let (state, syscall) = state_and_syscall(prev_state);
+    if syscall == NO_SYSCALL {
+        return;
+    }
+    let Some(slot) = SWITCH_STACKS.get_ptr_mut(tid) else {
+        return;
+    };
+    let (ip, sp) = user_ip_sp();
+    let way = SwitchStackWay {
+        ip,
+        sp,
+        taken_ns: now,
+        syscall,
+        state,
+        user_stack: ids.0,
+        kernel_stack: ids.1,
+    };
+    // SAFETY: per-tid slot of the thread leaving this CPU; written only at
+    // its own switch-outs.
+    unsafe {
+        let older = usize::from((*slot).ways[1].taken_ns < (*slot).ways[0].taken_ns);
+        (*slot).ways[older & 1] = way;
+    }
 }
 
 /// Ends thread `tid`'s off-CPU interval at its switch-in `end`: the time
@@ -215,24 +321,42 @@ fn stack_at_syscall_exit(tgid: u32) -> bool {
     config.flags & FLAG_UNWIND_PER_PROCESS == 0 || unsafe { DWARF_PROCS.get(tgid) }.is_some()
 }
 
-/// Adds a blocked interval of a thread inside a syscall to its pending
-/// off-CPU time, sampled by `ProbeConfig::offcpu_quantum_us`: an interval
-/// shorter than the quantum is taken with probability `blocked / quantum`
-/// and then weighs a whole quantum, so the expected weight is its length.
+/// The weight a blocked interval of `blocked` ns is taken with, sampled by
+/// `ProbeConfig::offcpu_quantum_us`: an interval shorter than the quantum
+/// is taken (None: left out) with probability `blocked / quantum` and then
+/// weighs a whole quantum, so the expected weight is its length.
 #[inline(always)]
-fn pend_offcpu(key: StackKey, state: u32, blocked: u64) {
+fn sampled_weight(blocked: u64) -> Option<u64> {
     let quantum = CONFIG
         .get(0)
         .map_or(0, |c| c.offcpu_quantum_us as u64 * 1000);
-    let weight = if quantum == 0 || blocked >= quantum {
-        blocked
-    } else {
-        // SAFETY: no preconditions.
-        let draw = unsafe { aya_ebpf::helpers::bpf_get_prandom_u32() } as u64;
-        if draw % quantum >= blocked {
-            return;
-        }
-        quantum
+    if quantum == 0 || blocked >= quantum {
+        return Some(blocked);
+    }
+    // SAFETY: no preconditions.
+    let draw = unsafe { aya_ebpf::helpers::bpf_get_prandom_u32() } as u64;
+    (draw % quantum < blocked).then_some(quantum)
+}
+
+/// The stack ids `switch` (attached first to the same tracepoint) stored
+/// for thread `tid` of `tgid` leaving the CPU at about `now`, when it did.
+#[inline(always)]
+fn stacks_just_taken(tid: u32, tgid: u32, now: u64) -> Option<(i32, i32)> {
+    let off = OFFCPU_START.get(tid)?;
+    let fresh = off.ts != 0 && off.tgid == tgid && now.wrapping_sub(off.ts) < JUST_TAKEN_NS;
+    fresh.then_some((off.user_stack, off.kernel_stack))
+}
+
+/// How recent `switch`'s record of a switch-out must be to be the one the
+/// Python program's run on the same switch sees.
+const JUST_TAKEN_NS: u64 = 50_000;
+
+/// Adds a blocked interval of a thread inside a syscall to its pending
+/// off-CPU time, sampled ([`sampled_weight`]).
+#[inline(always)]
+fn pend_offcpu(key: StackKey, state: u32, blocked: u64) {
+    let Some(weight) = sampled_weight(blocked) else {
+        return;
     };
     let tid = key.tid;
     let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) else {
@@ -345,7 +469,8 @@ pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
         // SAFETY: this CPU's scratch value.
         let (frames, status) = python_frames(tgid, prev_tid, unsafe { &mut (*scratch).py });
         if frames > 0 {
-            let (user_stack, kernel_stack) = stack_ids(ctx, STACK_BUF_TRACE);
+            let (user_stack, kernel_stack) = stacks_just_taken(prev_tid, tgid, now)
+                .unwrap_or_else(|| stack_ids(ctx, STACK_BUF_TRACE));
             // SAFETY: as above.
             unsafe {
                 (*scratch).tgid = tgid;
@@ -383,12 +508,15 @@ pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
         if let Some(entry) = PY_OFFCPU.get_ptr_mut(next_tid) {
             // SAFETY: the entry of `next_tid`, written only at its switch-out.
             unsafe {
-                (*entry).blocked_ns = now.saturating_sub((*entry).ts_out);
-                if PY_OFFCPU_EVENTS
-                    .output::<PyOffCpuSample>(&*entry, 0)
-                    .is_err()
-                {
-                    count_py_offcpu_lost(py_offcpu_lost::RINGBUF_FULL);
+                let blocked = now.saturating_sub((*entry).ts_out);
+                if let Some(weight) = sampled_weight(blocked) {
+                    (*entry).blocked_ns = weight;
+                    if PY_OFFCPU_EVENTS
+                        .output::<PyOffCpuSample>(&*entry, 0)
+                        .is_err()
+                    {
+                        count_py_offcpu_lost(py_offcpu_lost::RINGBUF_FULL);
+                    }
                 }
             }
             let _ = PY_OFFCPU.remove(next_tid);

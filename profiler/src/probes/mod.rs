@@ -253,9 +253,10 @@ pub struct ProbeOptions {
     /// [`ProbeSet::set_dwarf`] (`--unwind auto`). Default false: every
     /// traced process gets it when `stack_bytes` is set.
     pub unwind_per_process: bool,
-    /// With `stack_bytes` set and syscall latency on: the sampling quantum
-    /// of blocked syscalls whose user stack is copied at the syscall's exit
-    /// (`ProbeConfig::offcpu_quantum_us`; 0 takes every blocked syscall).
+    /// The sampling quantum of Python threads' off-CPU intervals and, with
+    /// `stack_bytes` set and syscall latency on, of blocked syscalls whose
+    /// user stack is copied at the syscall's exit
+    /// (`ProbeConfig::offcpu_quantum_us`; 0 takes every one).
     /// Default 10101 µs, one 99 Hz period.
     pub offcpu_quantum_us: u32,
 }
@@ -363,6 +364,10 @@ pub struct ProbeSet {
     /// for an RCU grace period (~50-90 ms here), one after the other they
     /// made up most of a short recording's wall time.
     links: Vec<Box<dyn Send>>,
+    /// `STACK_FRAMES` slots read so far: a slot is written once, when a
+    /// stack first claims it, and never again in a recording, so each is
+    /// read from the kernel once however often the live view folds it.
+    stack_cache: std::sync::Mutex<std::collections::HashMap<u32, std::sync::Arc<[u64]>>>,
 }
 
 impl Drop for ProbeSet {
@@ -431,6 +436,7 @@ impl ProbeSet {
             .map_max_entries("TRACED", pid_slots)
             .map_max_entries("ONCPU_START", pid_slots)
             .map_max_entries("OFFCPU_START", pid_slots)
+            .map_max_entries("SWITCH_STACKS", pid_slots)
             .map_max_entries("SYSCALL_START", pid_slots)
             .map_max_entries("SYSCALL_THREAD", pid_slots)
             .map_max_entries("PY_OFFCPU_PENDING", pid_slots)
@@ -456,6 +462,7 @@ impl ProbeSet {
             block_layout: None,
             task_pid: None,
             links: Vec::new(),
+            stack_cache: Default::default(),
         };
         set.write_current_config()?;
         set.proc_events = Some(set.take_ringbuf("PROC_EVENTS")?);
@@ -1054,6 +1061,15 @@ impl ProbeSet {
         let Ok(id) = u32::try_from(id) else {
             return Vec::new();
         };
+        // A poisoned lock only means a panic elsewhere; the cache holds
+        // whole entries either way.
+        let mut cache = self
+            .stack_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(known) = cache.get(&id) {
+            return known.to_vec();
+        }
         let Some(map) = self.ebpf.map("STACK_FRAMES") else {
             return Vec::new();
         };
@@ -1061,7 +1077,13 @@ impl ProbeSet {
             return Vec::new();
         };
         match stacks.get(&id, 0) {
-            Ok(stack) => stack.frames().to_vec(),
+            Ok(stack) => {
+                let frames = stack.frames();
+                if !frames.is_empty() {
+                    cache.insert(id, std::sync::Arc::from(frames));
+                }
+                frames.to_vec()
+            }
             Err(_) => Vec::new(),
         }
     }

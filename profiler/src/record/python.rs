@@ -229,7 +229,7 @@ pub fn fold_python_offcpu(
     let folded = fold_python_stacks(offcpu, 1000, frames, comm_of_key);
     let note = (offcpu.intervals > 0 || map_full + ring_full > 0).then(|| {
         format!(
-            "python: {} off-CPU intervals of {} Python threads with their Python frames (lost: {map_full} map full, {ring_full} ring buffer full)",
+            "python: {} off-CPU intervals of {} Python threads with their Python frames, those shorter than the off-CPU quantum sampled (lost: {map_full} map full, {ring_full} ring buffer full)",
             offcpu.intervals,
             offcpu.thread_count()
         )
