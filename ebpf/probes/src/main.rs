@@ -68,6 +68,7 @@ mod page_cache;
 mod python;
 mod sched;
 mod stacks;
+mod switch_stacks;
 mod syscalls;
 mod wakeups;
 

@@ -13,13 +13,12 @@ use storprof_common::{
 };
 
 use crate::{
-    kernel::{current_syscall, field, field_again, now_ns, pt_regs, pt_regs_word},
+    kernel::{current_syscall, field, field_again, now_ns},
     maps::{
         CONFIG, DWARF_PROCS, MISSED_SWITCH_INS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS,
         OFFCPU_START, ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
-        PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SWITCH_STACKS, SYSCALL_START, SYSCALL_THREAD,
-        SwitchStackWay, THREADS, TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced,
-        thread_acc,
+        PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SYSCALL_START, SYSCALL_THREAD, THREADS,
+        TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced, thread_acc,
     },
     python::python_frames,
     stacks::{capture_user_stack, scratch_slot, stack_ids},
@@ -50,7 +49,8 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
                 (*acc).comm = bpf_get_current_comm().unwrap_or((*acc).comm);
             }
         }
-        let (user_stack, kernel_stack) = switch_out_stacks(ctx, prev_tid, prev_state, now);
+        let (user_stack, kernel_stack) =
+            crate::switch_stacks::switch_out_stacks(ctx, prev_tid, prev_state, now);
         let prev_state: i64 = field_again(ctx, offsets::SCHED_SWITCH_PREV_STATE);
         let mut state = offcpu_state::from_prev_state(prev_state) as u32;
         let syscall = syscall_slept_in(state);
@@ -82,110 +82,6 @@ pub(crate) fn switch(ctx: &TracePointContext) -> u32 {
         end_offcpu(next_tid, now);
     }
     0
-}
-
-/// How long the stacks a switch-out took stand for the thread's next
-/// switch-outs from the same place: a thread that blocks thousands of
-/// times a second in one call (a futex hand-off, a small read) has its
-/// stacks taken about every 10 ms instead of at every switch, which was
-/// most of this hook's cost.
-const STACK_REUSE_NS: u64 = 10_000_000;
-
-/// The (user, kernel) stack ids of the current task `tid`, leaving the CPU
-/// at `now` in `prev_state` (inside a syscall or not): those its last switch-out took
-/// when that was from the same place (the same syscall and state, the same
-/// user instruction and stack pointers) less than `STACK_REUSE_NS` ago,
-/// else taken now and remembered. Preemptions (no syscall) always take
-/// them: they stop the thread anywhere.
-#[inline(always)]
-fn switch_out_stacks(ctx: &TracePointContext, tid: u32, prev_state: i64, now: u64) -> (i32, i32) {
-    if let Some(ids) = reusable_stacks(tid, prev_state, now) {
-        return ids;
-    }
-    // Only what lived across `stack_ids`' loops before the reuse lives
-    // across them now (the state and syscall are worked out again after):
-    // more there, known differently on each way here, had the verifier
-    // walk the loops once per way, three times the work at every load.
-    let ids = stack_ids(ctx, STACK_BUF_TRACE);
-    remember_stacks(
-        tid,
-        field_again(ctx, offsets::SCHED_SWITCH_PREV_STATE),
-        now,
-        ids,
-    );
-    ids
-}
-
-/// The `offcpu_state` index and the syscall of a switch-out in `prev_state`.
-#[inline(always)]
-fn state_and_syscall(prev_state: i64) -> (u32, u32) {
-    let state = offcpu_state::from_prev_state(prev_state) as u32;
-    (state, syscall_slept_in(state))
-}
-
-/// The current task's user instruction and stack pointers (0 when its
-/// saved registers cannot be read).
-#[inline(always)]
-fn user_ip_sp() -> (u64, u64) {
-    // SAFETY: helpers without preconditions; the saved user register frame
-    // is read only through probe_read_kernel.
-    let regs = unsafe {
-        let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
-        aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
-    };
-    (
-        pt_regs_word(regs, pt_regs::IP).unwrap_or(0),
-        pt_regs_word(regs, pt_regs::SP).unwrap_or(0),
-    )
-}
-
-/// The stacks thread `tid`'s last switch-out took, when they stand for
-/// this one (see [`switch_out_stacks`]).
-#[inline(always)]
-fn reusable_stacks(tid: u32, prev_state: i64, now: u64) -> Option<(i32, i32)> {
-    let (state, syscall) = state_and_syscall(prev_state);
-    if syscall == NO_SYSCALL {
-        return None;
-    }
-    let slot = SWITCH_STACKS.get(tid)?;
-    let (ip, sp) = user_ip_sp();
-    let [a, b] = &slot.ways;
-    if a.stands_for(ip, sp, syscall, state, now, STACK_REUSE_NS) {
-        Some((a.user_stack, a.kernel_stack))
-    } else if b.stands_for(ip, sp, syscall, state, now, STACK_REUSE_NS) {
-        Some((b.user_stack, b.kernel_stack))
-    } else {
-        None
-    }
-}
-
-/// Remembers the stacks a switch-out of thread `tid` inside a syscall
-/// took, in place of the older of its two ways.
-#[inline(always)]
-fn remember_stacks(tid: u32, prev_state: i64, now: u64, ids: (i32, i32)) {
-    let (state, syscall) = state_and_syscall(prev_state);
-    if syscall == NO_SYSCALL {
-        return;
-    }
-    let Some(slot) = SWITCH_STACKS.get_ptr_mut(tid) else {
-        return;
-    };
-    let (ip, sp) = user_ip_sp();
-    let way = SwitchStackWay {
-        ip,
-        sp,
-        taken_ns: now,
-        syscall,
-        state,
-        user_stack: ids.0,
-        kernel_stack: ids.1,
-    };
-    // SAFETY: per-tid slot of the thread leaving this CPU; written only at
-    // its own switch-outs.
-    unsafe {
-        let older = usize::from((*slot).ways[1].taken_ns < (*slot).ways[0].taken_ns);
-        (*slot).ways[older & 1] = way;
-    }
 }
 
 /// Ends thread `tid`'s off-CPU interval at its switch-in `end`: the time
@@ -280,7 +176,7 @@ pub(crate) fn repair_missed_switch_in(tid: u32, now: u64) {
 /// its syscall's exit: preemption on the way back to user space still
 /// shows the syscall's number) or is not inside one.
 #[inline(always)]
-fn syscall_slept_in(state: u32) -> u32 {
+pub(crate) fn syscall_slept_in(state: u32) -> u32 {
     if state == offcpu_state::RUNNABLE as u32 {
         NO_SYSCALL
     } else {

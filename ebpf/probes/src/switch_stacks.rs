@@ -1,0 +1,122 @@
+//! Stacks at `sched_switch`: a thread that leaves the CPU again and again
+//! from the same place (a futex hand-off, a small read) has its stacks
+//! taken about every 10 ms instead of at every switch, most of that
+//! hook's cost; the Python off-CPU program reuses the ones `switch` took.
+use aya_ebpf::programs::TracePointContext;
+use storprof_common::{NO_SYSCALL, offcpu_state, tracepoint_offsets as offsets};
+
+use crate::{
+    kernel::{field_again, pt_regs, pt_regs_word},
+    maps::{STACK_BUF_TRACE, SWITCH_STACKS, SwitchStackWay},
+    sched::syscall_slept_in,
+    stacks::stack_ids,
+};
+
+/// How long the stacks a switch-out took stand for the thread's next
+/// switch-outs from the same place: a thread that blocks thousands of
+/// times a second in one call (a futex hand-off, a small read) has its
+/// stacks taken about every 10 ms instead of at every switch, which was
+/// most of this hook's cost.
+const STACK_REUSE_NS: u64 = 10_000_000;
+
+/// The (user, kernel) stack ids of the current task `tid`, leaving the CPU
+/// at `now` in `prev_state` (inside a syscall or not): those its last switch-out took
+/// when that was from the same place (the same syscall and state, the same
+/// user instruction and stack pointers) less than `STACK_REUSE_NS` ago,
+/// else taken now and remembered. Preemptions (no syscall) always take
+/// them: they stop the thread anywhere.
+#[inline(always)]
+pub(crate) fn switch_out_stacks(
+    ctx: &TracePointContext,
+    tid: u32,
+    prev_state: i64,
+    now: u64,
+) -> (i32, i32) {
+    if let Some(ids) = reusable_stacks(tid, prev_state, now) {
+        return ids;
+    }
+    // Only what lived across `stack_ids`' loops before the reuse lives
+    // across them now (the state and syscall are worked out again after):
+    // more there, known differently on each way here, had the verifier
+    // walk the loops once per way, three times the work at every load.
+    let ids = stack_ids(ctx, STACK_BUF_TRACE);
+    remember_stacks(
+        tid,
+        field_again(ctx, offsets::SCHED_SWITCH_PREV_STATE),
+        now,
+        ids,
+    );
+    ids
+}
+
+/// The `offcpu_state` index and the syscall of a switch-out in `prev_state`.
+#[inline(always)]
+fn state_and_syscall(prev_state: i64) -> (u32, u32) {
+    let state = offcpu_state::from_prev_state(prev_state) as u32;
+    (state, syscall_slept_in(state))
+}
+
+/// The current task's user instruction and stack pointers (0 when its
+/// saved registers cannot be read).
+#[inline(always)]
+fn user_ip_sp() -> (u64, u64) {
+    // SAFETY: helpers without preconditions; the saved user register frame
+    // is read only through probe_read_kernel.
+    let regs = unsafe {
+        let task = aya_ebpf::helpers::generated::bpf_get_current_task_btf();
+        aya_ebpf::helpers::generated::bpf_task_pt_regs(task) as *const u64
+    };
+    (
+        pt_regs_word(regs, pt_regs::IP).unwrap_or(0),
+        pt_regs_word(regs, pt_regs::SP).unwrap_or(0),
+    )
+}
+
+/// The stacks thread `tid`'s last switch-out took, when they stand for
+/// this one (see [`switch_out_stacks`]).
+#[inline(always)]
+fn reusable_stacks(tid: u32, prev_state: i64, now: u64) -> Option<(i32, i32)> {
+    let (state, syscall) = state_and_syscall(prev_state);
+    if syscall == NO_SYSCALL {
+        return None;
+    }
+    let slot = SWITCH_STACKS.get(tid)?;
+    let (ip, sp) = user_ip_sp();
+    let [a, b] = &slot.ways;
+    if a.stands_for(ip, sp, syscall, state, now, STACK_REUSE_NS) {
+        Some((a.user_stack, a.kernel_stack))
+    } else if b.stands_for(ip, sp, syscall, state, now, STACK_REUSE_NS) {
+        Some((b.user_stack, b.kernel_stack))
+    } else {
+        None
+    }
+}
+
+/// Remembers the stacks a switch-out of thread `tid` inside a syscall
+/// took, in place of the older of its two ways.
+#[inline(always)]
+fn remember_stacks(tid: u32, prev_state: i64, now: u64, ids: (i32, i32)) {
+    let (state, syscall) = state_and_syscall(prev_state);
+    if syscall == NO_SYSCALL {
+        return;
+    }
+    let Some(slot) = SWITCH_STACKS.get_ptr_mut(tid) else {
+        return;
+    };
+    let (ip, sp) = user_ip_sp();
+    let way = SwitchStackWay {
+        ip,
+        sp,
+        taken_ns: now,
+        syscall,
+        state,
+        user_stack: ids.0,
+        kernel_stack: ids.1,
+    };
+    // SAFETY: per-tid slot of the thread leaving this CPU; written only at
+    // its own switch-outs.
+    unsafe {
+        let older = usize::from((*slot).ways[1].taken_ns < (*slot).ways[0].taken_ns);
+        (*slot).ways[older & 1] = way;
+    }
+}

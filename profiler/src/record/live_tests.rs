@@ -1,0 +1,289 @@
+//! The live view's pure parts over recorded sessions.
+use super::*;
+
+fn fixture(name: &str) -> Session {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/sessions")
+        .join(name);
+    storprof_session::load::load(&dir).unwrap()
+}
+
+#[test]
+fn a_folded_group_is_named_as_exited_threads_not_by_its_synthetic_tid() {
+    let thread = |tid| LiveThread {
+        comm: "churn".to_string(),
+        tid,
+        on_cpu: 0.034,
+        state: "on-cpu",
+    };
+    assert_eq!(thread(4242).label(), "churn/4242 3% on-cpu");
+    assert_eq!(
+        thread(u32::MAX - 1).label(),
+        "churn (exited threads) 3% on-cpu"
+    );
+    assert_eq!(
+        storprof_session::model::thread_label("churn", 7, u32::MAX - 1),
+        "churn (exited threads)"
+    );
+    assert_eq!(
+        storprof_session::model::thread_label("churn", 7, 4_194_303),
+        "churn 7/4194303"
+    );
+}
+
+fn status(name: &str) -> LiveStatus {
+    let session = fixture(name);
+    let a = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
+    let elapsed = session.info.duration_s;
+    status_of(&session, &a, elapsed, 5.0)
+}
+
+#[test]
+fn an_update_that_cost_more_than_its_budget_waits_longer_for_the_next() {
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    let options = LiveOptions::default();
+    // 1% of one CPU: the first analysis once 0.15 s is earned, at 15 s.
+    assert!(close(options.first_analysis_s(), 15.0));
+    // Analyses that cost 0.4 s in all are earned back at 40 s; cheap
+    // ones come every interval.
+    assert!(close(options.next_analysis_s(16.0, 0.4), 40.0));
+    assert!(close(options.next_analysis_s(16.0, 0.01), 21.0));
+    assert!(close(options.next_analysis_s(16.0, -1.0), 21.0));
+    let fixed = LiveOptions {
+        cpu_budget: None,
+        ..LiveOptions::default()
+    };
+    assert!(close(fixed.first_analysis_s(), 5.0));
+    assert!(close(fixed.next_analysis_s(16.0, 3.0), 21.0));
+    // An early stop is watched at the interval whatever it costs.
+    let watched = LiveOptions {
+        until_verdict: Some(Duration::from_secs(10)),
+        ..LiveOptions::default()
+    };
+    assert!(close(watched.first_analysis_s(), 5.0));
+    assert!(close(watched.next_analysis_s(16.0, 3.0), 21.0));
+}
+
+#[test]
+fn a_refresh_between_analyses_moves_the_clock_and_rates_but_not_the_verdict() {
+    let session = fixture("real-pool-cpu-bound-reader");
+    let a = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
+    let ts = session.timeseries.as_ref().unwrap();
+    // As the status stood two seconds in, refreshed at the end.
+    let mut s = status_of(&session, &a, 2.0, 5.0);
+    let phase = s.phase;
+    let at_end = status_of(&session, &a, session.info.duration_s, 5.0);
+    s.busiest.clear();
+    s.read_mib_per_s = -1.0;
+    refresh(&mut s, ts, session.info.duration_s, 5.0);
+    assert_eq!(s.elapsed_s, session.info.duration_s);
+    assert_eq!(s.busiest, at_end.busiest);
+    assert_eq!(s.read_mib_per_s, at_end.read_mib_per_s);
+    assert_eq!(s.device_mib_per_s, at_end.device_mib_per_s);
+    assert_eq!((s.verdict, s.phase), (a.verdict.verdict, phase));
+}
+
+#[test]
+fn the_status_of_a_real_cpu_bound_pool_names_its_verdict_phase_and_busy_workers() {
+    let s = status("real-pool-cpu-bound-reader");
+    assert_eq!(s.verdict, VerdictId::CpuBoundReader);
+    assert!(s.au.is_some());
+    assert!(s.training_start_s.is_some());
+    assert!(!s.busiest.is_empty());
+    // Two forked workers decode on the 2 CPUs (the last 5 s include the tear-down).
+    assert!(s.busiest[0].on_cpu > 0.3, "{:?}", s.busiest);
+    assert_eq!(s.busiest[0].state, "on-cpu");
+    let block = render_block(&s);
+    assert_eq!(block.len(), BLOCK_ROWS as usize);
+    assert!(block[0].contains("phase") && block[0].contains("AU "));
+    assert!(block[1].contains("cpu-bound-reader"));
+    assert!(block[3].contains("device") && block[3].contains("read syscalls"));
+    assert!(block[4].contains(&s.busiest[0].comm));
+    let line = render_line(&s);
+    assert!(line.contains("verdict cpu-bound-reader"), "{line}");
+}
+
+fn at(elapsed_s: f64, verdict: VerdictId, label: &str, phase: &'static str) -> LiveStatus {
+    LiveStatus {
+        elapsed_s,
+        phase,
+        training_start_s: (phase != "start-up").then_some(10.0),
+        training_end_s: (phase != "start-up").then_some(elapsed_s),
+        au: Some(40.0),
+        verdict,
+        confidence: 0.8,
+        confidence_label: label.to_string(),
+        inconclusive: false,
+        headline: String::new(),
+        device_mib_per_s: 0.0,
+        read_mib_per_s: 0.0,
+        recent_s: 5.0,
+        busiest: Vec::new(),
+        too_early: None,
+        shown: Some(verdict),
+        consumer: Some(1),
+    }
+}
+
+#[test]
+fn the_shown_verdict_changes_only_once_the_new_one_held() {
+    let mut sm = VerdictSmoother::default();
+    let cpu = VerdictId::CpuBoundReader;
+    let storage = VerdictId::StorageBound;
+    // Too early: nothing shown, and nothing remembered.
+    let mut s = at(3.0, storage, "low", "training");
+    s.too_early = Some("too early: 5 of the consumer's steps so far (needs 20)".into());
+    sm.settle(&mut s);
+    assert_eq!(s.shown, None);
+    assert!(
+        render_line(&s).contains("verdict too early: 5"),
+        "{}",
+        render_line(&s)
+    );
+    // The first verdict, like a change, once it held two updates.
+    let mut s = at(8.0, cpu, "high", "training");
+    sm.settle(&mut s);
+    assert_eq!(s.shown, None);
+    assert!(
+        render_line(&s).contains("verdict settling (cpu-bound-reader?)"),
+        "{}",
+        render_line(&s)
+    );
+    let mut s = at(10.0, cpu, "high", "training");
+    sm.settle(&mut s);
+    assert_eq!(s.shown, Some(cpu));
+    // One update of another verdict: still the first, marked.
+    let mut s = at(15.0, storage, "medium", "training");
+    sm.settle(&mut s);
+    assert_eq!(s.shown, Some(cpu));
+    assert!(
+        render_line(&s).contains("cpu-bound-reader (changing to storage-bound?)"),
+        "{}",
+        render_line(&s)
+    );
+    // Back to the first: the change is forgotten.
+    let mut s = at(20.0, cpu, "high", "training");
+    sm.settle(&mut s);
+    let mut s = at(25.0, storage, "medium", "training");
+    sm.settle(&mut s);
+    assert_eq!(s.shown, Some(cpu));
+    // Two in a row: shown.
+    let mut s = at(30.0, storage, "medium", "training");
+    sm.settle(&mut s);
+    assert_eq!(s.shown, Some(storage));
+    // A stall at once.
+    let mut s = at(35.0, VerdictId::Stalled, "high", "training");
+    sm.settle(&mut s);
+    assert_eq!(s.shown, Some(VerdictId::Stalled));
+}
+
+/// A start-up thread taken for the consumer, then the real one: the
+/// first thread's verdict is not confirmed by the second's updates;
+/// an inconclusive guess is never shown as a verdict.
+#[test]
+fn a_verdict_holds_only_over_updates_about_one_consumer() {
+    let mut sm = VerdictSmoother::default();
+    let compute = VerdictId::ComputeBound;
+    let storage = VerdictId::StorageBound;
+    let mut s = at(15.0, VerdictId::CheckpointBound, "low", "training");
+    s.inconclusive = true;
+    sm.settle(&mut s);
+    assert_eq!(s.shown, None);
+    assert!(
+        render_line(&s).contains("verdict no clear verdict yet ("),
+        "{}",
+        render_line(&s)
+    );
+    let mut s = at(17.0, compute, "medium", "training");
+    s.consumer = Some(7);
+    sm.settle(&mut s);
+    let mut s = at(22.0, compute, "medium", "training");
+    s.consumer = Some(8);
+    sm.settle(&mut s);
+    assert_eq!(
+        s.shown, None,
+        "two updates about two threads confirmed nothing"
+    );
+    let mut s = at(27.0, storage, "high", "training");
+    s.consumer = Some(8);
+    sm.settle(&mut s);
+    let mut s = at(32.0, storage, "high", "training");
+    s.consumer = Some(8);
+    sm.settle(&mut s);
+    assert_eq!(s.shown, Some(storage));
+}
+
+#[test]
+fn a_verdict_is_reached_once_it_held_over_training_and_restarts_on_a_change() {
+    let hold = Duration::from_secs(10);
+    let mut h = VerdictHold::default();
+    let cpu = VerdictId::CpuBoundReader;
+    assert_eq!(h.update(&at(5.0, cpu, "high", "start-up"), hold), None);
+    assert_eq!(h.update(&at(12.0, cpu, "high", "training"), hold), None);
+    assert_eq!(h.update(&at(17.0, cpu, "high", "training"), hold), None);
+    // The label changed: the hold starts again.
+    assert_eq!(h.update(&at(20.0, cpu, "medium", "training"), hold), None);
+    assert_eq!(h.update(&at(25.0, cpu, "medium", "training"), hold), None);
+    let r = h
+        .update(&at(30.0, cpu, "medium", "training"), hold)
+        .unwrap();
+    assert_eq!((r.from_s, r.to_s), (20.0, 30.0));
+    // Inconclusive verdicts never stop a recording.
+    let mut h = VerdictHold::default();
+    let mut s = at(12.0, cpu, "low", "training");
+    s.inconclusive = true;
+    assert_eq!(h.update(&s, hold), None);
+    s.elapsed_s = 100.0;
+    s.training_end_s = Some(100.0);
+    assert_eq!(h.update(&s, hold), None);
+    // A stall stops at once.
+    let mut h = VerdictHold::default();
+    assert!(
+        h.update(&at(70.0, VerdictId::Stalled, "high", "start-up"), hold)
+            .is_some()
+    );
+}
+
+#[test]
+fn a_hold_begins_no_earlier_than_the_training_window() {
+    let hold = Duration::from_secs(10);
+    let mut h = VerdictHold::default();
+    let mut s = at(15.0, VerdictId::StorageBound, "high", "training");
+    s.training_start_s = Some(14.0);
+    assert_eq!(h.update(&s, hold), None);
+    // Data keeps flowing: the window's end follows the clock.
+    s.elapsed_s = 24.0;
+    s.training_end_s = Some(24.0);
+    assert_eq!(h.update(&s, hold), None);
+    s.elapsed_s = 25.0;
+    s.training_end_s = Some(25.0);
+    assert_eq!(h.update(&s, hold).unwrap().from_s, 15.0);
+}
+
+#[test]
+fn a_window_that_stopped_growing_holds_nothing() {
+    // An exchange during start-up (an importing main thread waking a
+    // helper) makes a window of 1.1-1.4 s that never grows.
+    let hold = Duration::from_secs(10);
+    let cpu = VerdictId::CpuBoundReader;
+    let mut h = VerdictHold::default();
+    let mut s = at(5.0, cpu, "medium", "training");
+    s.training_start_s = Some(1.1);
+    s.training_end_s = Some(1.4);
+    for t in [5.0, 10.0, 16.0] {
+        s.elapsed_s = t;
+        assert_eq!(h.update(&s, hold), None, "at {t} s");
+    }
+    // The real consumer's window begins at 20 s: the hold counts from
+    // there, not from 5 s when the verdict was first seen.
+    s.training_start_s = Some(20.0);
+    for t in [21.0, 26.0] {
+        s.elapsed_s = t;
+        s.training_end_s = Some(t - 0.5);
+        assert_eq!(h.update(&s, hold), None, "at {t} s");
+    }
+    s.elapsed_s = 31.0;
+    s.training_end_s = Some(30.5);
+    let r = h.update(&s, hold).unwrap();
+    assert_eq!((r.from_s, r.to_s), (20.0, 31.0));
+}
