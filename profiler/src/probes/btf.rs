@@ -20,7 +20,7 @@ const KIND_DECL_TAG: u32 = 17;
 const KIND_ENUM64: u32 = 19;
 
 /// Why an offset could not be found.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BtfError {
     #[error("not BTF data (bad magic or header)")]
     BadHeader,
@@ -180,24 +180,52 @@ impl KernelTypes {
     }
 }
 
+/// The offsets the probes read by, looked up in one parse of the running
+/// kernel's BTF (a few MB: reading and parsing it took longer than most
+/// programs' verification, and it was done once per lookup).
+struct KernelOffsets {
+    task_pid: Result<u32, BtfError>,
+    task_fsbase: Result<u32, BtfError>,
+    block: Result<storprof_common::BlockLayout, BtfError>,
+}
+
+/// [`KernelOffsets`] of the running kernel, read on first use.
+fn kernel_offsets() -> &'static KernelOffsets {
+    static OFFSETS: std::sync::OnceLock<KernelOffsets> = std::sync::OnceLock::new();
+    OFFSETS.get_or_init(|| {
+        let types = std::fs::read("/sys/kernel/btf/vmlinux")
+            .map_err(|_| BtfError::BadHeader)
+            .and_then(|data| KernelTypes::parse(&data));
+        match types {
+            Ok(types) => KernelOffsets {
+                task_pid: types.offset_of("task_struct", &["pid"]),
+                task_fsbase: types.offset_of("task_struct", &["thread", "fsbase"]),
+                block: types.block_layout(),
+            },
+            Err(err) => KernelOffsets {
+                task_pid: Err(err.clone()),
+                task_fsbase: Err(err.clone()),
+                block: Err(err),
+            },
+        }
+    })
+}
+
 /// The byte offset of `task_struct.thread.fsbase` in the running kernel
 /// (x86_64: the user FS base, which glibc's `pthread_self()` returns).
 pub fn task_fsbase_offset() -> Result<u32, BtfError> {
-    let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|_| BtfError::BadHeader)?;
-    KernelTypes::parse(&data)?.offset_of("task_struct", &["thread", "fsbase"])
+    kernel_offsets().task_fsbase.clone()
 }
 
 /// The byte offset of `task_struct.pid` (the thread id) in the running kernel.
 pub fn task_pid_offset() -> Result<u32, BtfError> {
-    let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|_| BtfError::BadHeader)?;
-    KernelTypes::parse(&data)?.offset_of("task_struct", &["pid"])
+    kernel_offsets().task_pid.clone()
 }
 
 /// Where `struct request`'s fields are in the running kernel, for the block
 /// raw tracepoints.
 pub fn block_layout() -> Result<storprof_common::BlockLayout, BtfError> {
-    let data = std::fs::read("/sys/kernel/btf/vmlinux").map_err(|_| BtfError::BadHeader)?;
-    KernelTypes::parse(&data)?.block_layout()
+    kernel_offsets().block.clone()
 }
 
 impl KernelTypes {
