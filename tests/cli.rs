@@ -326,3 +326,53 @@ fn mlpstorage_option_names_are_aliases() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("does not exist"), "{err}");
 }
+
+/// `storprof whatif` on a recorded real pool: a table by default, one JSON
+/// object per lever with `--json`; a bad lever is a usage error, and a
+/// recording without a consumer says why it has no projection.
+#[test]
+fn whatif_projects_the_default_levers_and_refuses_what_it_cannot() {
+    let pool = session_fixture("real-pool-cpu-bound-reader");
+    let pool = pool.to_str().unwrap();
+    let (code, out, err) = run(&["whatif", pool]);
+    assert_eq!(code, 0, "{err}");
+    for lever in [
+        "storage ×2",
+        "read-threads ×2",
+        "computation ×2",
+        "computation ×4",
+    ] {
+        assert!(out.contains(lever), "{lever}: {out}");
+    }
+    let (code, out, err) = run(&[
+        "whatif",
+        pool,
+        "--json",
+        "--lever",
+        "cache",
+        "--lever",
+        "computation=0.5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 2, "{out}");
+    for key in [
+        "lever",
+        "factor",
+        "projected_au_percentage",
+        "low",
+        "high",
+        "reason",
+    ] {
+        assert!(list[1].get(key).is_some(), "{key}: {out}");
+    }
+    assert_eq!(list[1]["lever"], "computation");
+    let (code, _, err) = run(&["whatif", pool, "--lever", "disk=2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown lever"), "{err}");
+    let no_consumer = session_fixture("real-arrow-workers-no-trainer");
+    let (code, out, err) = run(&["whatif", no_consumer.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("no projection") && out.is_empty(), "{err}");
+}

@@ -95,6 +95,10 @@ pub enum Command {
     Merge(MergeArgs),
     /// List the verdict thresholds: key, value, default, range and where each value came from.
     Thresholds(ThresholdsArgs),
+    /// What would help: the AU projected with faster storage, more read threads, another
+    /// computation time... from one recording (a model; docs/src/whatif.md).
+    #[command(after_help = WHATIF_EXAMPLES)]
+    Whatif(WhatifArgs),
     /// Print a shell completion script: `storprof completions bash > /etc/bash_completion.d/storprof`.
     Completions {
         #[arg(value_enum)]
@@ -350,6 +354,30 @@ pub struct ThresholdsArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+/// `storprof whatif DIR|BUNDLE [--lever NAME[=K]]... [--json]`
+#[derive(clap::Args, Debug, Clone)]
+pub struct WhatifArgs {
+    /// Session directory written by `storprof record`, or a bundle.
+    #[arg(value_name = "DIR|BUNDLE")]
+    pub dir: PathBuf,
+    /// A lever, NAME or NAME=K (K× today's value: a speed, or for
+    /// computation a time): storage, cache, read-threads, reader-cpu,
+    /// computation, network, lock. Repeatable. Default: storage=2,
+    /// read-threads=2, computation=2, computation=4.
+    #[arg(long = "lever", value_name = "NAME[=K]")]
+    pub levers: Vec<String>,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+    /// Print a JSON list, one object per lever.
+    #[arg(long)]
+    pub json: bool,
+}
+
+const WHATIF_EXAMPLES: &str = "EXAMPLES:
+  storprof whatif storprof-20261205-101500
+  storprof whatif run.tar.gz --lever storage=4 --lever cache --json
+  storprof whatif SESSION --lever computation=27   # 0.05 s -> 1.35 s a step";
 
 /// A usage error found after parsing (a bad `--thresholds` file, a value
 /// clap cannot check): the binary exits with [`exit::USAGE`].

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
             | Command::Export(_)
             | Command::Merge(_)
             | Command::Thresholds(_)
+            | Command::Whatif(_)
             | Command::Completions { .. }
     ) {
         // Output-only commands end quietly when their reader goes away
@@ -54,6 +55,7 @@ fn main() -> ExitCode {
         Command::Export(args) => storprof::commands::export::run(&args),
         Command::Merge(args) => storprof::merge::command::run(&args),
         Command::Thresholds(args) => storprof::commands::thresholds::run(&args),
+        Command::Whatif(args) => storprof::commands::whatif::run(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "storprof", &mut std::io::stdout());

@@ -24,6 +24,7 @@ pub mod stall;
 pub mod thresholds;
 pub mod verdict;
 pub mod waitgraph;
+pub mod whatif;
 
 pub use features::Features;
 pub use frames::HotFrames;

@@ -1,5 +1,5 @@
 //! The subcommands' runs (`record`, `doctor`, `report`, `flamegraph`,
-//! `export`, `bundle`, `diagnose`, and the embedded demo `diagnose` runs without a
+//! `export`, `bundle`, `diagnose`, `whatif`, and the embedded demo `diagnose` runs without a
 //! command): each `run` takes its parsed args from [`crate::cli`], maps them
 //! onto the library options and returns the process exit code (see
 //! [`crate::cli::exit`]).
@@ -13,6 +13,7 @@ pub mod man;
 pub mod record;
 pub mod report;
 pub mod thresholds;
+pub mod whatif;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,312 @@
+//! The pipeline model fitted from one recording's training window: the
+//! consumer's step (compute and data wait), the data side's cycle per step
+//! and what it spends it on, the CPUs and the storage's headroom.
+use storprof_session::load::Session;
+
+use super::NoProjection;
+use crate::{
+    Analysis,
+    waitgraph::{PathKind, Role},
+};
+
+/// Fewer consumer steps than this in the window fit nothing.
+pub const MIN_STEPS: u64 = 20;
+
+/// A data wait below this share of the consumer's step: the consumer is
+/// the bottleneck and the data side's cycle is only known to be shorter.
+pub const DATA_BOUND_WAIT_SHARE: f64 = 0.02;
+
+/// Where the data side's time goes, as shares (summing to 1 when known).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Split {
+    /// On a CPU (user and kernel).
+    pub cpu: f64,
+    /// Runnable: waiting for a CPU.
+    pub runnable: f64,
+    /// Uninterruptible waits: block I/O, page-cache misses.
+    pub io: f64,
+    /// Waiting for the network.
+    pub network: f64,
+    /// Locks and the GIL.
+    pub lock: f64,
+    /// Anything else (timed sleeps, waits the model cannot name).
+    pub other: f64,
+}
+
+impl Split {
+    /// The share of `lever`'s state.
+    pub fn of(&self, state: State) -> f64 {
+        match state {
+            State::Cpu => self.cpu,
+            State::Io => self.io,
+            State::Network => self.network,
+            State::Lock => self.lock,
+        }
+    }
+
+    fn normalized(self) -> Option<Self> {
+        let total = self.cpu + self.runnable + self.io + self.network + self.lock + self.other;
+        (total > 0.0).then(|| Self {
+            cpu: self.cpu / total,
+            runnable: self.runnable / total,
+            io: self.io / total,
+            network: self.network / total,
+            lock: self.lock / total,
+            other: self.other / total,
+        })
+    }
+}
+
+/// A state of the data side a lever makes faster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Cpu,
+    Io,
+    Network,
+    Lock,
+}
+
+/// The fitted model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipeline {
+    /// The consumer's steps in the window and their mean length, s.
+    pub steps: u64,
+    pub step_s: f64,
+    /// Of a step: the consumer's compute (what a computation lever
+    /// scales), its other own time that does not overlap the data side
+    /// (0 unless its compute is emulated and known apart), and its wait
+    /// for data, s.
+    pub compute_s: f64,
+    pub overhead_s: f64,
+    pub wait_s: f64,
+    /// The data side's cycle per step, s: the consumer's compute and data
+    /// wait when it waits for data; when it does not, the data side's busy
+    /// share of the step (`producer_known` false: only bounded by them).
+    pub producer_s: f64,
+    pub producer_known: bool,
+    /// The data side's busy time split by its threads' states over the
+    /// window (None: no per-bucket states).
+    pub loader_split: Option<Split>,
+    /// The consumer's data wait split along the critical path.
+    pub path_split: Option<Split>,
+    /// Loader and helper threads, and the CPUs they kept busy.
+    pub loaders: usize,
+    pub loader_cpus: f64,
+    /// CPUs the loaders could use: the machine's, less what the consumer
+    /// and every other traced thread used over the window.
+    pub cpus_for_loaders: f64,
+    /// How much faster the storage could serve reads than it did (× of
+    /// today's rate) before its read limit or a busy device stops it;
+    /// None: no limit seen.
+    pub io_headroom: Option<f64>,
+    /// Whether reads reached a block device.
+    pub device_reads: bool,
+}
+
+/// Fits the model to `session` and its `analysis`.
+pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProjection> {
+    let wait = analysis.wait.as_ref().ok_or(NoProjection::NoWaitGraph)?;
+    let window = wait.window.as_ref().ok_or(NoProjection::NoWindow)?;
+    let consumer = wait.consumers.first().ok_or(NoProjection::NoConsumer)?;
+    if consumer.steps < MIN_STEPS {
+        return Err(NoProjection::TooFewSteps {
+            steps: consumer.steps,
+        });
+    }
+    let window_s = consumer.window_ns as f64 / 1e9;
+    let wall_s = (window.end_s - window.start_s).max(1e-9);
+    if window_s <= 0.0 {
+        return Err(NoProjection::NoWindow);
+    }
+    let step_s = window_s / consumer.steps as f64;
+    let au = (consumer.au_percentage / 100.0).clamp(0.0, 1.0);
+    let wait_s = (1.0 - au) * step_s;
+    // A consumer that emulates its compute (DLIO, the bench) has it apart:
+    // its timed sleeps. What is left of its own time (taking and collating
+    // the batch on its CPU) does not overlap the data side and does not
+    // scale with the computation.
+    let emulated_s = consumer.compute_ns as f64 / 1e9 / consumer.steps as f64;
+    let (compute_s, overhead_s) = if consumer.emulated_compute && emulated_s > 0.0 {
+        let compute = emulated_s.min(step_s - wait_s);
+        (compute, (step_s - wait_s - compute).max(0.0))
+    } else {
+        (step_s - wait_s, 0.0)
+    };
+
+    let loader_tids: Vec<u32> = wait
+        .roles
+        .iter()
+        .filter(|r| matches!(r.role, Role::Loader | Role::Helper))
+        .map(|r| r.tid)
+        .collect();
+    let states = LoaderStates::over_window(session, &loader_tids, window.buckets);
+    let path_split = path_split(wait);
+    // The loaders' sleep, split as the critical path splits what is not
+    // CPU, run queue or block I/O (the network, locks), else "other".
+    let loader_split = states.and_then(|s| {
+        let rest = path_split.map_or(0.0, |p| p.network + p.lock + p.other);
+        let of_rest = |x: f64| if rest > 0.0 { x / rest } else { 0.0 };
+        let (net, lock) = path_split.map_or((0.0, 0.0), |p| (of_rest(p.network), of_rest(p.lock)));
+        Split {
+            cpu: s.cpu_s,
+            runnable: s.runnable_s,
+            io: s.io_s,
+            network: s.sleep_s * net,
+            lock: s.sleep_s * lock,
+            other: 0.0,
+        }
+        .normalized()
+    });
+
+    let data_bound = 1.0 - au >= DATA_BOUND_WAIT_SHARE;
+    let busy_share = states.map(|s| s.busy_share());
+    // The data side's cycle as the consumer sees it: its compute and its
+    // wait when it waits; else bounded by them.
+    let visible_s = compute_s + wait_s;
+    let (producer_s, producer_known) = match (data_bound, busy_share) {
+        (true, _) => (visible_s, true),
+        (false, Some(b)) => (step_s * b.clamp(0.0, 1.0), true),
+        (false, None) => (visible_s, false),
+    };
+
+    let f = &analysis.features;
+    let loader_cpus = states.map_or(0.0, |s| s.cpu_s / wall_s);
+    // Everyone else's CPUs over the window (the whole recording without
+    // per-bucket series).
+    let on_cpu_s = |keep: &dyn Fn(u32) -> bool| -> Option<f64> {
+        let ts = session.timeseries.as_ref()?;
+        let (b0, b1) = window.buckets?;
+        Some(
+            ts.threads
+                .iter()
+                .filter(|t| keep(t.tid))
+                .map(|t| t.on_cpu().sum(b0, b1) as f64 / 1e9)
+                .sum(),
+        )
+    };
+    let others_cpus = on_cpu_s(&|tid| !loader_tids.contains(&tid))
+        .map(|s| s / wall_s)
+        .unwrap_or_else(|| (f.cpus_used - loader_cpus).max(0.0));
+    let cpus_for_loaders = (f64::from(f.num_cpus) - others_cpus).max(0.1);
+
+    let device_reads = f.device_read_bytes > 0;
+    let io_headroom = f
+        .top_device
+        .as_ref()
+        .filter(|_| device_reads)
+        .and_then(|d| {
+            // Over the window when the time series has it: start-up reads
+            // less, and would show headroom the training does not have.
+            let (rate, busy) = device_over_window(session, &d.name, window.buckets)
+                .unwrap_or((d.read_mib_per_s, d.utilization));
+            let limit = f
+                .io_limit
+                .as_ref()
+                .and_then(|l| l.read_mib_per_s)
+                .filter(|_| rate > 0.0)
+                .map(|limit| limit / rate);
+            // A device busy u of the time has about 1/u of its rate left.
+            let busy = (busy > 0.05).then(|| 0.95 / busy);
+            match (limit, busy) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        })
+        .map(|h| h.max(1.0));
+
+    Ok(Pipeline {
+        steps: consumer.steps,
+        step_s,
+        compute_s,
+        overhead_s,
+        wait_s,
+        producer_s,
+        producer_known,
+        loader_split,
+        path_split,
+        loaders: loader_tids.len(),
+        loader_cpus,
+        cpus_for_loaders,
+        io_headroom,
+        device_reads,
+    })
+}
+
+/// Device `name`'s read rate (MiB/s) and busy share over the window's
+/// buckets; None without them.
+fn device_over_window(
+    session: &Session,
+    name: &str,
+    buckets: Option<(usize, usize)>,
+) -> Option<(f64, f64)> {
+    let ts = session.timeseries.as_ref()?;
+    let (b0, b1) = buckets?;
+    let dev = ts.devices.iter().find(|d| d.name == name)?;
+    let span_s = (b1.saturating_sub(b0)) as f64 * ts.bucket_ns as f64 / 1e9;
+    if span_s <= 0.0 {
+        return None;
+    }
+    let sum = |v: &[u64]| v.iter().skip(b0).take(b1.saturating_sub(b0)).sum::<u64>() as f64;
+    let rate = sum(&dev.read_bytes) / (1 << 20) as f64 / span_s;
+    let busy = (sum(&dev.busy_ns) / 1e9 / span_s).min(1.0);
+    Some((rate, busy))
+}
+
+/// The consumer's data wait split along the critical path (None: no path).
+fn path_split(wait: &crate::WaitAnalysis) -> Option<Split> {
+    let mut s = Split::default();
+    for p in &wait.critical_path {
+        match p.kind {
+            PathKind::CpuUser | PathKind::CpuKernel => s.cpu += p.share,
+            PathKind::Runnable => s.runnable += p.share,
+            PathKind::BlockIo => s.io += p.share,
+            PathKind::Network => s.network += p.share,
+            PathKind::Lock | PathKind::Gil => s.lock += p.share,
+            _ => s.other += p.share,
+        }
+    }
+    s.normalized()
+}
+
+/// The loader threads' time over the window, by state, s.
+#[derive(Clone, Copy, Debug, Default)]
+struct LoaderStates {
+    cpu_s: f64,
+    runnable_s: f64,
+    io_s: f64,
+    sleep_s: f64,
+}
+
+impl LoaderStates {
+    /// Summed over the window's buckets of `tids`' series; None without
+    /// per-bucket states or loaders.
+    fn over_window(
+        session: &Session,
+        tids: &[u32],
+        buckets: Option<(usize, usize)>,
+    ) -> Option<Self> {
+        let ts = session.timeseries.as_ref()?;
+        let (b0, b1) = buckets?;
+        let mut s = Self::default();
+        for t in ts.threads.iter().filter(|t| tids.contains(&t.tid)) {
+            if t.runnable_ns.is_empty() && t.sleeping_ns.is_empty() && t.blocked_io_ns.is_empty() {
+                continue;
+            }
+            s.cpu_s += t.on_cpu().sum(b0, b1) as f64 / 1e9;
+            s.runnable_s += t.runnable().sum(b0, b1) as f64 / 1e9;
+            s.io_s += t.blocked_io().sum(b0, b1) as f64 / 1e9;
+            s.sleep_s += t.sleeping().sum(b0, b1) as f64 / 1e9;
+        }
+        (s.cpu_s + s.runnable_s + s.io_s + s.sleep_s > 0.0).then_some(s)
+    }
+
+    /// The share of the loaders' time they were busy (not asleep).
+    fn busy_share(&self) -> f64 {
+        let total = self.cpu_s + self.runnable_s + self.io_s + self.sleep_s;
+        if total > 0.0 {
+            (self.cpu_s + self.runnable_s + self.io_s) / total
+        } else {
+            1.0
+        }
+    }
+}

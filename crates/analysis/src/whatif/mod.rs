@@ -1,0 +1,381 @@
+//! What would help: the consumer's AU projected for one change to the
+//! pipeline at a time (a lever), from one recording.
+//!
+//! ```text
+//! Session + Analysis ──fit──► Pipeline (over the training window:
+//!     the consumer's step = compute + data wait; the data side's cycle
+//!     per step and its split by state, two ways: its threads' states
+//!     and the critical path of the wait; CPUs; storage headroom)
+//!   ──project(lever)──► Projection (AU, steps/s, low..high, reason)
+//! ```
+//!
+//! The model (docs/src/whatif.md): a two-stage pipeline with a queue
+//! between the data side and the consumer, so a step lasts
+//! max(compute, the data side's cycle). A lever shortens (or lengthens)
+//! one part: storage ×k divides the data side's block-I/O share of its
+//! cycle by k (Amdahl), more read threads divide the cycle, a slower
+//! computation multiplies the compute. The data side is then held to the
+//! CPUs left for it (its CPU time per step over them) and to the
+//! storage's headroom. The two splits of the cycle give the range.
+//! Pure: no I/O.
+mod fit;
+#[cfg(test)]
+mod tests;
+
+pub use fit::{MIN_STEPS, Pipeline, Split, State, fit};
+
+use serde::Serialize;
+use storprof_session::load::Session;
+
+use crate::Analysis;
+
+/// What a lever changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeverKind {
+    /// Storage k× faster (bandwidth and latency).
+    Storage,
+    /// The dataset held in the page cache: no read reaches storage.
+    Cache,
+    /// k× the loader workers or read threads.
+    ReadThreads,
+    /// The loaders' code on a CPU k× faster (decode, formatting).
+    ReaderCpu,
+    /// The consumer's computation k× as long (k < 1: shorter).
+    Computation,
+    /// The network k× faster.
+    Network,
+    /// The locks and the GIL on the data side gone.
+    Lock,
+}
+
+impl LeverKind {
+    /// Every lever, in the order tables list them.
+    pub const ALL: [Self; 7] = [
+        Self::Storage,
+        Self::Cache,
+        Self::ReadThreads,
+        Self::ReaderCpu,
+        Self::Computation,
+        Self::Network,
+        Self::Lock,
+    ];
+
+    /// The name on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Storage => "storage",
+            Self::Cache => "cache",
+            Self::ReadThreads => "read-threads",
+            Self::ReaderCpu => "reader-cpu",
+            Self::Computation => "computation",
+            Self::Network => "network",
+            Self::Lock => "lock",
+        }
+    }
+
+    /// The lever named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// One lever and how far it is pulled: × of today's value (a speed for
+/// storage, threads, reader CPU and network; a time for computation).
+/// Cache and lock take no factor (they remove a cost).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lever {
+    pub kind: LeverKind,
+    pub factor: f64,
+}
+
+/// The levers projected when none is asked for: storage ×2, read threads
+/// ×2, computation ×2 and ×4 (the seed study's 0.05 s → 1.35 s column is
+/// the same question).
+pub const DEFAULT_LEVERS: [Lever; 4] = [
+    Lever {
+        kind: LeverKind::Storage,
+        factor: 2.0,
+    },
+    Lever {
+        kind: LeverKind::ReadThreads,
+        factor: 2.0,
+    },
+    Lever {
+        kind: LeverKind::Computation,
+        factor: 2.0,
+    },
+    Lever {
+        kind: LeverKind::Computation,
+        factor: 4.0,
+    },
+];
+
+/// One lever's projection.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Projection {
+    pub lever: LeverKind,
+    pub factor: f64,
+    /// None: the recording cannot inform this lever (`reason` says why).
+    pub projected_au_percentage: Option<f64>,
+    pub projected_steps_per_s: Option<f64>,
+    /// The range of the AU under the model's two splits of the data side.
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    /// Today's AU and steps/s, for the table.
+    pub au_percentage: f64,
+    pub steps_per_s: f64,
+    pub reason: String,
+}
+
+/// Why a recording gives no projection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoProjection {
+    /// A format-1 session or no wake-up probe: no wait-for graph.
+    NoWaitGraph,
+    /// No consumer was found.
+    NoConsumer,
+    /// No training window.
+    NoWindow,
+    /// Too few of the consumer's steps to fit a step time.
+    TooFewSteps { steps: u64 },
+}
+
+impl std::fmt::Display for NoProjection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoWaitGraph => write!(
+                f,
+                "no projection: the session has no wait-for graph (recorded without the wake-up probe, or an older format)"
+            ),
+            Self::NoConsumer => write!(
+                f,
+                "no projection: no consumer was found (nothing takes the data in steps: a reader alone, fio, dd)"
+            ),
+            Self::NoWindow => write!(f, "no projection: the recording has no training window"),
+            Self::TooFewSteps { steps } => write!(
+                f,
+                "no projection: {steps} consumer steps in the training window, {MIN_STEPS} needed to fit a step time"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NoProjection {}
+
+/// Projects each of `levers` for the recording `session` with its
+/// `analysis`.
+pub fn whatif(
+    session: &Session,
+    analysis: &Analysis,
+    levers: &[Lever],
+) -> Result<Vec<Projection>, NoProjection> {
+    let pipeline = fit(session, analysis)?;
+    Ok(levers.iter().map(|l| project(&pipeline, *l)).collect())
+}
+
+impl Pipeline {
+    /// A step's length with `compute_s` of compute fed by a data side of
+    /// cycle `producer_s`: the consumer's overhead, then the longer of the
+    /// two (they overlap through the queue).
+    fn step_with(&self, compute_s: f64, producer_s: f64) -> f64 {
+        self.overhead_s + compute_s.max(producer_s)
+    }
+
+    /// The AU (%) of that step.
+    fn au_with(&self, compute_s: f64, producer_s: f64) -> f64 {
+        let step = self.step_with(compute_s, producer_s);
+        if step > 0.0 {
+            100.0 * compute_s / step
+        } else {
+            100.0
+        }
+    }
+}
+
+/// The data side's cycle once its CPU time per step has to fit the CPUs
+/// left for it: `cpu_s_per_step` of CPU per step over `cpus` CPUs cannot
+/// take less than `cpu_s_per_step / cpus`.
+fn cpu_bound(producer_s: f64, cpu_s_per_step: f64, cpus: f64) -> f64 {
+    producer_s.max(cpu_s_per_step / cpus.max(0.1))
+}
+
+/// The projection of `lever` on `p`.
+pub fn project(p: &Pipeline, lever: Lever) -> Projection {
+    let today_au = p.au_with(p.compute_s, p.compute_s + p.wait_s);
+    let steps_per_s = 1.0 / p.step_s;
+    let mut out = Projection {
+        lever: lever.kind,
+        factor: lever.factor,
+        projected_au_percentage: None,
+        projected_steps_per_s: None,
+        low: None,
+        high: None,
+        au_percentage: today_au,
+        steps_per_s,
+        reason: String::new(),
+    };
+    // The loaders' CPU per step today (their CPUs × the step).
+    let cpu_per_step = p.loader_cpus * p.step_s;
+    let projected: Result<(Vec<(f64, f64)>, String), String> = match lever.kind {
+        LeverKind::Computation => {
+            let compute = p.compute_s * lever.factor;
+            let mut outcomes = vec![(compute, p.producer_s)];
+            if !p.producer_known {
+                // Only bounded by today's step: from no slack to all of it.
+                outcomes.push((compute, 0.0));
+            }
+            Ok((
+                outcomes,
+                format!(
+                    "computation {:.3} s → {:.3} s a step; the data side makes a step's data in {:.3} s",
+                    p.compute_s, compute, p.producer_s
+                ),
+            ))
+        }
+        LeverKind::ReadThreads => read_threads(p, lever.factor, cpu_per_step),
+        kind => {
+            let (state, k, what) = match kind {
+                LeverKind::Storage => (
+                    State::Io,
+                    lever.factor,
+                    format!("storage ×{}", lever.factor),
+                ),
+                LeverKind::Cache => (State::Io, f64::INFINITY, "the dataset cached".to_string()),
+                LeverKind::ReaderCpu => (
+                    State::Cpu,
+                    lever.factor,
+                    format!("the loaders' code ×{} faster", lever.factor),
+                ),
+                LeverKind::Network => (
+                    State::Network,
+                    lever.factor,
+                    format!("the network ×{}", lever.factor),
+                ),
+                _ => (
+                    State::Lock,
+                    f64::INFINITY,
+                    "the data side's locks and GIL gone".to_string(),
+                ),
+            };
+            faster_state(p, state, k, &what, cpu_per_step)
+        }
+    };
+    match projected {
+        Ok((outcomes, reason)) => {
+            let aus: Vec<f64> = outcomes
+                .iter()
+                .map(|&(c, prod)| p.au_with(c, prod))
+                .collect();
+            let (c, prod) = outcomes[0];
+            out.projected_au_percentage = Some(aus[0]);
+            out.projected_steps_per_s = Some(1.0 / p.step_with(c, prod).max(1e-9));
+            out.low = aus.iter().copied().reduce(f64::min);
+            out.high = aus.iter().copied().reduce(f64::max);
+            out.reason = reason;
+        }
+        Err(why) => out.reason = why,
+    }
+    out
+}
+
+/// A lever that makes the data side's `state` `k`× faster: Amdahl over its
+/// cycle, under each split, then held to the CPUs left for it.
+fn faster_state(
+    p: &Pipeline,
+    state: State,
+    k: f64,
+    what: &str,
+    cpu_per_step: f64,
+) -> Result<(Vec<(f64, f64)>, String), String> {
+    if state == State::Io && !p.device_reads {
+        return Err(format!(
+            "{what}: not measurable from this recording: no read reached a block device"
+        ));
+    }
+    let splits: Vec<Split> = [p.loader_split, p.path_split]
+        .into_iter()
+        .flatten()
+        .collect();
+    if splits.is_empty() {
+        return Err(format!(
+            "{what}: not measurable from this recording: the data side's time is not split by state"
+        ));
+    }
+    let shrink = if k.is_infinite() { 1.0 } else { 1.0 - 1.0 / k };
+    let mut outcomes = Vec::new();
+    for split in &splits {
+        let share = split.of(state);
+        let producer = p.producer_s * (1.0 - share * shrink);
+        // Faster reader code needs less CPU a step; anything else makes the
+        // same CPU work come faster.
+        let cpu = if state == State::Cpu {
+            cpu_per_step * (1.0 - shrink)
+        } else {
+            cpu_per_step
+        };
+        outcomes.push((p.compute_s, cpu_bound(producer, cpu, p.cpus_for_loaders)));
+    }
+    let share = splits[0].of(state);
+    let reason = format!(
+        "{what}: {:.0}% of the data side's cycle is in that state; a step's data then takes {:.3} s (today {:.3} s)",
+        100.0 * share,
+        outcomes[0].1,
+        p.producer_s
+    );
+    Ok((outcomes, reason))
+}
+
+/// k× the loaders: their cycle divided by k, held to the CPUs left for
+/// them and to the storage's headroom.
+fn read_threads(
+    p: &Pipeline,
+    k: f64,
+    cpu_per_step: f64,
+) -> Result<(Vec<(f64, f64)>, String), String> {
+    if p.loaders == 0 {
+        return Err(
+            "read threads: not measurable from this recording: no loader thread was found".into(),
+        );
+    }
+    let mut producer = p.producer_s / k.max(1e-9);
+    let mut limits = Vec::new();
+    let cpu_floor = cpu_per_step / p.cpus_for_loaders.max(0.1);
+    if cpu_floor > producer {
+        producer = cpu_floor;
+        limits.push(format!(
+            "the {:.1} CPUs left for the loaders (they need {:.3} s of CPU a step)",
+            p.cpus_for_loaders, cpu_per_step
+        ));
+    }
+    let io_share = p.loader_split.or(p.path_split).map_or(0.0, |s| s.io);
+    if let Some(h) = p.io_headroom.filter(|_| io_share >= 0.2) {
+        let io_floor = p.producer_s / h;
+        if io_floor > producer {
+            producer = io_floor;
+            limits.push(format!("the storage's headroom (×{h:.1} of today's rate)"));
+        }
+    }
+    let reason = if limits.is_empty() {
+        format!(
+            "{} loader threads ×{k}: a step's data in {:.3} s (today {:.3} s)",
+            p.loaders, producer, p.producer_s
+        )
+    } else {
+        format!(
+            "{} loader threads ×{k}: held to {}; a step's data in {:.3} s (today {:.3} s)",
+            p.loaders,
+            limits.join(" and "),
+            producer,
+            p.producer_s
+        )
+    };
+    // The range: perfect scaling against the limits found.
+    Ok((
+        vec![
+            (p.compute_s, producer),
+            (p.compute_s, p.producer_s / k.max(1e-9)),
+        ],
+        reason,
+    ))
+}

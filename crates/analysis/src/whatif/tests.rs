@@ -1,0 +1,190 @@
+//! The model on recorded sessions of real loaders (tests/data/sessions):
+//! the direction each lever must go on each shape, and what a recording
+//! that cannot be fitted says. How close the figures come to re-runs is
+//! measured by scripts/check-whatif.sh, not here.
+use super::*;
+use crate::{Thresholds, analyze};
+
+fn fixture(name: &str) -> (Session, Analysis) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/sessions")
+        .join(name);
+    let session = storprof_session::load::load(&dir).unwrap();
+    let analysis = analyze(&session, &Thresholds::default());
+    (session, analysis)
+}
+
+fn projected(name: &str, kind: LeverKind, factor: f64) -> Projection {
+    let (s, a) = fixture(name);
+    whatif(&s, &a, &[Lever { kind, factor }]).unwrap().remove(0)
+}
+
+fn gain(p: &Projection) -> f64 {
+    p.projected_au_percentage.unwrap() - p.au_percentage
+}
+
+/// A data-bound pipeline: 0.1 s steps, 0.02 s of compute, the data side
+/// spending `split` of its cycle, its loaders on `loader_cpus` CPUs of
+/// `cpus_for_loaders`.
+fn pipeline(split: Split, loader_cpus: f64, cpus_for_loaders: f64) -> Pipeline {
+    Pipeline {
+        steps: 100,
+        step_s: 0.1,
+        compute_s: 0.02,
+        overhead_s: 0.0,
+        wait_s: 0.08,
+        producer_s: 0.1,
+        producer_known: true,
+        loader_split: Some(split),
+        path_split: Some(split),
+        loaders: 4,
+        loader_cpus,
+        cpus_for_loaders,
+        io_headroom: None,
+        device_reads: true,
+    }
+}
+
+fn lever(kind: LeverKind, factor: f64) -> Lever {
+    Lever { kind, factor }
+}
+
+#[test]
+fn faster_storage_helps_a_storage_bound_pipeline_and_not_a_cpu_bound_reader() {
+    let storage_bound = Split {
+        io: 0.9,
+        cpu: 0.1,
+        ..Split::default()
+    };
+    let p = project(
+        &pipeline(storage_bound, 0.2, 2.0),
+        lever(LeverKind::Storage, 2.0),
+    );
+    // The cycle 0.1 × (1 − 0.9 / 2) = 0.055 s: AU 20% → 36.4%.
+    assert!(
+        (p.projected_au_percentage.unwrap() - 100.0 * 0.02 / 0.055).abs() < 1e-6,
+        "{p:?}"
+    );
+    let cpu = projected("real-pool-cpu-bound-reader", LeverKind::Storage, 2.0);
+    assert!(
+        cpu.projected_au_percentage.is_none() || gain(&cpu) < 3.0,
+        "{cpu:?}"
+    );
+}
+
+#[test]
+fn after_faster_storage_a_reader_that_becomes_cpu_bound_caps_the_gain() {
+    // Half the cycle on a CPU, 0.5 CPUs used of the 0.6 left: storage ×4
+    // would make the cycle 0.0625 s, but 0.05 s of CPU a step over 0.6
+    // CPUs takes 0.083 s.
+    let split = Split {
+        io: 0.5,
+        cpu: 0.5,
+        ..Split::default()
+    };
+    let p = project(&pipeline(split, 0.5, 0.6), lever(LeverKind::Storage, 4.0));
+    let capped = 100.0 * 0.02 / (0.05 / 0.6);
+    assert!(
+        (p.projected_au_percentage.unwrap() - capped).abs() < 1e-6,
+        "{p:?}"
+    );
+}
+
+#[test]
+fn more_threads_at_the_storage_limit_gain_nothing() {
+    let split = Split {
+        io: 0.9,
+        cpu: 0.1,
+        ..Split::default()
+    };
+    let mut at_limit = pipeline(split, 0.2, 2.0);
+    at_limit.io_headroom = Some(1.0);
+    let p = project(&at_limit, lever(LeverKind::ReadThreads, 2.0));
+    assert!((gain(&p)).abs() < 1e-6, "{p:?}");
+    assert!(p.reason.contains("headroom"), "{p:?}");
+    // With room to spare they halve the cycle.
+    let free = project(
+        &pipeline(split, 0.2, 2.0),
+        lever(LeverKind::ReadThreads, 2.0),
+    );
+    assert!(
+        (free.projected_au_percentage.unwrap() - 40.0).abs() < 1e-6,
+        "{free:?}"
+    );
+}
+
+#[test]
+fn faster_reader_code_helps_a_cpu_bound_reader() {
+    let p = projected("real-pool-cpu-bound-reader", LeverKind::ReaderCpu, 2.0);
+    assert!(gain(&p) > 5.0, "{p:?}");
+    let low = p.low.unwrap();
+    let high = p.high.unwrap();
+    assert!(
+        low <= p.projected_au_percentage.unwrap() + 1e-9 && high >= low,
+        "{p:?}"
+    );
+}
+
+#[test]
+fn longer_computation_raises_the_au_of_a_data_bound_job_and_keeps_a_compute_bound_one() {
+    let data_bound = projected("real-pool-cpu-bound-reader", LeverKind::Computation, 4.0);
+    assert!(gain(&data_bound) > 5.0, "{data_bound:?}");
+    // Spawned workers feeding a trainer that computes 98% of its window.
+    let compute_bound = projected("real-files-spawn", LeverKind::Computation, 2.0);
+    assert!(
+        compute_bound.projected_au_percentage.unwrap() >= compute_bound.au_percentage - 1.0,
+        "{compute_bound:?}"
+    );
+    // Twice the computation: at most about half the steps a second.
+    assert!(
+        compute_bound.projected_steps_per_s.unwrap() <= compute_bound.steps_per_s * 0.52,
+        "{compute_bound:?}"
+    );
+}
+
+#[test]
+fn more_threads_on_a_host_without_idle_cpus_gain_little() {
+    let (s, a) = fixture("real-pool-cpu-bound-reader");
+    let p = fit(&s, &a).unwrap();
+    let more = project(
+        &p,
+        Lever {
+            kind: LeverKind::ReadThreads,
+            factor: 2.0,
+        },
+    );
+    // The loaders already keep the CPUs left for them busy: no more than
+    // those CPUs can give.
+    let most = p.au_with(p.compute_s, p.loader_cpus * p.step_s / p.cpus_for_loaders);
+    assert!(
+        more.projected_au_percentage.unwrap() <= most.max(more.au_percentage) + 1e-6,
+        "{more:?} {p:?}"
+    );
+}
+
+#[test]
+fn a_cache_lever_without_device_reads_is_not_measurable() {
+    let p = projected("real-pool-cpu-bound-reader", LeverKind::Cache, 1.0);
+    if p.projected_au_percentage.is_none() {
+        assert!(p.reason.contains("not measurable"), "{p:?}");
+    }
+}
+
+#[test]
+fn a_recording_without_a_consumer_says_why_there_is_no_projection() {
+    let (s, a) = fixture("real-arrow-workers-no-trainer");
+    let err = whatif(&s, &a, &DEFAULT_LEVERS).unwrap_err();
+    assert!(
+        matches!(err, NoProjection::NoConsumer | NoProjection::NoWindow),
+        "{err:?}"
+    );
+    assert!(err.to_string().starts_with("no projection"), "{err}");
+}
+
+#[test]
+fn lever_names_round_trip() {
+    for kind in LeverKind::ALL {
+        assert_eq!(LeverKind::parse(kind.name()), Some(kind));
+    }
+    assert_eq!(LeverKind::parse("disk"), None);
+}

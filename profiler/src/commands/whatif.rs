@@ -1,0 +1,185 @@
+//! `storprof whatif DIR|BUNDLE [--lever NAME[=K]]... [--json]`: loads a
+//! session, analyses it, fits the pipeline model of
+//! `storprof_analysis::whatif` and prints one projection per lever (a
+//! table, or a JSON list).
+use std::fmt::Write as _;
+
+use super::load_thresholds;
+use crate::cli::{WhatifArgs, exit};
+use storprof_analysis::whatif::{self, DEFAULT_LEVERS, Lever, LeverKind, Pipeline, Projection};
+use storprof_report::bundle::load_bundle;
+use storprof_session::load::{self, LoadError};
+
+/// Parses `NAME` or `NAME=K`; Err: the usage error, in words.
+pub fn parse_lever(text: &str) -> Result<Lever, String> {
+    let (name, factor) = match text.split_once('=') {
+        Some((n, k)) => (n, Some(k)),
+        None => (text, None),
+    };
+    let Some(kind) = LeverKind::parse(name) else {
+        let names: Vec<&str> = LeverKind::ALL.iter().map(|k| k.name()).collect();
+        return Err(format!(
+            "--lever {text}: unknown lever {name:?} (one of {})",
+            names.join(", ")
+        ));
+    };
+    let factor = match (kind, factor) {
+        (LeverKind::Cache | LeverKind::Lock, None) => 1.0,
+        (LeverKind::Cache | LeverKind::Lock, Some(_)) => {
+            return Err(format!(
+                "--lever {text}: {name} takes no factor (it removes a cost)"
+            ));
+        }
+        (_, None) => 2.0,
+        (_, Some(k)) => match k.parse::<f64>() {
+            Ok(k) if k.is_finite() && k > 0.0 => k,
+            _ => {
+                return Err(format!(
+                    "--lever {text}: the factor must be a number above 0 (× today's value)"
+                ));
+            }
+        },
+    };
+    Ok(Lever { kind, factor })
+}
+
+/// The lever as a table shows it.
+fn lever_label(p: &Projection) -> String {
+    match p.lever {
+        LeverKind::Cache | LeverKind::Lock => p.lever.name().to_string(),
+        _ => format!("{} ×{}", p.lever.name(), p.factor),
+    }
+}
+
+/// The projections for `pipeline` as a table.
+pub fn render_table(pipeline: &Pipeline, projections: &[Projection]) -> String {
+    let mut out = String::new();
+    let p = pipeline;
+    let _ = writeln!(
+        out,
+        "what would help (a model, docs/src/whatif.md): today a step of {:.3} s = compute {:.3} s + the consumer's own {:.3} s + data wait {:.3} s (AU {:.1}% as compute / step), {:.2} steps/s",
+        p.step_s,
+        p.compute_s,
+        p.overhead_s,
+        p.wait_s,
+        100.0 * p.compute_s / p.step_s.max(1e-12),
+        1.0 / p.step_s.max(1e-12)
+    );
+    let _ = writeln!(
+        out,
+        "{:<18} {:>9} {:>13} {:>9}  why",
+        "lever", "AU", "range", "steps/s"
+    );
+    for p in projections {
+        match (p.projected_au_percentage, p.projected_steps_per_s) {
+            (Some(au), Some(rate)) => {
+                let range = match (p.low, p.high) {
+                    (Some(l), Some(h)) => format!("{l:.1}..{h:.1}"),
+                    _ => "—".to_string(),
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<18} {:>8.1}% {:>13} {:>9.2}  {}",
+                    lever_label(p),
+                    au,
+                    range,
+                    rate,
+                    p.reason
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "{:<18} {:>9} {:>13} {:>9}  {}",
+                    lever_label(p),
+                    "—",
+                    "—",
+                    "—",
+                    p.reason
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Runs `storprof whatif`.
+pub fn run(args: &WhatifArgs) -> anyhow::Result<i32> {
+    let thresholds = load_thresholds(args.thresholds.thresholds.as_deref())?;
+    let mut levers = Vec::new();
+    for text in &args.levers {
+        match parse_lever(text) {
+            Ok(l) => levers.push(l),
+            Err(why) => {
+                eprintln!("storprof: error: {why}");
+                return Ok(exit::USAGE);
+            }
+        }
+    }
+    if levers.is_empty() {
+        levers = DEFAULT_LEVERS.to_vec();
+    }
+    let session = if args.dir.is_file() {
+        load_bundle(&args.dir)?
+    } else {
+        match load::load(&args.dir) {
+            Ok(s) => s,
+            Err(
+                e @ (LoadError::MissingDir(_)
+                | LoadError::NotADir(_)
+                | LoadError::NotASession { .. }),
+            ) => {
+                eprintln!("storprof: error: {e}");
+                return Ok(exit::USAGE);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let analysis = storprof_analysis::analyze(&session, &thresholds);
+    let pipeline = match whatif::fit(&session, &analysis) {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("storprof: {why}");
+            return Ok(exit::ERROR);
+        }
+    };
+    let projections: Vec<Projection> = levers
+        .iter()
+        .map(|l| whatif::project(&pipeline, *l))
+        .collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&projections)?);
+    } else {
+        print!("{}", render_table(&pipeline, &projections));
+    }
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levers_parse_with_or_without_a_factor_and_bad_ones_are_refused() {
+        assert_eq!(
+            parse_lever("storage=4"),
+            Ok(Lever {
+                kind: LeverKind::Storage,
+                factor: 4.0
+            })
+        );
+        assert_eq!(parse_lever("read-threads").map(|l| l.factor), Ok(2.0));
+        assert_eq!(parse_lever("cache").map(|l| l.kind), Ok(LeverKind::Cache));
+        for bad in [
+            "disk=2",
+            "storage=0",
+            "storage=-1",
+            "storage=x",
+            "cache=2",
+            "computation=inf",
+        ] {
+            assert!(parse_lever(bad).is_err(), "{bad}");
+        }
+        assert!(parse_lever("disk").unwrap_err().contains("read-threads"));
+    }
+}
