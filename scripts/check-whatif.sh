@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# storprof whatif against reality: each case is recorded once, its levers
+# projected from that one recording (`storprof whatif --json`), then each
+# lever is applied for real and the job re-run; the table gives the
+# projected AU, its range, the AU the re-run measured (the workload's own:
+# the bench's summary.json, DLIO's formula) and the error. Not a timed
+# test: a check of the model, run by hand or by CI in its short form.
+#
+# Cases (`storprof bench` over a small flux dataset made by `storprof
+# datagen`, 32 steps of 4 samples, 2 read threads unless a lever changes
+# them), each with an AU in mid-range so that errors show:
+#   storage   O_DIRECT reads through a blkio throttle of 16 MiB/s, 0.25 s
+#             of compute: storage ×2 (32 MiB/s), read-threads ×2,
+#             computation ×2 and ×0.5;
+#   reader    the #330 reader (dlio-legacy) on cached data, one read
+#             thread, 40 ms of compute: read-threads ×2, computation ×2 and
+#             ×0.5 (reader-cpu has no faster reader to swap in: left out);
+#   compute   the raw reader on cached data, 0.2 s of compute:
+#             computation ×0.25, read-threads ×2.
+# Goal (docs/src/whatif.md): |projected − measured| ≤ 5 AU points on 90%
+# of the levers, and never a wrong sign (a gain projected where the re-run
+# loses, or none where it gains ≥ 10 points). Exit 1 when missed.
+#
+#   sudo bash scripts/check-whatif.sh [CASES]      CASES default "storage reader compute"
+#   STORPROF=path/to/storprof skips the build; REPEATS (default 3): plain
+#   runs per measured figure, their median; KEEP=1 keeps the work dir.
+# The base is recorded once under `storprof record`; every measured AU,
+# the base's too, is the median of REPEATS plain runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CASES=${1:-storage reader compute}
+REPEATS=${REPEATS:-3}
+[ "$(id -u)" = 0 ] || { echo "check-whatif.sh: needs root (recording, blkio throttles)" >&2; exit 2; }
+export PATH="$HOME/.cargo/bin:$PATH"
+TARGET=${CARGO_TARGET_DIR:-$PWD/target}
+if [ -z "${STORPROF:-}" ]; then
+    cargo build --release -q --bin storprof
+    STORPROF=$TARGET/release/storprof
+fi
+WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/storprof-whatif.XXXXXX")
+CG=/sys/fs/cgroup/blkio/storprof-whatif-$$
+cleanup() { rmdir "$CG" 2> /dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$WORK"; }
+trap cleanup EXIT
+DATA=$WORK/data
+SMALL=(--param dataset.num_files_train=8 --param dataset.num_samples_per_file=16
+    --param dataset.parquet_row_group_size=8)
+"$STORPROF" -q datagen --workload flux --data-dir "$DATA" "${SMALL[@]}" --results-dir "$WORK/datagen" > /dev/null
+
+# throttle BYTES_PER_S: the cgroup every run joins (0: no limit).
+throttle() {
+    [ -f /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device ] ||
+        { echo "check-whatif.sh: needs cgroup v1 blkio throttling" >&2; exit 2; }
+    mkdir -p "$CG"
+    local dev
+    dev=$(stat -c '%d' "$DATA")
+    echo "$((dev >> 8)):$((dev & 255)) $1" > "$CG/blkio.throttle.read_bps_device"
+}
+
+# evict: the dataset out of the page cache (O_DIRECT reads skip it anyway).
+evict() { find "$DATA" -type f -exec dd if=/dev/null of={} oflag=nocache conv=notrunc,fdatasync status=none \; ; }
+
+# bench_cmd NAME RT COMP READER [extra...]: the bench's command line, in CMD.
+bench_cmd() {
+    local name=$1 rt=$2 comp=$3 reader=$4
+    shift 4
+    CMD=("$STORPROF" bench --workload flux --data-dir "$DATA" --reader "$reader"
+        --read-threads "$rt" --computation-time "$comp" --results-dir "$WORK/$name-results"
+        "${SMALL[@]}" --param reader.batch_size=4 --param train.epochs=1 "$@")
+}
+
+# in_cgroup CMD...: a shell line that joins the throttle's cgroup, then runs CMD.
+in_cgroup() { echo "echo \$\$ > $CG/cgroup.procs && exec $(printf '%q ' "$@")"; }
+
+# au RESULTS_DIR: the bench's own AU (DLIO's formula) from its summary.json.
+au() {
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metric"]["train_au_mean_percentage"])' \
+        "$(find "$1" -name summary.json | head -1)"
+}
+
+# record CASE RT COMP READER [extra...]: the case's base run under
+# `storprof record` (the recording the projections come from).
+record() {
+    local case=$1
+    shift
+    bench_cmd "$case-recorded" "$@"
+    "$STORPROF" record --live off -o "$WORK/$case-base" -- sh -c "$(in_cgroup "${CMD[@]}")" \
+        > "$WORK/$case-base.log" 2>&1 ||
+        { echo "recording $case failed:" >&2; tail -5 "$WORK/$case-base.log" >&2; exit 1; }
+}
+
+# measure NAME RT COMP READER [extra...]: the median AU of REPEATS plain
+# runs (the page cache evicted before each when the data is read O_DIRECT).
+measure() {
+    local name=$1 aus=()
+    shift
+    for i in $(seq 1 "$REPEATS"); do
+        bench_cmd "$name-$i" "$@"
+        [[ " $* " == *" --odirect "* ]] && evict
+        sh -c "$(in_cgroup "${CMD[@]}")" > "$WORK/$name-$i.log" 2>&1 ||
+            { echo "run $name failed:" >&2; tail -5 "$WORK/$name-$i.log" >&2; exit 1; }
+        aus+=("$(au "$WORK/$name-$i-results")")
+    done
+    printf '%s\n' "${aus[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
+
+ROWS=$WORK/rows.tsv
+: > "$ROWS"
+# check CASE LEVER=K MEASURED: one row from the case's projections.
+check() {
+    python3 - "$WORK/$1.whatif.json" "$1" "$2" "$3" "$4" >> "$ROWS" <<'PY'
+import json, sys
+path, case, lever, base, measured = sys.argv[1:]
+name, _, k = lever.partition("=")
+for p in json.load(open(path)):
+    if p["lever"] == name and (not k or abs(p["factor"] - float(k)) < 1e-9):
+        proj = p["projected_au_percentage"]
+        print(case, lever, base, "-" if proj is None else f"{proj:.1f}",
+              "-" if p["low"] is None else f"{p['low']:.1f}..{p['high']:.1f}", measured, sep="\t")
+        break
+PY
+}
+
+# project CASE LEVERS...: storprof whatif on the case's base recording.
+project() {
+    local case=$1
+    shift
+    local args=()
+    for l in "$@"; do args+=(--lever "$l"); done
+    "$STORPROF" whatif "$WORK/$case-base" --json "${args[@]}" > "$WORK/$case.whatif.json"
+}
+
+for case in $CASES; do
+    echo "== case $case" >&2
+    case $case in
+    storage)
+        throttle $((16 << 20)); evict
+        record storage 2 0.25 raw --odirect
+        project storage storage=2 read-threads=2 computation=2 computation=0.5
+        base=$(measure storage-base 2 0.25 raw --odirect)
+        throttle $((32 << 20))
+        check storage storage=2 "$base" "$(measure storage-s2 2 0.25 raw --odirect)"
+        throttle $((16 << 20))
+        check storage read-threads=2 "$base" "$(measure storage-rt4 4 0.25 raw --odirect)"
+        check storage computation=2 "$base" "$(measure storage-c2 2 0.5 raw --odirect)"
+        check storage computation=0.5 "$base" "$(measure storage-c05 2 0.125 raw --odirect)"
+        ;;
+    reader)
+        throttle 0
+        record reader 1 0.04 dlio-legacy
+        project reader read-threads=2 computation=2 computation=0.5
+        base=$(measure reader-base 1 0.04 dlio-legacy)
+        check reader read-threads=2 "$base" "$(measure reader-rt2 2 0.04 dlio-legacy)"
+        check reader computation=2 "$base" "$(measure reader-c2 1 0.08 dlio-legacy)"
+        check reader computation=0.5 "$base" "$(measure reader-c05 1 0.02 dlio-legacy)"
+        ;;
+    compute)
+        throttle 0
+        record compute 2 0.2 raw
+        project compute computation=0.25 read-threads=2
+        base=$(measure compute-base 2 0.2 raw)
+        check compute computation=0.25 "$base" "$(measure compute-c025 2 0.05 raw)"
+        check compute read-threads=2 "$base" "$(measure compute-rt4 4 0.2 raw)"
+        ;;
+    *) echo "unknown case $case (storage, reader, compute)" >&2; exit 2 ;;
+    esac
+done
+
+python3 - "$ROWS" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+print(f"{'case':<8} {'lever':<15} {'AU now':>7} {'projected':>9} {'range':>12} {'measured':>8} {'error':>6}  sign")
+within = tried = wrong = 0
+for case, lever, base, proj, rng, meas in rows:
+    base, meas = float(base), float(meas)
+    if proj == "-":
+        print(f"{case:<8} {lever:<15} {base:>7.1f} {'—':>9} {'—':>12} {meas:>8.1f} {'—':>6}  not projected")
+        continue
+    proj = float(proj)
+    err = proj - meas
+    tried += 1
+    within += abs(err) <= 5.0
+    gain_p, gain_m = proj - base, meas - base
+    bad = (gain_p > 5 and gain_m < -5) or (gain_p < -5 and gain_m > 5) or (abs(gain_p) < 2 and gain_m >= 10)
+    wrong += bad
+    print(f"{case:<8} {lever:<15} {base:>7.1f} {proj:>9.1f} {rng:>12} {meas:>8.1f} {err:>+6.1f}  {'WRONG' if bad else 'ok'}")
+share = within / tried if tried else 0.0
+print(f"within 5 points: {within}/{tried} ({100 * share:.0f}%, goal 90%); wrong signs: {wrong} (goal 0)")
+sys.exit(0 if tried and share >= 0.9 and wrong == 0 else 1)
+PY
