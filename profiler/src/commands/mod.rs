@@ -43,3 +43,25 @@ pub fn session_output_file(
 pub fn load_thresholds(path: Option<&Path>) -> anyhow::Result<Thresholds> {
     thresholds::load(path).map_err(|e| anyhow::Error::new(crate::cli::UsageError(e.to_string())))
 }
+
+/// The session at `path`: a bundle read in place, or a session
+/// directory. Ok(Err(code)): a path that is not a session, already said
+/// on stderr, and the exit code for it (a usage error).
+pub fn load_session_arg(
+    path: &Path,
+) -> anyhow::Result<Result<storprof_session::load::Session, i32>> {
+    use storprof_session::load::{self, LoadError};
+    if path.is_file() {
+        return Ok(Ok(storprof_report::bundle::load_bundle(path)?));
+    }
+    match load::load(path) {
+        Ok(s) => Ok(Ok(s)),
+        Err(
+            e @ (LoadError::MissingDir(_) | LoadError::NotADir(_) | LoadError::NotASession { .. }),
+        ) => {
+            eprintln!("storprof: error: {e}");
+            Ok(Err(crate::cli::exit::USAGE))
+        }
+        Err(e) => Err(e.into()),
+    }
+}

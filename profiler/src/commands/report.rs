@@ -8,13 +8,9 @@ use super::load_thresholds;
 use crate::cli::{ReportArgs, exit};
 use storprof_report::{
     self, ReportOptions,
-    bundle::load_bundle,
     report::{render_terminal, verdict_json},
 };
-use storprof_session::{
-    load::{self, LoadError},
-    safe_path,
-};
+use storprof_session::safe_path;
 
 /// Whether `path` names a bundle rather than a session directory.
 fn is_bundle(path: &Path) -> bool {
@@ -28,21 +24,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         ..ReportOptions::default()
     };
     let bundle = is_bundle(&args.dir);
-    let session = if bundle {
-        load_bundle(&args.dir)?
-    } else {
-        match load::load(&args.dir) {
-            Ok(s) => s,
-            Err(
-                e @ (LoadError::MissingDir(_)
-                | LoadError::NotADir(_)
-                | LoadError::NotASession { .. }),
-            ) => {
-                eprintln!("storprof: error: {e}");
-                return Ok(exit::USAGE);
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let session = match super::load_session_arg(&args.dir)? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
     };
     // Where the files go: -o, else the session directory; a bundle or
     // --json alone writes none.

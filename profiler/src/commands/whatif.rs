@@ -7,8 +7,6 @@ use std::fmt::Write as _;
 use super::load_thresholds;
 use crate::cli::{WhatifArgs, exit};
 use storprof_analysis::whatif::{self, DEFAULT_LEVERS, Lever, LeverKind, Pipeline, Projection};
-use storprof_report::bundle::load_bundle;
-use storprof_session::load::{self, LoadError};
 
 /// Parses `NAME` or `NAME=K`; Err: the usage error, in words.
 pub fn parse_lever(text: &str) -> Result<Lever, String> {
@@ -119,21 +117,9 @@ pub fn run(args: &WhatifArgs) -> anyhow::Result<i32> {
     if levers.is_empty() {
         levers = DEFAULT_LEVERS.to_vec();
     }
-    let session = if args.dir.is_file() {
-        load_bundle(&args.dir)?
-    } else {
-        match load::load(&args.dir) {
-            Ok(s) => s,
-            Err(
-                e @ (LoadError::MissingDir(_)
-                | LoadError::NotADir(_)
-                | LoadError::NotASession { .. }),
-            ) => {
-                eprintln!("storprof: error: {e}");
-                return Ok(exit::USAGE);
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let session = match super::load_session_arg(&args.dir)? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
     };
     let analysis = storprof_analysis::analyze(&session, &thresholds);
     let pipeline = match whatif::fit(&session, &analysis) {
