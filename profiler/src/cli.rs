@@ -363,8 +363,9 @@ pub struct WhatifArgs {
     pub dir: PathBuf,
     /// A lever, NAME or NAME=K (K× today's value: a speed, or for
     /// computation a time): storage, cache, read-threads, reader-cpu,
-    /// computation, network, lock. Repeatable. Default: storage=2,
-    /// read-threads=2, computation=2, computation=4.
+    /// computation, network, lock. Repeatable. Default: the reports'
+    /// table: every fix ×2 (storage, cache, read-threads, reader-cpu,
+    /// network, lock), computation=2 and computation=4.
     #[arg(long = "lever", value_name = "NAME[=K]")]
     pub levers: Vec<String>,
     #[command(flatten)]

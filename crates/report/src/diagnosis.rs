@@ -7,11 +7,14 @@
 //!                                               │ actions::actions(decision, features)
 //!                                               ▼
 //!                                  Diagnosis { verdict (sentences), features, .. }
+//! Session + Analysis ──► whatif::table(REPORT_LEVERS) ──► Diagnosis.what_would_help
 //! ```
 use serde::Serialize;
 use serde_json::Value;
 use storprof_analysis::{
-    Analysis, Features, HotFrames, Thresholds, Verdict, WaitAnalysis, thresholds::ThresholdOverride,
+    Analysis, Features, HotFrames, Thresholds, Verdict, WaitAnalysis,
+    thresholds::ThresholdOverride,
+    whatif::{self, REPORT_LEVERS, WhatIf},
 };
 use storprof_session::load::Session;
 
@@ -30,6 +33,8 @@ pub struct Diagnosis {
     pub hot_offcpu: HotFrames,
     /// Who waits for whom (None: a format 1 session, or no wake-up probe).
     pub wait: Option<WaitAnalysis>,
+    /// The AU projected per lever (a model), or why there is none.
+    pub what_would_help: WhatIf,
 }
 
 impl From<Analysis> for Diagnosis {
@@ -43,14 +48,18 @@ impl From<Analysis> for Diagnosis {
             hot_oncpu: a.hot_oncpu,
             hot_offcpu: a.hot_offcpu,
             wait: a.wait,
+            what_would_help: WhatIf::default(),
         }
     }
 }
 
-/// Analyses `session` and words the verdict; thresholds that differ from
-/// the defaults are recorded in it.
+/// Analyses `session`, words the verdict and projects what would help;
+/// thresholds that differ from the defaults are recorded in it.
 pub fn diagnose(session: &Session, thresholds: &Thresholds) -> Diagnosis {
-    let mut d: Diagnosis = storprof_analysis::analyze(session, thresholds).into();
+    let analysis = storprof_analysis::analyze(session, thresholds);
+    let what_would_help = whatif::table(session, &analysis, &REPORT_LEVERS);
+    let mut d = Diagnosis::from(analysis);
+    d.what_would_help = what_would_help;
     d.verdict.threshold_overrides = threshold_overrides(thresholds);
     d
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::load_thresholds;
 use crate::cli::{WhatifArgs, exit};
-use storprof_analysis::whatif::{self, DEFAULT_LEVERS, Lever, LeverKind, Pipeline, Projection};
+use storprof_analysis::whatif::{self, Lever, LeverKind, Projection, REPORT_LEVERS, Today};
 
 /// Parses `NAME` or `NAME=K`; Err: the usage error, in words.
 pub fn parse_lever(text: &str) -> Result<Lever, String> {
@@ -41,27 +41,14 @@ pub fn parse_lever(text: &str) -> Result<Lever, String> {
     Ok(Lever { kind, factor })
 }
 
-/// The lever as a table shows it.
-fn lever_label(p: &Projection) -> String {
-    match p.lever {
-        LeverKind::Cache | LeverKind::Lock => p.lever.name().to_string(),
-        _ => format!("{} ×{}", p.lever.name(), p.factor),
-    }
-}
-
-/// The projections for `pipeline` as a table.
-pub fn render_table(pipeline: &Pipeline, projections: &[Projection]) -> String {
+/// The projections from `today` as a table.
+pub fn render_table(today: &Today, projections: &[Projection]) -> String {
     let mut out = String::new();
-    let p = pipeline;
+    let p = today;
     let _ = writeln!(
         out,
         "what would help (a model, docs/src/whatif.md): today a step of {:.3} s = compute {:.3} s + the consumer's own {:.3} s + data wait {:.3} s (AU {:.1}% as compute / step), {:.2} steps/s",
-        p.step_s,
-        p.compute_s,
-        p.overhead_s,
-        p.wait_s,
-        100.0 * p.compute_s / p.step_s.max(1e-12),
-        1.0 / p.step_s.max(1e-12)
+        p.step_s, p.compute_s, p.overhead_s, p.wait_s, p.au_percentage, p.steps_per_s
     );
     let _ = writeln!(
         out,
@@ -71,16 +58,12 @@ pub fn render_table(pipeline: &Pipeline, projections: &[Projection]) -> String {
     for p in projections {
         match (p.projected_au_percentage, p.projected_steps_per_s) {
             (Some(au), Some(rate)) => {
-                let range = match (p.low, p.high) {
-                    (Some(l), Some(h)) => format!("{l:.1}..{h:.1}"),
-                    _ => "—".to_string(),
-                };
                 let _ = writeln!(
                     out,
                     "{:<18} {:>8.1}% {:>13} {:>9.2}  {}",
-                    lever_label(p),
+                    p.label(),
                     au,
-                    range,
+                    p.range_text(),
                     rate,
                     p.reason
                 );
@@ -89,7 +72,7 @@ pub fn render_table(pipeline: &Pipeline, projections: &[Projection]) -> String {
                 let _ = writeln!(
                     out,
                     "{:<18} {:>9} {:>13} {:>9}  {}",
-                    lever_label(p),
+                    p.label(),
                     "—",
                     "—",
                     "—",
@@ -115,28 +98,24 @@ pub fn run(args: &WhatifArgs) -> anyhow::Result<i32> {
         }
     }
     if levers.is_empty() {
-        levers = DEFAULT_LEVERS.to_vec();
+        levers = REPORT_LEVERS.to_vec();
     }
     let session = match super::load_session_arg(&args.dir)? {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
     let analysis = storprof_analysis::analyze(&session, &thresholds);
-    let pipeline = match whatif::fit(&session, &analysis) {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("storprof: {why}");
-            return Ok(exit::ERROR);
-        }
+    let table = whatif::table(&session, &analysis, &levers);
+    let (Some(today), None) = (&table.today, &table.none) else {
+        let why = table.none.as_deref().unwrap_or("no projection");
+        eprintln!("storprof: {why}");
+        return Ok(exit::ERROR);
     };
-    let projections: Vec<Projection> = levers
-        .iter()
-        .map(|l| whatif::project(&pipeline, *l))
-        .collect();
+    let projections = &table.projections;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&projections)?);
+        println!("{}", serde_json::to_string_pretty(projections)?);
     } else {
-        print!("{}", render_table(&pipeline, &projections));
+        print!("{}", render_table(today, projections));
     }
     Ok(exit::OK)
 }

@@ -13,7 +13,9 @@
 //! Everything from `status_of` on is pure and unit-tested over recorded
 //! sessions; the screen writes ANSI to stderr: a status block pinned under
 //! a scroll region, so the workload's own output scrolls above it.
-use std::{fmt::Write as _, time::Duration};
+use std::time::Duration;
+
+use super::screen::clock;
 use storprof_report::diagnosis::Diagnosis;
 
 pub use super::screen::Screen;
@@ -178,6 +180,10 @@ pub struct LiveStatus {
     /// The consumer the analysis found (tid), if any: a verdict about
     /// another thread than the last update's is a new reading.
     pub consumer: Option<u32>,
+    /// The fix projected to help most (`read-threads ×2 → AU 62%`),
+    /// "nothing on the data side" when none would, None while it is too
+    /// early or the recording gives no projection.
+    pub help: Option<String>,
 }
 
 /// What the first analysis is taken to cost (s of CPU) before any was
@@ -327,6 +333,7 @@ pub fn before_analysis(
         )),
         shown: None,
         consumer: None,
+        help: None,
     }
 }
 
@@ -407,6 +414,7 @@ pub fn status_of(
     } else {
         phase
     };
+    let help = too_early.is_none().then(|| help_text(analysis)).flatten();
     LiveStatus {
         elapsed_s,
         phase,
@@ -429,7 +437,23 @@ pub fn status_of(
             .as_ref()
             .and_then(|w| w.consumers.first())
             .map(|c| c.tid),
+        help,
     }
+}
+
+/// The status's "would help": the best fix projected, or that none helps.
+fn help_text(analysis: &Diagnosis) -> Option<String> {
+    let w = &analysis.what_would_help;
+    let today = w.today.as_ref()?;
+    Some(match w.helps().first() {
+        Some(p) => format!(
+            "{} → AU {:.0}% (today {:.0}%)",
+            p.label(),
+            p.projected_au_percentage.unwrap_or(today.au_percentage),
+            today.au_percentage
+        ),
+        None => "nothing on the data side".to_string(),
+    })
 }
 
 /// Why a live verdict is too early to mean much: fewer than
@@ -504,101 +528,6 @@ impl VerdictSmoother {
         }
         s.shown = self.shown;
     }
-}
-
-/// The verdict part of a status as shown: the steady verdict, the
-/// analysis's own when it differs ("changing to"), or "too early".
-fn verdict_text(s: &LiveStatus) -> String {
-    match (s.shown, &s.too_early) {
-        (None, Some(why)) => why.clone(),
-        (None, None) if s.inconclusive => "no clear verdict yet".to_string(),
-        (None, None) => format!("settling ({}?)", s.verdict),
-        (Some(shown), _) if shown != s.verdict => {
-            format!("{shown} (changing to {}?)", s.verdict)
-        }
-        (Some(shown), _) => shown.to_string(),
-    }
-}
-
-/// Lines of the status block (no colours; the screen truncates them).
-pub fn render_block(s: &LiveStatus) -> Vec<String> {
-    let mut lines = Vec::new();
-    let au = s.au.map_or_else(
-        || "AU —".to_string(),
-        |a| format!("AU {a:.1}% (data wait {:.1}%)", 100.0 - a),
-    );
-    lines.push(format!(
-        "storprof live  {}  phase {}  {au}",
-        clock(s.elapsed_s),
-        s.phase
-    ));
-    if s.confidence_label.is_empty() {
-        // Before the first analysis: nothing to qualify.
-        lines.push(format!("verdict {}", verdict_text(s)));
-    } else {
-        lines.push(format!(
-            "verdict {}{}  confidence {} {:.2}",
-            verdict_text(s),
-            if s.inconclusive {
-                " (inconclusive)"
-            } else {
-                ""
-            },
-            s.confidence_label,
-            s.confidence
-        ));
-    }
-    lines.push(format!("  {}", s.headline));
-    lines.push(format!(
-        "I/O (last {:.0} s)  device {:.1} MiB/s  read syscalls {:.1} MiB/s",
-        s.recent_s, s.device_mib_per_s, s.read_mib_per_s
-    ));
-    let mut threads = String::from("busiest");
-    if s.busiest.is_empty() {
-        threads.push_str("  (no thread seen yet)");
-    }
-    for t in &s.busiest {
-        let _ = write!(threads, "  {}", t.label());
-    }
-    lines.push(threads);
-    lines
-}
-
-/// Rows of the status block ([`render_block`]'s lines).
-pub const BLOCK_ROWS: u16 = 5;
-
-/// One status line (when stderr is not a terminal).
-pub fn render_line(s: &LiveStatus) -> String {
-    let au = s.au.map_or_else(String::new, |a| format!(" AU {a:.1}%"));
-    let busiest: Vec<String> = s.busiest.iter().map(LiveThread::label).collect();
-    let confidence = if s.confidence_label.is_empty() {
-        String::new()
-    } else {
-        format!(" ({} {:.2})", s.confidence_label, s.confidence)
-    };
-    format!(
-        "storprof: live {} {}{au} verdict {}{}{confidence} device {:.1} MiB/s read {:.1} MiB/s busiest {}",
-        clock(s.elapsed_s),
-        s.phase,
-        verdict_text(s),
-        if s.inconclusive && s.shown.is_some() {
-            "?"
-        } else {
-            ""
-        },
-        s.device_mib_per_s,
-        s.read_mib_per_s,
-        if busiest.is_empty() {
-            "-".to_string()
-        } else {
-            busiest.join(", ")
-        }
-    )
-}
-
-fn clock(s: f64) -> String {
-    let s = s.max(0.0) as u64;
-    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// Tracks how long the verdict has held over the training window.

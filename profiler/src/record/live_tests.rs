@@ -1,5 +1,6 @@
 //! The live view's pure parts over recorded sessions.
 use super::*;
+use crate::record::screen::{BLOCK_ROWS, render_block, render_line};
 
 fn fixture(name: &str) -> Session {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -99,8 +100,16 @@ fn the_status_of_a_real_cpu_bound_pool_names_its_verdict_phase_and_busy_workers(
     assert!(block[1].contains("cpu-bound-reader"));
     assert!(block[3].contains("device") && block[3].contains("read syscalls"));
     assert!(block[4].contains(&s.busiest[0].comm));
+    // Faster reader code or more workers: both are projected to help.
+    assert!(block[5].starts_with("would help  "), "{block:?}");
+    let help = s.help.clone().unwrap_or_default();
+    assert!(
+        help.starts_with("reader-cpu ×2 → AU") || help.starts_with("read-threads ×2 → AU"),
+        "{help}"
+    );
     let line = render_line(&s);
     assert!(line.contains("verdict cpu-bound-reader"), "{line}");
+    assert!(line.ends_with(&format!(" would help {help}")), "{line}");
 }
 
 fn at(elapsed_s: f64, verdict: VerdictId, label: &str, phase: &'static str) -> LiveStatus {
@@ -122,6 +131,7 @@ fn at(elapsed_s: f64, verdict: VerdictId, label: &str, phase: &'static str) -> L
         too_early: None,
         shown: Some(verdict),
         consumer: Some(1),
+        help: None,
     }
 }
 

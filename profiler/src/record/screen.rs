@@ -7,7 +7,7 @@ use std::{
     io::{IsTerminal, Write},
 };
 
-use super::live::{BLOCK_ROWS, LiveStatus, LiveView, render_block, render_line};
+use super::live::{LiveStatus, LiveThread, LiveView};
 
 /// Where live updates go.
 pub struct Screen {
@@ -118,4 +118,110 @@ fn terminal_size() -> Option<(u16, u16)> {
     // SAFETY: TIOCGWINSZ writes one winsize into the valid pointer given.
     let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) };
     (rc == 0 && ws.ws_row > 0 && ws.ws_col > 0).then_some((ws.ws_row, ws.ws_col))
+}
+
+/// The verdict part of a status as shown: the steady verdict, the
+/// analysis's own when it differs ("changing to"), or "too early".
+fn verdict_text(s: &LiveStatus) -> String {
+    match (s.shown, &s.too_early) {
+        (None, Some(why)) => why.clone(),
+        (None, None) if s.inconclusive => "no clear verdict yet".to_string(),
+        (None, None) => format!("settling ({}?)", s.verdict),
+        (Some(shown), _) if shown != s.verdict => {
+            format!("{shown} (changing to {}?)", s.verdict)
+        }
+        (Some(shown), _) => shown.to_string(),
+    }
+}
+
+/// Lines of the status block (no colours; the screen truncates them).
+pub fn render_block(s: &LiveStatus) -> Vec<String> {
+    let mut lines = Vec::new();
+    let au = s.au.map_or_else(
+        || "AU —".to_string(),
+        |a| format!("AU {a:.1}% (data wait {:.1}%)", 100.0 - a),
+    );
+    lines.push(format!(
+        "storprof live  {}  phase {}  {au}",
+        clock(s.elapsed_s),
+        s.phase
+    ));
+    if s.confidence_label.is_empty() {
+        // Before the first analysis: nothing to qualify.
+        lines.push(format!("verdict {}", verdict_text(s)));
+    } else {
+        lines.push(format!(
+            "verdict {}{}  confidence {} {:.2}",
+            verdict_text(s),
+            if s.inconclusive {
+                " (inconclusive)"
+            } else {
+                ""
+            },
+            s.confidence_label,
+            s.confidence
+        ));
+    }
+    lines.push(format!("  {}", s.headline));
+    lines.push(format!(
+        "I/O (last {:.0} s)  device {:.1} MiB/s  read syscalls {:.1} MiB/s",
+        s.recent_s, s.device_mib_per_s, s.read_mib_per_s
+    ));
+    let mut threads = String::from("busiest");
+    if s.busiest.is_empty() {
+        threads.push_str("  (no thread seen yet)");
+    }
+    for t in &s.busiest {
+        let _ = write!(threads, "  {}", t.label());
+    }
+    lines.push(threads);
+    lines.push(format!(
+        "would help  {}",
+        s.help.as_deref().unwrap_or(if s.shown.is_some() {
+            "(no projection)"
+        } else {
+            "(with the verdict)"
+        })
+    ));
+    lines
+}
+
+/// Rows of the status block ([`render_block`]'s lines).
+pub const BLOCK_ROWS: u16 = 6;
+
+/// One status line (when stderr is not a terminal).
+pub fn render_line(s: &LiveStatus) -> String {
+    let au = s.au.map_or_else(String::new, |a| format!(" AU {a:.1}%"));
+    let busiest: Vec<String> = s.busiest.iter().map(LiveThread::label).collect();
+    let confidence = if s.confidence_label.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} {:.2})", s.confidence_label, s.confidence)
+    };
+    format!(
+        "storprof: live {} {}{au} verdict {}{}{confidence} device {:.1} MiB/s read {:.1} MiB/s busiest {}{}",
+        clock(s.elapsed_s),
+        s.phase,
+        verdict_text(s),
+        if s.inconclusive && s.shown.is_some() {
+            "?"
+        } else {
+            ""
+        },
+        s.device_mib_per_s,
+        s.read_mib_per_s,
+        if busiest.is_empty() {
+            "-".to_string()
+        } else {
+            busiest.join(", ")
+        },
+        s.help
+            .as_deref()
+            .map_or(String::new(), |h| format!(" would help {h}"))
+    )
+}
+
+pub(super) fn clock(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }

@@ -101,6 +101,10 @@ pub struct Pipeline {
     pub io_headroom: Option<f64>,
     /// Whether reads reached a block device.
     pub device_reads: bool,
+    /// The share of the data side's cycle spent waiting for a lock that
+    /// more loaders would wait for too: its locks, and the GIL when the
+    /// loaders are threads of one process (processes each have their own).
+    pub serial_share: f64,
 }
 
 /// Fits the model to `session` and its `analysis`.
@@ -141,23 +145,7 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         .collect();
     let states = LoaderStates::over_window(session, &loader_tids, window.buckets);
     let path_split = path_split(wait);
-    // The loaders' sleep, split as the critical path splits what is not
-    // CPU, run queue or block I/O (the network, locks), else "other".
-    let loader_split = states.and_then(|s| {
-        let rest = path_split.map_or(0.0, |p| p.network + p.lock + p.other);
-        let of_rest = |x: f64| if rest > 0.0 { x / rest } else { 0.0 };
-        let (net, lock) = path_split.map_or((0.0, 0.0), |p| (of_rest(p.network), of_rest(p.lock)));
-        Split {
-            cpu: s.cpu_s,
-            runnable: s.runnable_s,
-            io: s.io_s,
-            network: s.sleep_s * net,
-            lock: s.sleep_s * lock,
-            other: 0.0,
-        }
-        .normalized()
-    });
-
+    let loader_split = states.and_then(|s| loader_split(s, path_split));
     let data_bound = 1.0 - au >= DATA_BOUND_WAIT_SHARE;
     let busy_share = states.map(|s| s.busy_share());
     // The data side's cycle as the consumer sees it: its compute and its
@@ -214,6 +202,18 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         })
         .map(|h| h.max(1.0));
 
+    let loader_processes: std::collections::BTreeSet<u32> = wait
+        .roles
+        .iter()
+        .filter(|r| matches!(r.role, Role::Loader | Role::Helper))
+        .map(|r| r.pid)
+        .collect();
+    let serial_share = serial_share(
+        wait,
+        loader_split.or(path_split),
+        loader_processes.len() <= 1,
+    );
+
     Ok(Pipeline {
         steps: consumer.steps,
         step_s,
@@ -229,7 +229,30 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         cpus_for_loaders,
         io_headroom,
         device_reads,
+        serial_share,
     })
+}
+
+/// The lock share of `split` that more loaders would not shorten: all of
+/// it for locks; the GIL's part only when the loaders share one process.
+fn serial_share(wait: &crate::WaitAnalysis, split: Option<Split>, one_process: bool) -> f64 {
+    let Some(split) = split else {
+        return 0.0;
+    };
+    let of = |kind: PathKind| -> f64 {
+        wait.critical_path
+            .iter()
+            .filter(|p| p.kind == kind)
+            .map(|p| p.share)
+            .sum()
+    };
+    let (lock, gil) = (of(PathKind::Lock), of(PathKind::Gil));
+    let shared = if lock + gil <= 0.0 || one_process {
+        1.0
+    } else {
+        lock / (lock + gil)
+    };
+    split.lock * shared
 }
 
 /// Device `name`'s read rate (MiB/s) and busy share over the window's
@@ -250,6 +273,44 @@ fn device_over_window(
     let rate = sum(&dev.read_bytes) / (1 << 20) as f64 / span_s;
     let busy = (sum(&dev.busy_ns) / 1e9 / span_s).min(1.0);
     Some((rate, busy))
+}
+
+/// The loaders' time split by state. Their thread states cannot tell a
+/// sleep on the network or a lock from an idle one (a worker whose queue
+/// is full), so their sleep counts as network and lock waits only as far
+/// as the critical path saw those beside the busy states: in the path's
+/// proportion to them, and never more than they slept. A path of nothing
+/// but waits (a reader on the network) gives the sleep as the path
+/// splits it.
+fn loader_split(s: LoaderStates, path: Option<Split>) -> Option<Split> {
+    let busy_s = s.cpu_s + s.runnable_s + s.io_s;
+    let (network_s, lock_s) = match path {
+        Some(p) if p.cpu + p.runnable + p.io >= 0.05 => {
+            let per_busy = busy_s / (p.cpu + p.runnable + p.io);
+            let net = p.network * per_busy;
+            let lock = p.lock * per_busy;
+            let scale = if net + lock > s.sleep_s {
+                s.sleep_s / (net + lock)
+            } else {
+                1.0
+            };
+            (net * scale, lock * scale)
+        }
+        Some(p) if p.network + p.lock + p.other > 0.0 => {
+            let rest = p.network + p.lock + p.other;
+            (s.sleep_s * p.network / rest, s.sleep_s * p.lock / rest)
+        }
+        _ => (0.0, 0.0),
+    };
+    Split {
+        cpu: s.cpu_s,
+        runnable: s.runnable_s,
+        io: s.io_s,
+        network: network_s,
+        lock: lock_s,
+        other: 0.0,
+    }
+    .normalized()
 }
 
 /// The consumer's data wait split along the critical path (None: no path).

@@ -19,10 +19,12 @@
 //! storage's headroom. The two splits of the cycle give the range.
 //! Pure: no I/O.
 mod fit;
+mod table;
 #[cfg(test)]
 mod tests;
 
 pub use fit::{MIN_STEPS, Pipeline, Split, State, fit};
+pub use table::{HELPS_MIN_GAIN, REPORT_LEVERS, Today, WhatIf, table};
 
 use serde::Serialize;
 use storprof_session::load::Session;
@@ -88,28 +90,6 @@ pub struct Lever {
     pub kind: LeverKind,
     pub factor: f64,
 }
-
-/// The levers projected when none is asked for: storage ×2, read threads
-/// ×2, computation ×2 and ×4 (the seed study's 0.05 s → 1.35 s column is
-/// the same question).
-pub const DEFAULT_LEVERS: [Lever; 4] = [
-    Lever {
-        kind: LeverKind::Storage,
-        factor: 2.0,
-    },
-    Lever {
-        kind: LeverKind::ReadThreads,
-        factor: 2.0,
-    },
-    Lever {
-        kind: LeverKind::Computation,
-        factor: 2.0,
-    },
-    Lever {
-        kind: LeverKind::Computation,
-        factor: 4.0,
-    },
-];
 
 /// One lever's projection.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -326,8 +306,12 @@ fn faster_state(
     Ok((outcomes, reason))
 }
 
+/// A lock share of the data side's cycle below this does not hold more
+/// loaders back in the model.
+pub const SERIAL_MIN_SHARE: f64 = 0.1;
+
 /// k× the loaders: their cycle divided by k, held to the CPUs left for
-/// them and to the storage's headroom.
+/// them, to the storage's headroom and to the lock they wait for.
 fn read_threads(
     p: &Pipeline,
     k: f64,
@@ -356,6 +340,19 @@ fn read_threads(
             limits.push(format!("the storage's headroom (×{h:.1} of today's rate)"));
         }
     }
+    // A lock the loaders wait for is held by one of them at a time: more
+    // loaders only wait longer for it (Amdahl with that share serial).
+    let serial = p.serial_share.clamp(0.0, 1.0);
+    if serial >= SERIAL_MIN_SHARE {
+        let lock_floor = p.producer_s * (serial + (1.0 - serial) / k.max(1e-9));
+        if lock_floor > producer {
+            producer = lock_floor;
+            limits.push(format!(
+                "the lock they wait for ({:.0}% of their cycle, held by one at a time)",
+                100.0 * serial
+            ));
+        }
+    }
     let reason = if limits.is_empty() {
         format!(
             "{} loader threads ×{k}: a step's data in {:.3} s (today {:.3} s)",
@@ -370,12 +367,14 @@ fn read_threads(
             p.producer_s
         )
     };
-    // The range: perfect scaling against the limits found.
-    Ok((
-        vec![
-            (p.compute_s, producer),
-            (p.compute_s, p.producer_s / k.max(1e-9)),
-        ],
-        reason,
-    ))
+    // The range: perfect scaling against the limits found, and, behind a
+    // lock, no gain at all (the lock already held all the time).
+    let mut outcomes = vec![
+        (p.compute_s, producer),
+        (p.compute_s, p.producer_s / k.max(1e-9)),
+    ];
+    if serial >= SERIAL_MIN_SHARE {
+        outcomes.push((p.compute_s, p.producer_s));
+    }
+    Ok((outcomes, reason))
 }

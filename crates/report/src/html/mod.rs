@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use super::report::{self, ProcessRow};
 use storprof_analysis::{
-    HotFrames, WaitAnalysis, frames::FrameShare, verdict::Verdict, waitgraph::Role,
+    HotFrames, WaitAnalysis, frames::FrameShare, verdict::Verdict, waitgraph::Role, whatif::WhatIf,
 };
 use storprof_session::{load::FoldedStacks, load::Session, model, model::TimeSeries};
 
@@ -80,6 +80,8 @@ pub struct ReportData {
     pub early_verdict: Option<String>,
     pub partial: Option<String>,
     pub wait: Option<WaitAnalysis>,
+    /// The AU projected per lever, or why there is none.
+    pub what_would_help: WhatIf,
     /// AU the workload's summary.json reported (%), beside the kernel's.
     pub bench_au_percentage: Option<f64>,
     pub hot_oncpu_readers: HotTables,
@@ -332,6 +334,7 @@ pub fn build_data(session: &Session, analysis: &Diagnosis, options: &HtmlOptions
         early_verdict,
         partial,
         wait,
+        what_would_help: analysis.what_would_help.clone(),
         bench_au_percentage: f.bench.as_ref().and_then(|b| b.au_percentage),
         hot_oncpu_readers: HotTables::from(&analysis.hot_oncpu_readers),
         hot_offcpu: HotTables::from(&analysis.hot_offcpu),

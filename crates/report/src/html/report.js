@@ -267,6 +267,24 @@
       ' (' + pct(focus[1] / Math.max(total, 1), 2) + ' of all); click a dimmed frame or Reset to zoom out' : 'Click a frame to zoom into it.';
   };
 
+  var hs = section('whatif', 'What would help (projected)');
+  var wh = D.what_would_help;
+  if (!wh.today) {
+    hs.appendChild(para(wh.none || 'No projection.', 'muted'));
+  } else {
+    var t0 = wh.today;
+    hs.appendChild(para('A model fitted to this recording (docs/src/whatif.md), one lever at a time; storprof whatif projects others. Today a step takes ' +
+      fixed(t0.step_s, 3) + ' s: compute ' + fixed(t0.compute_s, 3) + ' s, the consumer\u2019s own ' + fixed(t0.overhead_s, 3) +
+      ' s, data wait ' + fixed(t0.wait_s, 3) + ' s; AU ' + fixed(t0.au_percentage, 1) + '%, ' + fixed(t0.steps_per_s, 2) + ' steps/s.'));
+    hs.appendChild(table(['lever', 'AU', 'range', 'steps/s', 'why'], wh.projections.map(function (p) {
+      var label = (p.lever === 'cache' || p.lever === 'lock') ? p.lever : p.lever + ' \u00d7' + p.factor;
+      var has = p.projected_au_percentage !== null && p.projected_au_percentage !== undefined;
+      return [label, num(has ? fixed(p.projected_au_percentage, 1) + '%' : '\u2014'),
+        num(p.low !== null && p.low !== undefined ? fixed(p.low, 1) + '..' + fixed(p.high, 1) : '\u2014'),
+        num(has ? fixed(p.projected_steps_per_s, 2) : '\u2014'), p.reason];
+    })));
+  }
+
   var fs = section('flamegraphs', 'Flamegraphs');
   var tabs = el('div', { cls: 'controls' });
   fs.appendChild(tabs);

@@ -18,6 +18,7 @@ use storprof_analysis::{
     Features, HotFrames, Verdict,
     features::{DeviceFeature, WriterTimeSplit},
     frames::FrameShare,
+    whatif::WhatIf,
 };
 use storprof_session::{
     load::Session,
@@ -34,6 +35,7 @@ struct VerdictFile<'a> {
     hot_oncpu_readers: &'a [FrameShare],
     hot_offcpu: &'a [FrameShare],
     features: &'a Features,
+    what_would_help: &'a WhatIf,
 }
 
 /// Pretty JSON of `verdict.json`.
@@ -43,6 +45,7 @@ pub fn verdict_json(analysis: &Diagnosis) -> serde_json::Result<String> {
         hot_oncpu_readers: &analysis.hot_oncpu_readers.categories,
         hot_offcpu: &analysis.hot_offcpu.categories,
         features: &analysis.features,
+        what_would_help: &analysis.what_would_help,
     };
     serde_json::to_string_pretty(&file).map(|mut s| {
         s.push('\n');
@@ -151,6 +154,7 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
 
     stall_section(&mut out, v.stall.as_ref());
     wait_section(&mut out, analysis);
+    what_would_help_section(&mut out, &analysis.what_would_help);
 
     if !v.notes.is_empty() {
         out.push_str("## Findings and caveats\n\n");
@@ -416,6 +420,18 @@ pub fn render_terminal(analysis: &Diagnosis) -> String {
     }
     for a in &v.actions {
         let _ = writeln!(out, "  try: {a}");
+    }
+    let w = &analysis.what_would_help;
+    let helps = w.helps();
+    for p in helps.iter().take(2) {
+        let _ = writeln!(out, "  would help: {}", p.summary());
+    }
+    if helps.is_empty() && w.today.is_some() {
+        let _ = writeln!(
+            out,
+            "  would help: nothing on the data side projects {:.0}% more steps/s (`storprof whatif` shows the table)",
+            100.0 * storprof_analysis::whatif::HELPS_MIN_GAIN
+        );
     }
     out
 }

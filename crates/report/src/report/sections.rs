@@ -260,3 +260,41 @@ pub(crate) fn wait_section(out: &mut String, analysis: &Diagnosis) {
         out.push('\n');
     }
 }
+
+/// "What would help": the projected AU per lever, or why there is none.
+pub(crate) fn what_would_help_section(out: &mut String, w: &WhatIf) {
+    out.push_str("## What would help (projected)\n\n");
+    let Some(today) = &w.today else {
+        if let Some(why) = &w.none {
+            let _ = writeln!(out, "{}.\n", cell(why));
+        }
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "A model fitted to this recording (docs/src/whatif.md), one lever at a time; \
+         `storprof whatif` projects others. Today a step takes {:.3} s: compute {:.3} s, \
+         the consumer's own {:.3} s, data wait {:.3} s; AU {:.1}%, {:.2} steps/s.\n",
+        today.step_s,
+        today.compute_s,
+        today.overhead_s,
+        today.wait_s,
+        today.au_percentage,
+        today.steps_per_s
+    );
+    out.push_str("| lever | AU | range | steps/s | why |\n|---|---:|---:|---:|---|\n");
+    for p in &w.projections {
+        let (au, rate) = match (p.projected_au_percentage, p.projected_steps_per_s) {
+            (Some(au), Some(rate)) => (format!("{au:.1}%"), format!("{rate:.2}")),
+            _ => ("—".to_string(), "—".to_string()),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {au} | {} | {rate} | {} |",
+            cell(&p.label()),
+            p.range_text(),
+            cell(&p.reason)
+        );
+    }
+    out.push('\n');
+}

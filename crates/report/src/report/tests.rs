@@ -183,3 +183,49 @@ fn how_the_command_ended_is_said_only_when_storprof_ended_it() {
         )
     );
 }
+
+fn fixture(name: &str) -> Session {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/sessions")
+        .join(name);
+    storprof_session::load::load(&dir).unwrap()
+}
+
+#[test]
+fn what_would_help_is_in_every_output_of_a_fitted_recording() {
+    let s = fixture("real-threads-lock-contention");
+    let d = diagnose(&s, &Thresholds::default());
+    let md = render_markdown(&s, &d);
+    assert!(md.contains("## What would help (projected)"), "{md}");
+    assert!(md.contains("| lock | 60.1% |"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&super::verdict_json(&d).unwrap()).unwrap();
+    let rows = json["what_would_help"]["projections"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["lever"] == "read-threads"
+        && r["factor"] == 2.0
+        && r["projected_au_percentage"].is_number()
+        && r["low"].is_number()
+        && r["reason"].is_string()));
+    let term = super::render_terminal(&d);
+    let helps: Vec<&str> = term.lines().filter(|l| l.contains("would help:")).collect();
+    assert_eq!(helps.len(), 2, "{term}");
+    assert!(helps[0].contains("lock → AU 60.1%"), "{term}");
+}
+
+#[test]
+fn a_recording_without_a_projection_says_why_and_the_terminal_stays_quiet() {
+    let s = fixture("real-arrow-workers-no-trainer");
+    let d = diagnose(&s, &Thresholds::default());
+    let md = render_markdown(&s, &d);
+    assert!(
+        md.contains("## What would help (projected)\n\nno projection: no consumer"),
+        "{md}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&super::verdict_json(&d).unwrap()).unwrap();
+    assert!(
+        json["what_would_help"]["none"]
+            .as_str()
+            .unwrap()
+            .starts_with("no projection")
+    );
+    assert!(!super::render_terminal(&d).contains("would help"));
+}
