@@ -120,6 +120,10 @@ fixture_tests! { real_recording, REAL_FIXTURES;
     // which read as lock contention before waits counted only for threads
     // that work once woken.
     real_arrow_workers_no_trainer => "real-arrow-workers-no-trainer", CpuBoundReader;
+    // The real DLIO 2.0.0, the #330 reader with two workers and 20 ms steps
+    // (scripts/check-whatif.sh dlio-compute): DLIO's AU 92%. Stacks emptied
+    // to keep it small: the wait-for graph and the time series decide.
+    real_dlio_compute_bound => "real-dlio-compute-bound", ComputeBound;
 }
 
 /// A fixture directory without a test would go unchecked.

@@ -122,14 +122,15 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
     if window_s <= 0.0 {
         return Err(NoProjection::NoWindow);
     }
-    let step_s = window_s / consumer.steps as f64;
-    let au = (consumer.au_percentage / 100.0).clamp(0.0, 1.0);
-    let wait_s = (1.0 - au) * step_s;
-    // A consumer that emulates its compute (DLIO, the bench) has it apart:
-    // its timed sleeps. What is left of its own time (taking and collating
-    // the batch on its CPU) does not overlap the data side and does not
-    // scale with the computation.
-    let emulated_s = consumer.compute_ns as f64 / 1e9 / consumer.steps as f64;
+    let steps = consumer.steps as f64;
+    let step_s = window_s / steps;
+    // The data wait is what the data side makes the consumer wait; the
+    // rest of a step is its compute and, for a consumer that emulates
+    // its compute (DLIO, the bench: its timed sleeps), its own time
+    // (taking and collating the batch, the GIL) that does not overlap the
+    // data side and does not scale with the computation.
+    let wait_s = (consumer.data_wait_ns as f64 / 1e9 / steps).min(step_s);
+    let emulated_s = consumer.compute_ns as f64 / 1e9 / steps;
     let (compute_s, overhead_s) = if consumer.emulated_compute && emulated_s > 0.0 {
         let compute = emulated_s.min(step_s - wait_s);
         (compute, (step_s - wait_s - compute).max(0.0))
@@ -145,9 +146,16 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         .collect();
     let states = LoaderStates::over_window(session, &loader_tids, window.buckets);
     let path_split = path_split(wait);
-    let loader_split = states.and_then(|s| loader_split(s, path_split));
-    let data_bound = 1.0 - au >= DATA_BOUND_WAIT_SHARE;
-    let busy_share = states.map(|s| s.busy_share());
+    let loader_split = states.as_ref().and_then(|s| loader_split(s, path_split));
+    let data_bound = wait_s / step_s >= DATA_BOUND_WAIT_SHARE;
+    // A consumer that barely waits waits for the hand-off, not for the
+    // data side's capacity: a fixed cost of its step like its own time.
+    let (wait_s, overhead_s) = if data_bound {
+        (wait_s, overhead_s)
+    } else {
+        (0.0, overhead_s + wait_s)
+    };
+    let busy_share = states.as_ref().map(LoaderStates::busy_share);
     // The data side's cycle as the consumer sees it: its compute and its
     // wait when it waits; else bounded by them.
     let visible_s = compute_s + wait_s;
@@ -158,7 +166,7 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
     };
 
     let f = &analysis.features;
-    let loader_cpus = states.map_or(0.0, |s| s.cpu_s / wall_s);
+    let loader_cpus = states.as_ref().map_or(0.0, |s| s.cpu_s / wall_s);
     // Everyone else's CPUs over the window (the whole recording without
     // per-bucket series).
     let on_cpu_s = |keep: &dyn Fn(u32) -> bool| -> Option<f64> {
@@ -282,7 +290,7 @@ fn device_over_window(
 /// proportion to them, and never more than they slept. A path of nothing
 /// but waits (a reader on the network) gives the sleep as the path
 /// splits it.
-fn loader_split(s: LoaderStates, path: Option<Split>) -> Option<Split> {
+fn loader_split(s: &LoaderStates, path: Option<Split>) -> Option<Split> {
     let busy_s = s.cpu_s + s.runnable_s + s.io_s;
     let (network_s, lock_s) = match path {
         Some(p) if p.cpu + p.runnable + p.io >= 0.05 => {
@@ -330,13 +338,19 @@ fn path_split(wait: &crate::WaitAnalysis) -> Option<Split> {
 }
 
 /// The loader threads' time over the window, by state, s.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct LoaderStates {
     cpu_s: f64,
     runnable_s: f64,
     io_s: f64,
     sleep_s: f64,
+    /// Each thread's busy share (on a CPU, runnable or in block I/O).
+    busy_shares: Vec<f64>,
 }
+
+/// A loader busy less than this share of the busiest one's is a helper
+/// (a feeder thread, a pool's idle spare), not a producer in parallel.
+const PRODUCER_MIN_OF_BUSIEST: f64 = 0.25;
 
 impl LoaderStates {
     /// Summed over the window's buckets of `tids`' series; None without
@@ -353,21 +367,38 @@ impl LoaderStates {
             if t.runnable_ns.is_empty() && t.sleeping_ns.is_empty() && t.blocked_io_ns.is_empty() {
                 continue;
             }
-            s.cpu_s += t.on_cpu().sum(b0, b1) as f64 / 1e9;
-            s.runnable_s += t.runnable().sum(b0, b1) as f64 / 1e9;
-            s.io_s += t.blocked_io().sum(b0, b1) as f64 / 1e9;
-            s.sleep_s += t.sleeping().sum(b0, b1) as f64 / 1e9;
+            let cpu = t.on_cpu().sum(b0, b1) as f64 / 1e9;
+            let runnable = t.runnable().sum(b0, b1) as f64 / 1e9;
+            let io = t.blocked_io().sum(b0, b1) as f64 / 1e9;
+            let sleep = t.sleeping().sum(b0, b1) as f64 / 1e9;
+            s.cpu_s += cpu;
+            s.runnable_s += runnable;
+            s.io_s += io;
+            s.sleep_s += sleep;
+            let total = cpu + runnable + io + sleep;
+            if total > 0.0 {
+                s.busy_shares.push((cpu + runnable + io) / total);
+            }
         }
         (s.cpu_s + s.runnable_s + s.io_s + s.sleep_s > 0.0).then_some(s)
     }
 
-    /// The share of the loaders' time they were busy (not asleep).
+    /// The share of their time the loaders that produce in parallel were
+    /// busy (not asleep): the mean over those busy at least
+    /// [`PRODUCER_MIN_OF_BUSIEST`] of the busiest, so that feeder threads
+    /// and idle spares do not dilute it.
     fn busy_share(&self) -> f64 {
-        let total = self.cpu_s + self.runnable_s + self.io_s + self.sleep_s;
-        if total > 0.0 {
-            (self.cpu_s + self.runnable_s + self.io_s) / total
-        } else {
+        let busiest = self.busy_shares.iter().copied().fold(0.0, f64::max);
+        let producers: Vec<f64> = self
+            .busy_shares
+            .iter()
+            .copied()
+            .filter(|b| *b >= PRODUCER_MIN_OF_BUSIEST * busiest)
+            .collect();
+        if producers.is_empty() {
             1.0
+        } else {
+            producers.iter().sum::<f64>() / producers.len() as f64
         }
     }
 }
