@@ -39,49 +39,13 @@ fi
 bash scripts/setup-dlio.sh
 VENV=${STORPROF_DLIO_VENV:-$TARGET/dlio-venv}
 [ -x "$VENV/bin/py-spy" ] || "$VENV/bin/pip" install -q --disable-pip-version-check 'py-spy==0.4.1'
-DATA=${STORPROF_DLIO_BENCH_DATA:-$TARGET/dlio-bench-data}
+DLIO_DATA=${STORPROF_DLIO_BENCH_DATA:-$TARGET/dlio-bench-data}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/storprof-dlio-overhead.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-# dlio JOB RUN_DIR [OVERRIDES...]: the DLIO command line of a job, in CMD.
-dlio() {
-    local job=$1 run_dir=$2
-    shift 2
-    local common=("$VENV/bin/dlio_benchmark" workload=unet3d_a100
-        ++workload.workflow.checkpoint=False ++workload.dataset.record_length_stdev=0
-        "++hydra.run.dir=$run_dir" ++workload.reader.read_threads=2)
-    case $job in
-    reader330)
-        CMD=("${common[@]}" "++workload.dataset.data_folder=$DATA/npz" \
-            ++workload.dataset.num_files_train=8192 ++workload.dataset.record_length=65536 \
-            ++workload.reader.batch_size=4 ++workload.train.epochs=1 \
-            ++workload.train.total_training_steps=500 ++workload.train.computation_time=0.002 "$@")
-        ;;
-    jpeg)
-        CMD=("${common[@]}" "++workload.dataset.data_folder=$DATA/jpeg" \
-            ++workload.dataset.num_files_train=4096 ++workload.dataset.record_length=322957 \
-            ++workload.dataset.format=jpeg ++workload.reader.multiprocessing_context=spawn \
-            ++workload.reader.batch_size=24 ++workload.train.epochs=1 \
-            ++workload.train.computation_time=0.04755 "$@")
-        ;;
-    *) echo "unknown job $job (reader330, jpeg)" >&2; exit 2 ;;
-    esac
-}
-
-for job in $JOBS; do
-    dir=$DATA/$([ "$job" = jpeg ] && echo jpeg || echo npz)
-    if [ ! -f "$dir/.complete" ]; then
-        echo "== generating $dir with DLIO" >&2
-        rm -rf "$dir"
-        dlio "$job" "$WORK/datagen-$job" ++workload.workflow.generate_data=True \
-            ++workload.workflow.train=False
-        "${CMD[@]}" > "$WORK/datagen.log" 2>&1 ||
-            { tail -20 "$WORK/datagen.log" >&2; exit 1; }
-        touch "$dir/.complete"
-    fi
-    # Cached: one plain read of every file before the first round.
-    cat "$dir"/train/* > /dev/null 2>&1 || find "$dir" -type f -exec cat {} + > /dev/null
-done
+# shellcheck source=scripts/dlio-jobs.sh
+. scripts/dlio-jobs.sh
+dlio_data $JOBS
 
 MODES=(plain storprof pyspy)
 [ -n "${STORPROF_OLD:-}" ] && MODES+=(storprof_old)

@@ -17,18 +17,28 @@
 #             ×0.5 (reader-cpu has no faster reader to swap in: left out);
 #   compute   the raw reader on cached data, 0.2 s of compute:
 #             computation ×0.25, read-threads ×2.
+# And the real DLIO benchmark (scripts/dlio-jobs.sh: a PyTorch DataLoader
+# on DLIO's own data, cached; its AU from its summary.json):
+#   dlio-reader  the #330 reader, 2 read threads, 200 steps of 4 ms (the
+#                reader the limit): read-threads ×2 and ×0.5, computation
+#                ×2 and ×4;
+#   dlio-compute the same with steps of 20 ms (the computation the limit):
+#                the same levers;
+#   dlio-jpeg    JPEG decode by 2 spawned workers, retinanet's 47.55 ms:
+#                read-threads ×2 and ×0.5, computation ×0.5 and ×2.
 # Goal (docs/src/whatif.md): |projected − measured| ≤ 5 AU points on 90%
 # of the levers, and never a wrong sign (a gain projected where the re-run
 # loses, or none where it gains ≥ 10 points). Exit 1 when missed.
 #
-#   sudo bash scripts/check-whatif.sh [CASES]      CASES default "storage reader compute"
+#   sudo bash scripts/check-whatif.sh [CASES]
+#   CASES default "storage reader compute dlio-reader dlio-compute dlio-jpeg"
 #   STORPROF=path/to/storprof skips the build; REPEATS (default 3): plain
 #   runs per measured figure, their median; KEEP=1 keeps the work dir.
 # The base is recorded once under `storprof record`; every measured AU,
 # the base's too, is the median of REPEATS plain runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CASES=${1:-storage reader compute}
+CASES=${1:-storage reader compute dlio-reader dlio-compute dlio-jpeg}
 REPEATS=${REPEATS:-3}
 [ "$(id -u)" = 0 ] || { echo "check-whatif.sh: needs root (recording, blkio throttles)" >&2; exit 2; }
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -103,18 +113,66 @@ measure() {
     printf '%s\n' "${aus[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
 }
 
+# The real DLIO benchmark, when a case asks for it.
+if [[ " $CASES " == *" dlio-"* ]]; then
+    bash scripts/setup-dlio.sh
+    VENV=${STORPROF_DLIO_VENV:-$TARGET/dlio-venv}
+    DLIO_DATA=${STORPROF_DLIO_BENCH_DATA:-$TARGET/dlio-bench-data}
+    # shellcheck source=scripts/dlio-jobs.sh
+    . scripts/dlio-jobs.sh
+    jobs=()
+    [[ " $CASES " == *" dlio-reader "* || " $CASES " == *" dlio-compute "* ]] && jobs+=(reader330)
+    [[ " $CASES " == *" dlio-jpeg "* ]] && jobs+=(jpeg)
+    dlio_data "${jobs[@]}"
+fi
+
+# dlio_au RUN_DIR: DLIO's own AU from its summary.json.
+dlio_au() {
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metric"]["train_au_mean_percentage"])' \
+        "$1/summary.json"
+}
+
+# dlio_record CASE JOB [OVERRIDES...]: the case's base run under `storprof record`.
+dlio_record() {
+    local case=$1 job=$2
+    shift 2
+    dlio "$job" "$WORK/$case-recorded" "$@"
+    "$STORPROF" record --live off -o "$WORK/$case-base" -- "${CMD[@]}" > "$WORK/$case-base.log" 2>&1 ||
+        { echo "recording $case failed:" >&2; tail -5 "$WORK/$case-base.log" >&2; exit 1; }
+}
+
+# dlio_measure NAME JOB [OVERRIDES...]: the median AU of REPEATS plain runs.
+dlio_measure() {
+    local name=$1 job=$2 aus=()
+    shift 2
+    for i in $(seq 1 "$REPEATS"); do
+        dlio "$job" "$WORK/$name-$i" "$@"
+        "${CMD[@]}" > "$WORK/$name-$i.log" 2>&1 ||
+            { echo "run $name failed:" >&2; tail -5 "$WORK/$name-$i.log" >&2; exit 1; }
+        aus+=("$(dlio_au "$WORK/$name-$i")")
+        rm -rf "${WORK:?}/$name-$i"
+    done
+    printf '%s\n' "${aus[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
+
 ROWS=$WORK/rows.tsv
 : > "$ROWS"
-# check CASE LEVER=K MEASURED: one row from the case's projections.
+# check CASE LEVER=K BASE MEASURED: one row from the case's projections,
+# with the AU the recorded run itself reported (the observer's cost shows
+# as its distance from the plain base).
 check() {
-    python3 - "$WORK/$1.whatif.json" "$1" "$2" "$3" "$4" >> "$ROWS" <<'PY'
+    local summary
+    summary=$(find "$WORK/$1-recorded" "$WORK/$1-recorded-results" -name summary.json 2> /dev/null | head -1)
+    python3 - "$WORK/$1.whatif.json" "$1" "$2" "$3" "$4" "$summary" >> "$ROWS" <<'PY'
 import json, sys
-path, case, lever, base, measured = sys.argv[1:]
+path, case, lever, base, measured, summary = sys.argv[1:]
+recorded = json.load(open(summary))["metric"]["train_au_mean_percentage"] if summary else float("nan")
 name, _, k = lever.partition("=")
 for p in json.load(open(path)):
     if p["lever"] == name and (not k or abs(p["factor"] - float(k)) < 1e-9):
         proj = p["projected_au_percentage"]
-        print(case, lever, base, "-" if proj is None else f"{proj:.1f}",
+        print(case, lever, base, f"{recorded:.1f}", f"{p['au_percentage']:.1f}",
+              "-" if proj is None else f"{proj:.1f}",
               "-" if p["low"] is None else f"{p['low']:.1f}..{p['high']:.1f}", measured, sep="\t")
         break
 PY
@@ -161,28 +219,64 @@ for case in $CASES; do
         check compute computation=0.25 "$base" "$(measure compute-c025 2 0.05 raw)"
         check compute read-threads=2 "$base" "$(measure compute-rt4 4 0.2 raw)"
         ;;
-    *) echo "unknown case $case (storage, reader, compute)" >&2; exit 2 ;;
+    dlio-reader | dlio-compute)
+        R=(++workload.train.total_training_steps=200)
+        c=$([ "$case" = dlio-reader ] && echo 0.004 || echo 0.02)
+        c2=$(python3 -c "print($c * 2)")
+        c4=$(python3 -c "print($c * 4)")
+        dlio_record "$case" reader330 "${R[@]}" "++workload.train.computation_time=$c"
+        project "$case" read-threads=2 read-threads=0.5 computation=2 computation=4
+        base=$(dlio_measure "$case-base" reader330 "${R[@]}" "++workload.train.computation_time=$c")
+        check "$case" read-threads=2 "$base" "$(dlio_measure "$case-rt4" reader330 "${R[@]}" \
+            "++workload.train.computation_time=$c" ++workload.reader.read_threads=4)"
+        check "$case" read-threads=0.5 "$base" "$(dlio_measure "$case-rt1" reader330 "${R[@]}" \
+            "++workload.train.computation_time=$c" ++workload.reader.read_threads=1)"
+        check "$case" computation=2 "$base" "$(dlio_measure "$case-c2" reader330 "${R[@]}" \
+            "++workload.train.computation_time=$c2")"
+        check "$case" computation=4 "$base" "$(dlio_measure "$case-c4" reader330 "${R[@]}" \
+            "++workload.train.computation_time=$c4")"
+        ;;
+    dlio-jpeg)
+        dlio_record dlio-jpeg jpeg
+        project dlio-jpeg read-threads=2 read-threads=0.5 computation=0.5 computation=2
+        base=$(dlio_measure dj-base jpeg)
+        check dlio-jpeg read-threads=2 "$base" "$(dlio_measure dj-rt4 jpeg ++workload.reader.read_threads=4)"
+        check dlio-jpeg read-threads=0.5 "$base" "$(dlio_measure dj-rt1 jpeg ++workload.reader.read_threads=1)"
+        check dlio-jpeg computation=0.5 "$base" "$(dlio_measure dj-c05 jpeg ++workload.train.computation_time=0.023775)"
+        check dlio-jpeg computation=2 "$base" "$(dlio_measure dj-c2 jpeg ++workload.train.computation_time=0.0951)"
+        ;;
+    *) echo "unknown case $case (storage, reader, compute, dlio-reader, dlio-compute, dlio-jpeg)" >&2; exit 2 ;;
     esac
 done
 
 python3 - "$ROWS" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-print(f"{'case':<8} {'lever':<15} {'AU now':>7} {'projected':>9} {'range':>12} {'measured':>8} {'error':>6}  sign")
+# AU plain: the median of plain runs; recorded: what the run under storprof
+# reported itself; model: the AU the model fitted to that recording. The
+# error is projected − measured; Δ error compares the changes (projected −
+# model against measured − plain), apart from the observer's cost.
+print(f"{'case':<12} {'lever':<16} {'plain':>6} {'recorded':>8} {'model':>6} {'projected':>9} "
+      f"{'range':>12} {'measured':>8} {'error':>6} {'Δ error':>7}  sign")
 within = tried = wrong = 0
-for case, lever, base, proj, rng, meas in rows:
-    base, meas = float(base), float(meas)
+for case, lever, base, recorded, model, proj, rng, meas in rows:
+    base, meas, model = float(base), float(meas), float(model)
     if proj == "-":
-        print(f"{case:<8} {lever:<15} {base:>7.1f} {'—':>9} {'—':>12} {meas:>8.1f} {'—':>6}  not projected")
+        print(f"{case:<12} {lever:<16} {base:>6.1f} {recorded:>8} {model:>6.1f} {'—':>9} {'—':>12} "
+              f"{meas:>8.1f} {'—':>6} {'—':>7}  not projected")
         continue
     proj = float(proj)
     err = proj - meas
     tried += 1
     within += abs(err) <= 5.0
-    gain_p, gain_m = proj - base, meas - base
-    bad = (gain_p > 5 and gain_m < -5) or (gain_p < -5 and gain_m > 5) or (abs(gain_p) < 2 and gain_m >= 10)
+    gain_p, gain_m = proj - model, meas - base
+    # A wrong sign: a gain projected where the re-run loses (or the other
+    # way), or a change of 10 points on one side and none on the other.
+    bad = ((gain_p > 5 and gain_m < -5) or (gain_p < -5 and gain_m > 5)
+           or (abs(gain_p) < 2 and abs(gain_m) >= 10) or (abs(gain_m) < 2 and abs(gain_p) >= 10))
     wrong += bad
-    print(f"{case:<8} {lever:<15} {base:>7.1f} {proj:>9.1f} {rng:>12} {meas:>8.1f} {err:>+6.1f}  {'WRONG' if bad else 'ok'}")
+    print(f"{case:<12} {lever:<16} {base:>6.1f} {recorded:>8} {model:>6.1f} {proj:>9.1f} {rng:>12} "
+          f"{meas:>8.1f} {err:>+6.1f} {gain_p - gain_m:>+7.1f}  {'WRONG' if bad else 'ok'}")
 share = within / tried if tried else 0.0
 print(f"within 5 points: {within}/{tried} ({100 * share:.0f}%, goal 90%); wrong signs: {wrong} (goal 0)")
 sys.exit(0 if tried and share >= 0.9 and wrong == 0 else 1)
