@@ -162,7 +162,8 @@ ROWS=$WORK/rows.tsv
 # as its distance from the plain base).
 check() {
     local summary
-    summary=$(find "$WORK/$1-recorded" "$WORK/$1-recorded-results" -name summary.json 2> /dev/null | head -1)
+    summary=$(find "$WORK/$1-recorded" "$WORK/$1-recorded-results" -name summary.json 2> /dev/null |
+        head -1 || true)
     python3 - "$WORK/$1.whatif.json" "$1" "$2" "$3" "$4" "$summary" >> "$ROWS" <<'PY'
 import json, sys
 path, case, lever, base, measured, summary = sys.argv[1:]
