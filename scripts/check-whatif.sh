@@ -26,19 +26,24 @@
 #                the same levers;
 #   dlio-jpeg    JPEG decode by 2 spawned workers, retinanet's 47.55 ms:
 #                read-threads ×2 and ×0.5, computation ×0.5 and ×2.
+# And the seed study's question (../shared/seeds/002: NP × RT over S3 at
+# 0.05 s of compute, AU projected to 1.35 s):
+#   s3           `storprof bench` over a loopback S3 server (moto_server)
+#                at NP=1 RT=1, 0.05 s: read-threads ×2, accelerators ×2,
+#                computation ×27 (1.35 s).
 # Goal (docs/src/whatif.md): |projected − measured| ≤ 5 AU points on 90%
 # of the levers, and never a wrong sign (a gain projected where the re-run
 # loses, or none where it gains ≥ 10 points). Exit 1 when missed.
 #
 #   sudo bash scripts/check-whatif.sh [CASES]
-#   CASES default "storage reader compute dlio-reader dlio-compute dlio-jpeg"
+#   CASES default "storage reader compute dlio-reader dlio-compute dlio-jpeg s3"
 #   STORPROF=path/to/storprof skips the build; REPEATS (default 3): plain
 #   runs per measured figure, their median; KEEP=1 keeps the work dir.
 # The base is recorded once under `storprof record`; every measured AU,
 # the base's too, is the median of REPEATS plain runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CASES=${1:-storage reader compute dlio-reader dlio-compute dlio-jpeg}
+CASES=${1:-storage reader compute dlio-reader dlio-compute dlio-jpeg s3}
 REPEATS=${REPEATS:-3}
 [ "$(id -u)" = 0 ] || { echo "check-whatif.sh: needs root (recording, blkio throttles)" >&2; exit 2; }
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -49,7 +54,12 @@ if [ -z "${STORPROF:-}" ]; then
 fi
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/storprof-whatif.XXXXXX")
 CG=/sys/fs/cgroup/blkio/storprof-whatif-$$
-cleanup() { rmdir "$CG" 2> /dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$WORK"; }
+S3_PID=
+cleanup() {
+    [ -n "$S3_PID" ] && kill "$S3_PID" 2> /dev/null
+    rmdir "$CG" 2> /dev/null || true
+    [ -n "${KEEP:-}" ] || rm -rf "$WORK"
+}
 trap cleanup EXIT
 DATA=$WORK/data
 SMALL=(--param dataset.num_files_train=8 --param dataset.num_samples_per_file=16
@@ -125,6 +135,42 @@ if [[ " $CASES " == *" dlio-"* ]]; then
     [[ " $CASES " == *" dlio-jpeg "* ]] && jobs+=(jpeg)
     dlio_data "${jobs[@]}"
 fi
+
+# The loopback S3 server and a flux dataset in it, when the s3 case runs.
+if [[ " $CASES " == *" s3 "* ]]; then
+    command -v moto_server > /dev/null ||
+        { echo "check-whatif.sh: the s3 case needs moto_server (pip install 'moto[server]')" >&2; exit 2; }
+    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    S3_EP=http://127.0.0.1:$PORT
+    moto_server -H 127.0.0.1 -p "$PORT" > "$WORK/s3-server.log" 2>&1 &
+    S3_PID=$!
+    for _ in $(seq 100); do curl -s -o /dev/null "$S3_EP/" && break; sleep 0.2; done
+    curl -sf -X PUT "$S3_EP/whatif" -o /dev/null
+    export AWS_ACCESS_KEY_ID=whatif AWS_SECRET_ACCESS_KEY=whatif AWS_REGION=us-east-1
+    "$STORPROF" -q datagen --workload flux --data-dir s3://whatif/ds --s3-endpoint "$S3_EP" \
+        "${SMALL[@]}" --results-dir "$WORK/s3-datagen" > /dev/null
+fi
+
+# s3_cmd NAME NP RT COMP: the bench over S3, in CMD.
+s3_cmd() {
+    CMD=("$STORPROF" bench --workload flux --data-dir s3://whatif/ds --s3-endpoint "$S3_EP"
+        --reader raw --accelerators "$2" --read-threads "$3" --computation-time "$4"
+        --results-dir "$WORK/$1-results" "${SMALL[@]}" --param reader.batch_size=4
+        --param train.epochs=1)
+}
+
+# s3_measure NAME NP RT COMP: the median AU of REPEATS plain runs.
+s3_measure() {
+    local name=$1 aus=()
+    shift
+    for i in $(seq 1 "$REPEATS"); do
+        s3_cmd "$name-$i" "$@"
+        "${CMD[@]}" > "$WORK/$name-$i.log" 2>&1 ||
+            { echo "run $name failed:" >&2; tail -5 "$WORK/$name-$i.log" >&2; exit 1; }
+        aus+=("$(au "$WORK/$name-$i-results")")
+    done
+    printf '%s\n' "${aus[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
 
 # dlio_au RUN_DIR: DLIO's own AU from its summary.json.
 dlio_au() {
@@ -246,7 +292,17 @@ for case in $CASES; do
         check dlio-jpeg computation=0.5 "$base" "$(dlio_measure dj-c05 jpeg ++workload.train.computation_time=0.023775)"
         check dlio-jpeg computation=2 "$base" "$(dlio_measure dj-c2 jpeg ++workload.train.computation_time=0.0951)"
         ;;
-    *) echo "unknown case $case (storage, reader, compute, dlio-reader, dlio-compute, dlio-jpeg)" >&2; exit 2 ;;
+    s3)
+        s3_cmd s3-recorded 1 1 0.05
+        "$STORPROF" record --live off -o "$WORK/s3-base" -- "${CMD[@]}" > "$WORK/s3-base.log" 2>&1 ||
+            { echo "recording s3 failed:" >&2; tail -5 "$WORK/s3-base.log" >&2; exit 1; }
+        project s3 read-threads=2 accelerators=2 computation=27
+        base=$(s3_measure s3-base 1 1 0.05)
+        check s3 read-threads=2 "$base" "$(s3_measure s3-rt2 1 2 0.05)"
+        check s3 accelerators=2 "$base" "$(s3_measure s3-np2 2 1 0.05)"
+        check s3 computation=27 "$base" "$(s3_measure s3-c27 1 1 1.35)"
+        ;;
+    *) echo "unknown case $case (storage, reader, compute, dlio-reader, dlio-compute, dlio-jpeg, s3)" >&2; exit 2 ;;
     esac
 done
 

@@ -84,6 +84,12 @@ pub struct Pipeline {
     /// share of the step (`producer_known` false: only bounded by them).
     pub producer_s: f64,
     pub producer_known: bool,
+    /// The data side's cycle at its capacity, s: the producers' busy share
+    /// of today's cycle. Loaders that idle while the consumer waits (a
+    /// worker whose batch is next but not yet asked for, a full output
+    /// queue) lose that time to the hand-off; a slower consumer leaves the
+    /// queue room to absorb it.
+    pub producer_capacity_s: f64,
     /// The data side's busy time split by its threads' states over the
     /// window (None: no per-bucket states).
     pub loader_split: Option<Split>,
@@ -95,6 +101,9 @@ pub struct Pipeline {
     /// CPUs the loaders could use: the machine's, less what the consumer
     /// and every other traced thread used over the window.
     pub cpus_for_loaders: f64,
+    /// The CPUs every other traced thread (the consumer, its helpers)
+    /// kept busy over the window.
+    pub others_cpus: f64,
     /// How much faster the storage could serve reads than it did (× of
     /// today's rate) before its read limit or a busy device stops it;
     /// None: no limit seen.
@@ -164,6 +173,10 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         (false, Some(b)) => (step_s * b.clamp(0.0, 1.0), true),
         (false, None) => (visible_s, false),
     };
+    let producer_capacity_s = match (data_bound, busy_share) {
+        (true, Some(b)) => producer_s * b.clamp(0.0, 1.0),
+        _ => producer_s,
+    };
 
     let f = &analysis.features;
     let loader_cpus = states.as_ref().map_or(0.0, |s| s.cpu_s / wall_s);
@@ -230,11 +243,13 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         wait_s,
         producer_s,
         producer_known,
+        producer_capacity_s,
         loader_split,
         path_split,
         loaders: loader_tids.len(),
         loader_cpus,
         cpus_for_loaders,
+        others_cpus,
         io_headroom,
         device_reads,
         serial_share,

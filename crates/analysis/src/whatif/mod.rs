@@ -49,11 +49,14 @@ pub enum LeverKind {
     Network,
     /// The locks and the GIL on the data side gone.
     Lock,
+    /// k× the consumers (simulated accelerators, ranks) on this host,
+    /// each with a data side like today's.
+    Accelerators,
 }
 
 impl LeverKind {
     /// Every lever, in the order tables list them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Storage,
         Self::Cache,
         Self::ReadThreads,
@@ -61,6 +64,7 @@ impl LeverKind {
         Self::Computation,
         Self::Network,
         Self::Lock,
+        Self::Accelerators,
     ];
 
     /// The name on the command line and in JSON.
@@ -73,6 +77,7 @@ impl LeverKind {
             Self::Computation => "computation",
             Self::Network => "network",
             Self::Lock => "lock",
+            Self::Accelerators => "accelerators",
         }
     }
 
@@ -200,7 +205,14 @@ pub fn project(p: &Pipeline, lever: Lever) -> Projection {
     let projected: Result<(Vec<(f64, f64)>, String), String> = match lever.kind {
         LeverKind::Computation => {
             let compute = p.compute_s * lever.factor;
-            let mut outcomes = vec![(compute, p.producer_s)];
+            // A slower consumer lets the data side run at its capacity;
+            // the range keeps today's cycle too.
+            let producer = if lever.factor > 1.0 {
+                p.producer_capacity_s
+            } else {
+                p.producer_s
+            };
+            let mut outcomes = vec![(compute, producer), (compute, p.producer_s)];
             if !p.producer_known {
                 // Only bounded by today's step: from no slack to all of it.
                 outcomes.push((compute, 0.0));
@@ -209,11 +221,12 @@ pub fn project(p: &Pipeline, lever: Lever) -> Projection {
                 outcomes,
                 format!(
                     "computation {:.3} s → {:.3} s a step; the data side makes a step's data in {:.3} s",
-                    p.compute_s, compute, p.producer_s
+                    p.compute_s, compute, producer
                 ),
             ))
         }
         LeverKind::ReadThreads => read_threads(p, lever.factor, cpu_per_step),
+        LeverKind::Accelerators => Ok(accelerators(p, lever.factor, cpu_per_step)),
         kind => {
             let (state, k, what) = match kind {
                 LeverKind::Storage => (
@@ -304,6 +317,51 @@ fn faster_state(
         p.producer_s
     );
     Ok((outcomes, reason))
+}
+
+/// k× the pipelines on this host: each consumer computes as today, its
+/// data side makes a step's data in today's cycle unless the CPUs or the
+/// storage run short. The consumers and their helpers take k× today's
+/// CPUs; the loaders' k× CPU per step has to fit the rest, and their k×
+/// reads the storage's headroom.
+fn accelerators(p: &Pipeline, k: f64, cpu_per_step: f64) -> (Vec<(f64, f64)>, String) {
+    let k = k.max(1e-9);
+    let cpus = (p.cpus_for_loaders + p.others_cpus - k * p.others_cpus).max(0.1);
+    let mut producer = p.producer_s;
+    let mut limits = Vec::new();
+    let cpu_floor = k * cpu_per_step / cpus;
+    if cpu_floor > producer {
+        producer = cpu_floor;
+        limits.push(format!(
+            "the {cpus:.1} CPUs left for {k} data sides (each needs {cpu_per_step:.3} s of CPU a step)"
+        ));
+    }
+    let io_share = p.loader_split.or(p.path_split).map_or(0.0, |s| s.io);
+    if let Some(h) = p.io_headroom.filter(|_| io_share >= 0.2) {
+        let io_floor = p.producer_s * k / h;
+        if io_floor > producer {
+            producer = io_floor;
+            limits.push(format!("the storage's headroom (×{h:.1} of today's rate)"));
+        }
+    }
+    let reason = if limits.is_empty() {
+        format!(
+            "{k} consumers, each with today's data side: a step's data in {producer:.3} s (today {:.3} s)",
+            p.producer_s
+        )
+    } else {
+        format!(
+            "{k} consumers, each with today's data side: held to {}; a step's data in {producer:.3} s (today {:.3} s)",
+            limits.join(" and "),
+            p.producer_s
+        )
+    };
+    // The range: from those limits to none (a server or device whose
+    // limit this recording did not see is not in either).
+    (
+        vec![(p.compute_s, producer), (p.compute_s, p.producer_s)],
+        reason,
+    )
 }
 
 /// A lock share of the data side's cycle below this does not hold more

@@ -9,8 +9,9 @@ use crate::Analysis;
 
 /// The levers reports project, in table order: every fix of the data side
 /// at ×2 (storage, the dataset cached, read threads, reader code, the
-/// network, the locks gone), then the consumer's computation ×2 and ×4.
-pub const REPORT_LEVERS: [Lever; 8] = [
+/// network, the locks gone), then the workload's own: the consumer's
+/// computation ×2 and ×4, and twice the accelerators on this host.
+pub const REPORT_LEVERS: [Lever; 9] = [
     Lever {
         kind: LeverKind::Storage,
         factor: 2.0,
@@ -42,6 +43,10 @@ pub const REPORT_LEVERS: [Lever; 8] = [
     Lever {
         kind: LeverKind::Computation,
         factor: 4.0,
+    },
+    Lever {
+        kind: LeverKind::Accelerators,
+        factor: 2.0,
     },
 ];
 
@@ -114,14 +119,14 @@ pub fn table(session: &Session, analysis: &Analysis, levers: &[Lever]) -> WhatIf
 }
 
 impl WhatIf {
-    /// The fixes of the data side (every lever but the computation, which
-    /// is the workload's, not a fix) that gain at least
-    /// [`HELPS_MIN_GAIN`] steps/s, most first.
+    /// The fixes of the data side (every lever but the computation and
+    /// the accelerators, which are the workload's, not fixes) that gain at
+    /// least [`HELPS_MIN_GAIN`] steps/s, most first.
     pub fn helps(&self) -> Vec<&Projection> {
         let mut fixes: Vec<(&Projection, f64)> = self
             .projections
             .iter()
-            .filter(|p| p.lever != LeverKind::Computation)
+            .filter(|p| !matches!(p.lever, LeverKind::Computation | LeverKind::Accelerators))
             .filter_map(|p| {
                 let rate = p.projected_steps_per_s?;
                 let gain = rate / p.steps_per_s.max(1e-12) - 1.0;

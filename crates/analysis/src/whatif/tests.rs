@@ -35,11 +35,13 @@ fn pipeline(split: Split, loader_cpus: f64, cpus_for_loaders: f64) -> Pipeline {
         wait_s: 0.08,
         producer_s: 0.1,
         producer_known: true,
+        producer_capacity_s: 0.1,
         loader_split: Some(split),
         path_split: Some(split),
         loaders: 4,
         loader_cpus,
         cpus_for_loaders,
+        others_cpus: 0.1,
         io_headroom: None,
         device_reads: true,
         serial_share: 0.0,
@@ -254,7 +256,11 @@ fn the_report_table_names_the_fixes_that_help_most_first() {
         Some(LeverKind::Lock),
         "{helps:?}"
     );
-    assert!(helps.iter().all(|p| p.lever != LeverKind::Computation));
+    assert!(
+        helps
+            .iter()
+            .all(|p| !matches!(p.lever, LeverKind::Computation | LeverKind::Accelerators))
+    );
     let (s, a) = fixture("real-arrow-workers-no-trainer");
     let none = table(&s, &a, &REPORT_LEVERS);
     assert!(none.projections.is_empty() && none.helps().is_empty());
@@ -282,4 +288,52 @@ fn a_compute_bound_dlio_job_loses_nothing_with_half_its_workers() {
     // Today's step is reproduced: no lever that changes nothing moves it.
     let storage = project(&p, lever(LeverKind::Storage, 2.0));
     assert!(gain(&storage).abs() < 0.5, "{storage:?}");
+}
+
+#[test]
+fn twice_the_accelerators_on_a_busy_host_starve_each_data_side() {
+    let cpu = Split {
+        cpu: 1.0,
+        ..Split::default()
+    };
+    // Loaders on 1 of the 1.9 CPUs left: two data sides need 2 of 1.8.
+    let busy = project(
+        &pipeline(cpu, 1.0, 1.9),
+        lever(LeverKind::Accelerators, 2.0),
+    );
+    assert!(
+        (busy.projected_au_percentage.unwrap() - 100.0 * 0.02 / (2.0 * 0.1 / 1.8)).abs() < 1e-6,
+        "{busy:?}"
+    );
+    assert!(busy.reason.contains("CPUs left"), "{busy:?}");
+    // Loaders on 0.2 CPUs: room for both, each consumer's AU as today.
+    let idle = project(
+        &pipeline(cpu, 0.2, 1.9),
+        lever(LeverKind::Accelerators, 2.0),
+    );
+    assert!(gain(&idle).abs() < 1e-6, "{idle:?}");
+}
+
+#[test]
+fn a_slower_consumer_lets_the_data_side_run_at_its_capacity() {
+    let split = Split {
+        cpu: 1.0,
+        ..Split::default()
+    };
+    // Producers busy half of today's 0.1 s cycle: the rest was hand-off.
+    let mut p = pipeline(split, 0.5, 2.0);
+    p.producer_capacity_s = 0.05;
+    let slower = project(&p, lever(LeverKind::Computation, 3.0));
+    assert!(
+        (slower.projected_au_percentage.unwrap() - 100.0).abs() < 1e-6,
+        "{slower:?}"
+    );
+    // The range keeps today's cycle: 0.06 s of compute against 0.1 s.
+    assert!((slower.low.unwrap() - 60.0).abs() < 1e-6, "{slower:?}");
+    // A faster consumer waits as today.
+    let faster = project(&p, lever(LeverKind::Computation, 0.5));
+    assert!(
+        (faster.projected_au_percentage.unwrap() - 10.0).abs() < 1e-6,
+        "{faster:?}"
+    );
 }
