@@ -8,7 +8,9 @@
 //!   report.md say so; one that obeys SIGTERM is recorded as such;
 //! - a Ctrl-C (SIGINT to storprof) that the command ignores is followed,
 //!   after the grace period, by SIGTERM, then SIGKILL, each said on stderr
-//!   and in `ended_by`; a second and third Ctrl-C take those steps at once.
+//!   and in `ended_by`; a second and third Ctrl-C take those steps at once;
+//! - `diagnose --json` prints verdict.json alone on stdout: the command's
+//!   own output goes to stderr.
 //!
 //! Root only.
 // Tests may unwrap (a failure is a test failure).
@@ -463,4 +465,26 @@ fn a_command_that_obeys_sigterm_at_the_duration_ends_within_the_grace_period() {
         "At --duration the command was sent SIGTERM and ended within the 5 s grace period \
          (signal 15).",
     );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn diagnose_json_prints_the_verdict_alone_on_stdout() {
+    assert_root();
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("session");
+    let mut cmd = Command::new(STORPROF);
+    cmd.args(["diagnose", "--json", "--live", "off", "-o"])
+        .arg(&session)
+        .args(["--", "sh", "-c", "echo workload-says-hello; sleep 0.5"]);
+    let out = run_within(cmd, Duration::from_secs(120), "storprof diagnose --json");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let verdict: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}"));
+    assert!(verdict["verdict"].is_string(), "{verdict}");
+    assert!(verdict["what_would_help"].is_object(), "{verdict}");
+    assert!(stderr.contains("workload-says-hello"), "{stderr}");
+    assert!(session.join("verdict.json").exists());
 }

@@ -318,6 +318,8 @@ impl RecordArgs {
             stack_bytes: self.stack_bytes,
             offcpu_quantum_us: self.offcpu_quantum_us,
             live,
+            // diagnose --json sets it.
+            command_stdout_to_stderr: false,
         })
     }
 
@@ -361,11 +363,11 @@ pub struct WhatifArgs {
     /// Session directory written by `storprof record`, or a bundle.
     #[arg(value_name = "DIR|BUNDLE")]
     pub dir: PathBuf,
-    /// A lever, NAME or NAME=K (K× today's value: a speed, or for
-    /// computation a time): storage, cache, read-threads, reader-cpu,
-    /// computation, network, lock. Repeatable. Default: the reports'
-    /// table: every fix ×2 (storage, cache, read-threads, reader-cpu,
-    /// network, lock), computation=2 and computation=4.
+    /// A lever, NAME or NAME=K (K× today's value: a speed, a count, or
+    /// for computation a time): storage, cache, read-threads, reader-cpu,
+    /// computation, network, lock, accelerators. Repeatable. Default: the
+    /// reports' table: every fix ×2 (storage, cache, read-threads,
+    /// reader-cpu, network, lock), computation=2 and =4, accelerators=2.
     #[arg(long = "lever", value_name = "NAME[=K]")]
     pub levers: Vec<String>,
     #[command(flatten)]
@@ -424,6 +426,11 @@ pub struct DiagnoseArgs {
     /// `storprof demo`: size of the demo (tests use `small`).
     #[arg(long, value_enum, default_value_t, hide = true)]
     pub demo_scale: DemoScale,
+    /// Print verdict.json on stdout instead of the verdict's summary (the
+    /// demo: a list, one object per run); the command's own standard
+    /// output goes to standard error, so stdout is the JSON alone.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--kind` of `storprof flamegraph`.

@@ -110,6 +110,9 @@ pub struct DemoOptions {
     pub thresholds: Thresholds,
     /// Run the benches as root even under sudo.
     pub as_root: bool,
+    /// The benches' standard output goes to standard error (`demo
+    /// --json`: stdout is the JSON alone). Default false.
+    pub command_stdout_to_stderr: bool,
 }
 
 /// `$XDG_CACHE_HOME/storprof/demo-data`, else `$HOME/.cache/storprof/demo-data`,
@@ -322,6 +325,7 @@ pub fn run_demo(options: &DemoOptions) -> anyhow::Result<DemoOutcome> {
                 view: record::live::LiveView::Off,
                 ..record::live::LiveOptions::default()
             },
+            command_stdout_to_stderr: options.command_stdout_to_stderr,
             ..RecordOptions::default()
         };
         let outcome = record::record(&rec)?;

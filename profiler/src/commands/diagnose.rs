@@ -10,7 +10,10 @@ use crate::{
     cli::{DiagnoseArgs, exit},
     record::{self, RecordError},
 };
-use storprof_report::{BundleSessionOptions, ReportOptions, report::render_terminal};
+use storprof_report::{
+    BundleSessionOptions, ReportOptions,
+    report::{render_terminal, verdict_json},
+};
 use storprof_session::safe_path;
 
 /// Runs `storprof diagnose`.
@@ -18,13 +21,14 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
     let thresholds = args
         .record
         .thresholds(load_thresholds(args.thresholds.thresholds.as_deref())?);
-    let options = match args.record.to_options(&thresholds) {
+    let mut options = match args.record.to_options(&thresholds) {
         Ok(o) => o,
         Err(message) => {
             eprintln!("storprof: error: {message}");
             return Ok(exit::USAGE);
         }
     };
+    options.command_stdout_to_stderr = args.json;
     if args.record.command.is_empty() && args.record.pids.is_empty() && args.record.netns.is_none()
     {
         eprintln!(
@@ -77,7 +81,11 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         outcome.dir.join(storprof_report::files::HTML).display()
     );
     eprintln!("storprof: bundle  {}", bundle.display());
-    print!("{}", render_terminal(&reported.analysis));
+    if args.json {
+        print!("{}", verdict_json(&reported.analysis)?);
+    } else {
+        print!("{}", render_terminal(&reported.analysis));
+    }
     Ok(outcome.exit_code)
 }
 
@@ -102,8 +110,12 @@ pub fn run_demo(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         freq_hz: args.record.freq.max(1),
         thresholds,
         as_root: args.record.as_root,
+        command_stdout_to_stderr: args.json,
     };
     let outcome = demo::run_demo(&options)?;
+    if args.json {
+        return demo_json(&outcome);
+    }
     println!();
     println!(
         "storprof bench, dlio-legacy reader (storage #330) vs raw reader, same data, same simulated accelerator:"
@@ -119,5 +131,24 @@ pub fn run_demo(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         outcome.diff_svg.display()
     );
     println!("results: {}", outcome.results_dir.display());
+    Ok(exit::OK)
+}
+
+/// `storprof demo --json`: one object per run, its reader, session
+/// directory and verdict.json.
+fn demo_json(outcome: &demo::DemoOutcome) -> anyhow::Result<i32> {
+    let mut runs = Vec::new();
+    for r in &outcome.runs {
+        let path = r.session_dir.join(storprof_report::files::VERDICT);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+        let verdict: serde_json::Value = serde_json::from_str(&text)?;
+        runs.push(serde_json::json!({
+            "reader": r.reader,
+            "session": r.session_dir,
+            "verdict": verdict,
+        }));
+    }
+    println!("{}", serde_json::to_string_pretty(&runs)?);
     Ok(exit::OK)
 }

@@ -58,12 +58,14 @@ fn cstring(bytes: &[u8]) -> std::io::Result<CString> {
     CString::new(bytes).map_err(|_| std::io::Error::other("argument contains a NUL byte"))
 }
 
-/// Forks a child that will exec `path` with `argv` once [`PendingChild::start`] is called.
+/// Forks a child that will exec `path` with `argv` once [`PendingChild::start`] is called;
+/// with `stdout_to_stderr` its standard output is storprof's standard error.
 pub fn fork_command(
     path: &Path,
     argv: &[String],
     extra_env: &[(&str, &OsStr)],
     credentials: Option<Credentials>,
+    stdout_to_stderr: bool,
 ) -> std::io::Result<PendingChild> {
     let c_path = cstring(path.as_os_str().as_bytes())?;
     let c_argv: Vec<CString> = argv
@@ -137,6 +139,9 @@ pub fn fork_command(
             // blocked.
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             libc::sigprocmask(libc::SIG_SETMASK, &empty_mask, std::ptr::null_mut());
+            if stdout_to_stderr && libc::dup2(2, 1) < 0 {
+                fail(err[1]);
+            }
             if let Some(c) = credentials {
                 let groups = [c.gid];
                 if libc::setgroups(1, groups.as_ptr()) != 0

@@ -99,6 +99,10 @@ pub struct RecordOptions {
     /// The live view and the early verdict. Default: a live view
     /// (`LiveView::Auto`), no early verdict.
     pub live: live::LiveOptions,
+    /// The command's standard output goes to storprof's standard error,
+    /// so that storprof's own stdout carries only its result
+    /// (`diagnose --json`). Default false: the command keeps its stdout.
+    pub command_stdout_to_stderr: bool,
 }
 
 impl RecordOptions {
@@ -154,6 +158,7 @@ impl Default for RecordOptions {
             stack_bytes: storprof_common::DEFAULT_STACK_BYTES,
             offcpu_quantum_us: None,
             live: live::LiveOptions::default(),
+            command_stdout_to_stderr: false,
         }
     }
 }
@@ -330,13 +335,17 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             launch::sudo_credentials()
         };
         let env = [(SESSION_DIR_ENV, dir_abs.as_os_str())];
-        let pending =
-            launch::fork_command(path, &options.command, &env, credentials).map_err(|source| {
-                RecordError::Spawn {
-                    command: options.command.join(" "),
-                    source,
-                }
-            })?;
+        let pending = launch::fork_command(
+            path,
+            &options.command,
+            &env,
+            credentials,
+            options.command_stdout_to_stderr,
+        )
+        .map_err(|source| RecordError::Spawn {
+            command: options.command.join(" "),
+            source,
+        })?;
         if let Err(err) = recorder.probes.set_root_tgid(pending.pid as u32) {
             pending.abort();
             return Err(err.into());
