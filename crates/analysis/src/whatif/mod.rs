@@ -269,7 +269,42 @@ pub fn project(p: &Pipeline, lever: Lever) -> Projection {
         }
         Err(why) => out.reason = why,
     }
+    if matches!(lever.kind, LeverKind::ReadThreads | LeverKind::Accelerators) {
+        unknown_server(p, &mut out);
+    }
     out
+}
+
+/// A data side waiting on the network this share of its cycle or more
+/// scales with more readers only as far as the server and the network
+/// have headroom, which one recording does not show.
+pub const NETWORK_UNKNOWN_SHARE: f64 = 0.2;
+
+/// More readers on a data side that waits on the network: a round trip's
+/// latency shrinks per byte with more requests in flight, a saturated
+/// server's does not, and the recording cannot tell them apart (a
+/// loopback S3 server on this host re-ran with twice the threads and
+/// gained nothing). The projection becomes a range from no gain to what
+/// the rest of the model allows.
+fn unknown_server(p: &Pipeline, out: &mut Projection) {
+    let network = [p.loader_split, p.path_split]
+        .into_iter()
+        .flatten()
+        .map(|s| s.network)
+        .fold(0.0, f64::max);
+    let Some(high) = out.high.filter(|_| network >= NETWORK_UNKNOWN_SHARE) else {
+        return;
+    };
+    out.low = Some(out.au_percentage.min(high));
+    out.high = Some(high.max(out.au_percentage));
+    out.projected_au_percentage = None;
+    out.projected_steps_per_s = None;
+    out.reason = format!(
+        "not measurable from this recording: {:.0}% of the data side's cycle waits on the network, and the server's headroom is not in it (from no gain to {:.1}%: {})",
+        100.0 * network,
+        high,
+        out.reason
+    );
 }
 
 /// A lever that makes the data side's `state` `k`× faster: Amdahl over its

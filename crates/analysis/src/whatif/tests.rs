@@ -337,3 +337,21 @@ fn a_slower_consumer_lets_the_data_side_run_at_its_capacity() {
         "{faster:?}"
     );
 }
+
+#[test]
+fn more_readers_of_a_network_bound_side_are_a_range_not_a_figure() {
+    let net = Split {
+        network: 0.5,
+        cpu: 0.5,
+        ..Split::default()
+    };
+    for kind in [LeverKind::ReadThreads, LeverKind::Accelerators] {
+        let p = project(&pipeline(net, 0.2, 2.0), lever(kind, 2.0));
+        assert!(p.projected_au_percentage.is_none(), "{p:?}");
+        assert!(p.reason.contains("not measurable"), "{p:?}");
+        assert!((p.low.unwrap() - p.au_percentage).abs() < 1e-6, "{p:?}");
+    }
+    // The network's own lever still projects.
+    let faster = project(&pipeline(net, 0.2, 2.0), lever(LeverKind::Network, 2.0));
+    assert!(gain(&faster) > 5.0, "{faster:?}");
+}
