@@ -4,7 +4,8 @@
 # lever is applied for real and the job re-run; the table gives the
 # projected AU, its range, the AU the re-run measured (the workload's own:
 # the bench's summary.json, DLIO's formula) and the error. Not a timed
-# test: a check of the model, run by hand or by CI in its short form.
+# test: a check of the model, run by hand; CI runs its short form
+# (tests/whatif.rs: one lever per kind of limit, one run per figure).
 #
 # Cases (`storprof bench` over a small flux dataset made by `storprof
 # datagen`, 32 steps of 4 samples, 2 read threads unless a lever changes

@@ -26,4 +26,5 @@ mod python_frames;
 mod root_outputs;
 mod root_record;
 mod scenarios;
+mod whatif;
 mod write_scenarios;

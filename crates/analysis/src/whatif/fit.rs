@@ -73,9 +73,9 @@ pub struct Pipeline {
     pub steps: u64,
     pub step_s: f64,
     /// Of a step: the consumer's compute (what a computation lever
-    /// scales), its other own time that does not overlap the data side
-    /// (0 unless its compute is emulated and known apart), and its wait
-    /// for data, s.
+    /// scales), its own time that does not overlap the data side (taking
+    /// batches when its compute is emulated and known apart; the
+    /// hand-off's wait when it barely waits), and its wait for data, s.
     pub compute_s: f64,
     pub overhead_s: f64,
     pub wait_s: f64,
