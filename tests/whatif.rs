@@ -28,7 +28,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::support::{STORPROF, Throttle, assert_root, read_json, scratch};
+use crate::support::{STORPROF, Throttle, assert_root, read_json, record_with, scratch, storprof};
 
 /// The small flux dataset of check-whatif.sh: 8 files of 16 samples,
 /// 32 steps of 4.
@@ -130,24 +130,9 @@ fn median_of_three(cmd: impl Fn(usize) -> (Vec<String>, PathBuf)) -> f64 {
 /// Records `cmd` into `session` and projects `lever` from it: (today's
 /// AU in the model, the projected AU).
 fn record_and_project(cmd: &[String], session: &Path, lever: &str) -> (f64, f64) {
-    let out = Command::new(STORPROF)
-        .args(["record", "--live", "off", "-o"])
-        .arg(session)
-        .arg("--")
-        .args(cmd)
-        .output()
-        .expect("run storprof record");
-    assert!(
-        out.status.success(),
-        "record: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new(STORPROF)
-        .arg("whatif")
-        .arg(session)
-        .args(["--json", "--lever", lever])
-        .output()
-        .expect("run storprof whatif");
+    record_with(session, &["--live", "off"], cmd);
+    let session_arg = session.display().to_string();
+    let out = storprof(["whatif", &session_arg, "--json", "--lever", lever]);
     assert!(
         out.status.success(),
         "whatif: {}",
