@@ -10,7 +10,7 @@
 use std::{fs::File, io::Write, os::fd::FromRawFd};
 
 use crate::Seeds;
-use storprof::{
+use storprof_stacks::{
     symbolize::{MapEntry, Symbolizer},
     unwind::{
         DwarfUnwinder, StackSample,

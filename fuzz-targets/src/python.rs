@@ -8,7 +8,7 @@
 //! code units.
 
 use crate::{Seeds, repo_root};
-use storprof::python::{
+use storprof_stacks::python::{
     decode::{
         bytes_data_offset, bytes_len, code_header_len, decode_chars, frame_name, instr_index,
         line_for_index, parse_code, unicode_layout,
@@ -52,10 +52,10 @@ fn hex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// Images built from the code objects dumped from real interpreters
-/// (profiler/src/python/testdata): the code object, then its name string,
+/// (crates/stacks/src/python/testdata): the code object, then its name string,
 /// then its line table, with the code object's pointers moved to them.
 pub fn seeds() -> Seeds {
-    let dir = repo_root().join("profiler/src/python/testdata");
+    let dir = repo_root().join("crates/stacks/src/python/testdata");
     let mut out = Vec::new();
     for (vi, v) in VERSIONS.iter().enumerate() {
         let path = dir.join(format!("py{}{}.json", v.major, v.minor));

@@ -28,12 +28,12 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::commands::demo::DemoScale;
-use crate::record::{
+use storprof_analysis::Thresholds;
+use storprof_record::record::{
     RecordOptions, SyscallTiming, UnwindMode,
     args::default_output,
     live::{LiveOptions, LiveView, ThenAction},
 };
-use storprof_analysis::Thresholds;
 
 /// Exit codes of `storprof`.
 pub mod exit {
@@ -271,15 +271,22 @@ fn live_budget(percent: f64) -> Result<Option<f64>, String> {
 }
 
 impl RecordArgs {
+    /// The thresholds of the live verdicts: `thresholds`, with
+    /// `--stall-after` as their `stall_s`.
+    pub fn live_thresholds(&self, thresholds: &Thresholds) -> Result<Thresholds, String> {
+        let mut thresholds = thresholds.clone();
+        if let Some(stall) = self.stall_after {
+            thresholds.stall_s = seconds("--stall-after", stall)?.as_secs_f64();
+        }
+        Ok(thresholds)
+    }
+
     /// The library options, with `thresholds` for the live verdicts
     /// (`--stall-after` overrides their `stall_s`): the frequency at least
     /// 1 Hz, the output a timestamped directory by default. Times that are
     /// not above zero are usage errors, in words.
     pub fn to_options(&self, thresholds: &Thresholds) -> Result<RecordOptions, String> {
-        let mut thresholds = thresholds.clone();
-        if let Some(stall) = self.stall_after {
-            thresholds.stall_s = seconds("--stall-after", stall)?.as_secs_f64();
-        }
+        let thresholds = self.live_thresholds(thresholds)?;
         let live = LiveOptions {
             view: self.live,
             interval: seconds("--live-interval", self.live_interval)?,
@@ -289,7 +296,7 @@ impl RecordArgs {
                 .map(|s| seconds("--until-verdict", s))
                 .transpose()?,
             then: self.then,
-            thresholds,
+            analysis: Some(crate::live_verdict::analysis(thresholds)),
         };
         Ok(RecordOptions {
             command: self.command.clone(),
@@ -577,7 +584,7 @@ mod tests {
         // --then needs --until-verdict.
         assert!(record_args(&["--then", "stop", "--", "true"]).is_err());
         let r = record_args(&["--stall-after", "5", "--", "true"]).unwrap();
-        assert_eq!(r.to_options(&t).unwrap().live.thresholds.stall_s, 5.0);
+        assert_eq!(r.live_thresholds(&t).unwrap().stall_s, 5.0);
         assert_eq!(r.thresholds(t.clone()).stall_s, 5.0);
     }
 }

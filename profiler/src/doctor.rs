@@ -7,7 +7,7 @@
 //! traced: the traced set stays empty) and detaches on drop.
 use std::path::Path;
 
-use crate::probes::{self, Attach, PROGRAMS, ProbeOptions, ProbeSet, tracefs};
+use storprof_record::probes::{self, Attach, PROGRAMS, ProbeOptions, ProbeSet, tracefs};
 
 /// Result of one check.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,32 +1,37 @@
 //! storprof: one root-run session that says whether a training-data pipeline
 //! is held back by the storage or by the reader, and proves it.
 //!
-//! Data flow (crates in brackets; each imports only the ones above it):
+//! The binary's library: the command line and the commands, which wire
+//! the crates together. Each crate imports only the ones above it:
 //!
 //! ```text
-//!  probes (ebpf/probes, in the kernel)          benchmark (storprof-bench)
-//!        │ maps / ring buffers                        │ summary.json
-//!        ▼                                            ▼
-//!  probes::  load + attach (the one kernel seam)      │
-//!        │ raw counters, stack ids                    │
-//!        ▼                                            │
-//!  record::  follow the command, drain maps,          │
-//!            symbolize, aggregate (pure) ──► session directory
-//!                                              [storprof-session]
-//!                                                     │
-//!  [storprof-analysis] features, wait-for graph, ◄────┘
-//!        │             rules: a Decision (data)
-//!        ▼
-//!  output::  the decision in words (Diagnosis), flamegraph SVGs, timeline,
-//!            report.md, report.html, exports, evidence bundle
+//!  [storprof-common]   kernel/user types (no_std)      [storprof-bench]
+//!        │                                              benchmark, DLIO
+//!  [storprof-session]  the session directory: model, load, safe writes
+//!        │
+//!  [storprof-record]   probes, follow, drain, stacks ──► session directory
+//!  [storprof-analysis] features, wait-for graph, rules: a Decision (data)
+//!        │
+//!  [storprof-report]   the decision in words, SVGs, report.md/html,
+//!                      exports, evidence bundle
+//!        │
+//!  storprof (here)     cli ─► commands; live_verdict wires the analysis
+//!                      into the recorder's live view; merge of hosts
 //! ```
 
 pub mod cli;
 pub mod commands;
 pub mod doctor;
+pub mod live_verdict;
 pub mod merge;
-pub mod probes;
-pub mod python;
-pub mod record;
-pub mod symbolize;
-pub mod unwind;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_recorder_and_the_benchmark_name_a_host_by_one_variable() {
+        assert_eq!(
+            storprof_record::record::select::HOST_LABEL_ENV,
+            storprof_bench::output::HOST_LABEL_ENV
+        );
+    }
+}

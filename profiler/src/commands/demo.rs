@@ -26,8 +26,8 @@ use storprof_bench::{
     storage::LocalStorage,
 };
 
-use crate::record::{self, RecordOptions};
 use storprof_analysis::Thresholds;
+use storprof_record::record::{self, RecordOptions};
 use storprof_report::{
     self, BundleSessionOptions, ReportOptions,
     flamegraph::{self, FlamegraphOptions, Kind},
@@ -130,10 +130,7 @@ pub fn default_data_dir() -> PathBuf {
 
 /// `storprof-demo-YYYYmmdd-HHMMSS` in the current directory (local time).
 pub fn default_results_dir() -> PathBuf {
-    PathBuf::from(format!(
-        "storprof-demo-{}",
-        crate::record::args::local_timestamp()
-    ))
+    PathBuf::from(format!("storprof-demo-{}", record::args::local_timestamp()))
 }
 
 /// One reader's outcome.

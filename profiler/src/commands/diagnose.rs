@@ -6,10 +6,8 @@ use super::{
     demo::{self, DemoOptions},
     load_thresholds,
 };
-use crate::{
-    cli::{DiagnoseArgs, exit},
-    record::{self, RecordError},
-};
+use crate::cli::{DiagnoseArgs, exit};
+use storprof_record::record::{self, RecordError};
 use storprof_report::{
     BundleSessionOptions, ReportOptions,
     report::{render_terminal, verdict_json},

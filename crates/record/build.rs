@@ -11,7 +11,7 @@ fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let probes_dir = manifest_dir.join("../ebpf/probes");
+    let probes_dir = manifest_dir.join("../../ebpf/probes");
     if env::var("STORPROF_SKIP_EBPF").is_ok_and(|v| v == "1") {
         fs::write(out_dir.join("storprof-probes"), []).expect("write stub probe object");
         return;
@@ -21,7 +21,7 @@ fn main() {
     // them would load and then disagree with user space.
     println!(
         "cargo:rerun-if-changed={}",
-        manifest_dir.join("../ebpf/common").display()
+        manifest_dir.join("../../ebpf/common").display()
     );
     let package = aya_build::Package {
         name: "storprof-ebpf",

@@ -1,12 +1,24 @@
-//! The live view's pure parts over recorded sessions.
+//! The live view's pure parts: its budget, the smoother and the hold.
 use super::*;
-use crate::record::screen::{BLOCK_ROWS, render_block, render_line};
+use crate::record::screen::render_line;
 
-fn fixture(name: &str) -> Session {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/sessions")
-        .join(name);
-    storprof_session::load::load(&dir).unwrap()
+/// Stand-ins for the analysis's verdicts: the live view knows them by name.
+mod v {
+    use super::LiveVerdict;
+    const fn named(name: &'static str) -> LiveVerdict {
+        LiveVerdict {
+            name,
+            stalled: false,
+        }
+    }
+    pub const CPU_BOUND_READER: LiveVerdict = named("cpu-bound-reader");
+    pub const STORAGE_BOUND: LiveVerdict = named("storage-bound");
+    pub const COMPUTE_BOUND: LiveVerdict = named("compute-bound");
+    pub const CHECKPOINT_BOUND: LiveVerdict = named("checkpoint-bound");
+    pub const STALLED: LiveVerdict = LiveVerdict {
+        name: "stalled",
+        stalled: true,
+    };
 }
 
 #[test]
@@ -30,13 +42,6 @@ fn a_folded_group_is_named_as_exited_threads_not_by_its_synthetic_tid() {
         storprof_session::model::thread_label("churn", 7, 4_194_303),
         "churn 7/4194303"
     );
-}
-
-fn status(name: &str) -> LiveStatus {
-    let session = fixture(name);
-    let a = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
-    let elapsed = session.info.duration_s;
-    status_of(&session, &a, elapsed, 5.0)
 }
 
 #[test]
@@ -65,54 +70,7 @@ fn an_update_that_cost_more_than_its_budget_waits_longer_for_the_next() {
     assert!(close(watched.next_analysis_s(16.0, 3.0), 21.0));
 }
 
-#[test]
-fn a_refresh_between_analyses_moves_the_clock_and_rates_but_not_the_verdict() {
-    let session = fixture("real-pool-cpu-bound-reader");
-    let a = storprof_report::diagnosis::diagnose(&session, &Thresholds::default());
-    let ts = session.timeseries.as_ref().unwrap();
-    // As the status stood two seconds in, refreshed at the end.
-    let mut s = status_of(&session, &a, 2.0, 5.0);
-    let phase = s.phase;
-    let at_end = status_of(&session, &a, session.info.duration_s, 5.0);
-    s.busiest.clear();
-    s.read_mib_per_s = -1.0;
-    refresh(&mut s, ts, session.info.duration_s, 5.0);
-    assert_eq!(s.elapsed_s, session.info.duration_s);
-    assert_eq!(s.busiest, at_end.busiest);
-    assert_eq!(s.read_mib_per_s, at_end.read_mib_per_s);
-    assert_eq!(s.device_mib_per_s, at_end.device_mib_per_s);
-    assert_eq!((s.verdict, s.phase), (a.verdict.verdict, phase));
-}
-
-#[test]
-fn the_status_of_a_real_cpu_bound_pool_names_its_verdict_phase_and_busy_workers() {
-    let s = status("real-pool-cpu-bound-reader");
-    assert_eq!(s.verdict, VerdictId::CpuBoundReader);
-    assert!(s.au.is_some());
-    assert!(s.training_start_s.is_some());
-    assert!(!s.busiest.is_empty());
-    // Two forked workers decode on the 2 CPUs (the last 5 s include the tear-down).
-    assert!(s.busiest[0].on_cpu > 0.3, "{:?}", s.busiest);
-    assert_eq!(s.busiest[0].state, "on-cpu");
-    let block = render_block(&s);
-    assert_eq!(block.len(), BLOCK_ROWS as usize);
-    assert!(block[0].contains("phase") && block[0].contains("AU "));
-    assert!(block[1].contains("cpu-bound-reader"));
-    assert!(block[3].contains("device") && block[3].contains("read syscalls"));
-    assert!(block[4].contains(&s.busiest[0].comm));
-    // Faster reader code or more workers: both are projected to help.
-    assert!(block[5].starts_with("would help  "), "{block:?}");
-    let help = s.help.clone().unwrap_or_default();
-    assert!(
-        help.starts_with("reader-cpu ×2 → AU") || help.starts_with("read-threads ×2 → AU"),
-        "{help}"
-    );
-    let line = render_line(&s);
-    assert!(line.contains("verdict cpu-bound-reader"), "{line}");
-    assert!(line.ends_with(&format!(" would help {help}")), "{line}");
-}
-
-fn at(elapsed_s: f64, verdict: VerdictId, label: &str, phase: &'static str) -> LiveStatus {
+fn at(elapsed_s: f64, verdict: LiveVerdict, label: &str, phase: &'static str) -> LiveStatus {
     LiveStatus {
         elapsed_s,
         phase,
@@ -138,8 +96,8 @@ fn at(elapsed_s: f64, verdict: VerdictId, label: &str, phase: &'static str) -> L
 #[test]
 fn the_shown_verdict_changes_only_once_the_new_one_held() {
     let mut sm = VerdictSmoother::default();
-    let cpu = VerdictId::CpuBoundReader;
-    let storage = VerdictId::StorageBound;
+    let cpu = v::CPU_BOUND_READER;
+    let storage = v::STORAGE_BOUND;
     // Too early: nothing shown, and nothing remembered.
     let mut s = at(3.0, storage, "low", "training");
     s.too_early = Some("too early: 5 of the consumer's steps so far (needs 20)".into());
@@ -182,9 +140,9 @@ fn the_shown_verdict_changes_only_once_the_new_one_held() {
     sm.settle(&mut s);
     assert_eq!(s.shown, Some(storage));
     // A stall at once.
-    let mut s = at(35.0, VerdictId::Stalled, "high", "training");
+    let mut s = at(35.0, v::STALLED, "high", "training");
     sm.settle(&mut s);
-    assert_eq!(s.shown, Some(VerdictId::Stalled));
+    assert_eq!(s.shown, Some(v::STALLED));
 }
 
 /// A start-up thread taken for the consumer, then the real one: the
@@ -193,9 +151,9 @@ fn the_shown_verdict_changes_only_once_the_new_one_held() {
 #[test]
 fn a_verdict_holds_only_over_updates_about_one_consumer() {
     let mut sm = VerdictSmoother::default();
-    let compute = VerdictId::ComputeBound;
-    let storage = VerdictId::StorageBound;
-    let mut s = at(15.0, VerdictId::CheckpointBound, "low", "training");
+    let compute = v::COMPUTE_BOUND;
+    let storage = v::STORAGE_BOUND;
+    let mut s = at(15.0, v::CHECKPOINT_BOUND, "low", "training");
     s.inconclusive = true;
     sm.settle(&mut s);
     assert_eq!(s.shown, None);
@@ -227,7 +185,7 @@ fn a_verdict_holds_only_over_updates_about_one_consumer() {
 fn a_verdict_is_reached_once_it_held_over_training_and_restarts_on_a_change() {
     let hold = Duration::from_secs(10);
     let mut h = VerdictHold::default();
-    let cpu = VerdictId::CpuBoundReader;
+    let cpu = v::CPU_BOUND_READER;
     assert_eq!(h.update(&at(5.0, cpu, "high", "start-up"), hold), None);
     assert_eq!(h.update(&at(12.0, cpu, "high", "training"), hold), None);
     assert_eq!(h.update(&at(17.0, cpu, "high", "training"), hold), None);
@@ -249,7 +207,7 @@ fn a_verdict_is_reached_once_it_held_over_training_and_restarts_on_a_change() {
     // A stall stops at once.
     let mut h = VerdictHold::default();
     assert!(
-        h.update(&at(70.0, VerdictId::Stalled, "high", "start-up"), hold)
+        h.update(&at(70.0, v::STALLED, "high", "start-up"), hold)
             .is_some()
     );
 }
@@ -258,7 +216,7 @@ fn a_verdict_is_reached_once_it_held_over_training_and_restarts_on_a_change() {
 fn a_hold_begins_no_earlier_than_the_training_window() {
     let hold = Duration::from_secs(10);
     let mut h = VerdictHold::default();
-    let mut s = at(15.0, VerdictId::StorageBound, "high", "training");
+    let mut s = at(15.0, v::STORAGE_BOUND, "high", "training");
     s.training_start_s = Some(14.0);
     assert_eq!(h.update(&s, hold), None);
     // Data keeps flowing: the window's end follows the clock.
@@ -275,7 +233,7 @@ fn a_window_that_stopped_growing_holds_nothing() {
     // An exchange during start-up (an importing main thread waking a
     // helper) makes a window of 1.1-1.4 s that never grows.
     let hold = Duration::from_secs(10);
-    let cpu = VerdictId::CpuBoundReader;
+    let cpu = v::CPU_BOUND_READER;
     let mut h = VerdictHold::default();
     let mut s = at(5.0, cpu, "medium", "training");
     s.training_start_s = Some(1.1);

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use storprof_common::{MAX_PY_FRAMES, PyFrameRecord, StackKey};
 
 use super::{aggregate, fold::StackFrames, recorder::Recorder};
-use crate::python::{
+use storprof_stacks::python::{
     Detection,
     decode::{self, FrameRole},
 };

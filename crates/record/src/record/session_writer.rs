@@ -495,7 +495,7 @@ pub(super) fn build_session(
         recorder_cpu_s: procfs::own_cpu_s(),
         recorder_cpu_recording_s: recorder.cpu_when_recording_ended,
         early_verdict: ending.early.map(|r| model::EarlyVerdict {
-            verdict: r.verdict.as_str().to_string(),
+            verdict: r.verdict.name.to_string(),
             confidence_label: r.confidence_label.clone(),
             held_from_s: r.from_s,
             held_to_s: r.to_s,

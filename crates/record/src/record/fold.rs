@@ -12,7 +12,7 @@
 use storprof_common::StackKey;
 
 use super::{UnwindMode, aggregate, dwarf_samples::DwarfSamples, kernel::Kernel, python};
-use crate::symbolize::Symbolizer;
+use storprof_stacks::symbolize::Symbolizer;
 
 /// Names for the addresses of a stack.
 pub trait StackFrames {
@@ -208,8 +208,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::unwind::{UnwindEnd, Unwound};
     use storprof_common::UserStackHeader;
+    use storprof_stacks::unwind::{UnwindEnd, Unwound};
 
     /// Stack ids → ips; a user ip is named `u<hex>`, a kernel one `k<hex>`.
     struct FixedFrames(BTreeMap<i32, Vec<u64>>);

@@ -2,15 +2,15 @@
 //!
 //! Data flow: at each exec (and for the recorded command, attached pids and
 //! namespace newcomers) the recorder judges the process's main executable
-//! with [`crate::unwind::frame_pointers::decide`] (cached per path), marks
+//! with [`storprof_stacks::unwind::frame_pointers::decide`] (cached per path), marks
 //! DWARF processes in the kernel (`DWARF_PROCS`, inherited at fork) and
 //! notes the choice for session.json; a process whose CPython interpreter
 //! is found later is switched to DWARF.
 use std::path::PathBuf;
 
 use super::{UnwindMode, recorder::Recorder};
-use crate::unwind::frame_pointers;
 use storprof_session::model::UnwindDecision;
+use storprof_stacks::unwind::frame_pointers;
 
 /// How the reason of an inherited decision starts; the pid of the process
 /// that decided follows.

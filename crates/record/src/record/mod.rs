@@ -26,7 +26,7 @@ pub mod python;
 mod recorder;
 pub mod replay;
 pub mod run_loop;
-mod screen;
+pub mod screen;
 pub mod select;
 mod session_writer;
 mod unwind_choice;
@@ -51,7 +51,6 @@ pub const DEFAULT_CHECKPOINT: std::time::Duration = std::time::Duration::from_se
 
 /// Options of one recording. Defaults are documented per field.
 #[derive(Clone, Debug)]
-#[non_exhaustive]
 pub struct RecordOptions {
     /// Command to start and follow (with all its descendants). Empty: attach to `pids`.
     pub command: Vec<String>,

@@ -23,12 +23,12 @@ use super::{
     RecordError, UnwindMode, aggregate, dwarf_samples::DwarfSamples, kernel::Kernel, launch,
     procfs, python, select,
 };
-use crate::{
-    probes::{self, MapSnapshot, RetiredThreads},
+use crate::probes::{self, MapSnapshot, RetiredThreads};
+use storprof_session::model;
+use storprof_stacks::{
     symbolize::Symbolizer,
     unwind::{DwarfUnwinder, StackSample, UnwindEnd},
 };
-use storprof_session::model;
 
 /// Live state of one recording.
 pub(super) struct Recorder {
@@ -76,7 +76,7 @@ pub(super) struct Recorder {
     /// with stacks unwound the same way.
     pub(super) dwarf_offcpu: DwarfSamples,
     /// DWARF mode only: interpreters of traced processes, Python frames.
-    pub(super) python: crate::python::PythonResolver,
+    pub(super) python: storprof_stacks::python::PythonResolver,
     pub(super) python_offcpu: python::PythonStacks,
     /// Frame-pointer mode: CPU samples of Python processes with their Python frames.
     pub(super) python_fp: python::PythonStacks,
@@ -90,7 +90,7 @@ pub(super) struct Recorder {
     /// parent's mode without an entry.
     pub(super) unlisted_inherited_decisions: u64,
     pub(super) exe_choices:
-        std::collections::HashMap<PathBuf, crate::unwind::frame_pointers::UnwindChoice>,
+        std::collections::HashMap<PathBuf, storprof_stacks::unwind::frame_pointers::UnwindChoice>,
     /// Where every thread was when storprof first asked the command to
     /// stop (duration, early verdict, Ctrl-C): a hung job's waits as they
     /// were, before its signal handlers and tear-down woke them.
@@ -142,7 +142,7 @@ impl Recorder {
             unwinder: dwarf_mode.then(DwarfUnwinder::new),
             dwarf: DwarfSamples::default(),
             dwarf_offcpu: DwarfSamples::default(),
-            python: crate::python::PythonResolver::new(),
+            python: storprof_stacks::python::PythonResolver::new(),
             python_offcpu: python::PythonStacks::default(),
             python_fp: python::PythonStacks::default(),
             selector,
@@ -343,9 +343,13 @@ impl Recorder {
     }
 
     /// Unwinds a sample of `tgid` with its last layout read.
-    fn unwind_with_layout(&mut self, tgid: u32, sample: &StackSample) -> crate::unwind::Unwound {
+    fn unwind_with_layout(
+        &mut self,
+        tgid: u32,
+        sample: &StackSample,
+    ) -> storprof_stacks::unwind::Unwound {
         let Some(unwinder) = self.unwinder.as_mut() else {
-            return crate::unwind::Unwound {
+            return storprof_stacks::unwind::Unwound {
                 ips: Vec::new(),
                 end: UnwindEnd::Early,
             };

@@ -165,9 +165,13 @@ pub fn choose_host_name(
         .to_string()
 }
 
+/// The variable naming this host, the one `storprof bench` reads too (a
+/// test in the binary keeps the two the same).
+pub const HOST_LABEL_ENV: &str = "STORPROF_HOST";
+
 /// `$STORPROF_HOST` when set and non-empty.
 pub fn env_host() -> Option<String> {
-    std::env::var(storprof_bench::output::HOST_LABEL_ENV)
+    std::env::var(HOST_LABEL_ENV)
         .ok()
         .filter(|v| !v.trim().is_empty())
 }

@@ -382,7 +382,9 @@ fn verdict_parts(
 }
 
 /// Builds and analyses the recording so far; the status and the parts it
-/// was built from.
+/// was built from. Only called with `options.live.analysis` set
+/// ([`live::LiveOptions::active`]); without it, the status before any
+/// analysis.
 fn live_status(
     recorder: &mut Recorder,
     options: &RecordOptions,
@@ -393,17 +395,20 @@ fn live_status(
     let parts = parts_so_far(recorder, options, ctx, "live", None)?;
     let session = parts.to_session(ctx.dir);
     let build_s = built.elapsed().as_secs_f64();
-    let analysis = storprof_report::diagnosis::diagnose(&session, &options.live.thresholds);
     let elapsed_s = now_mono.saturating_sub(recorder.start_mono) as f64 / 1e9;
+    let recent_s = options.live.interval.as_secs_f64().max(5.0);
+    let status = match &options.live.analysis {
+        Some(analysis) => (analysis.0)(&session, elapsed_s, recent_s),
+        None => live::before_analysis(
+            session.timeseries.as_ref().unwrap_or(&Default::default()),
+            elapsed_s,
+            recent_s,
+            elapsed_s,
+        ),
+    };
     log::debug!(
         "live update at {elapsed_s:.1} s: build {build_s:.3} s, analysis {:.3} s",
         built.elapsed().as_secs_f64() - build_s
-    );
-    let status = live::status_of(
-        &session,
-        &analysis,
-        elapsed_s,
-        options.live.interval.as_secs_f64().max(5.0),
     );
     Ok((status, parts))
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use storprof_common::{StackKey, UserStackHeader};
 
 use super::python;
-use crate::unwind::{UnwindEnd, Unwound};
+use storprof_stacks::unwind::{UnwindEnd, Unwound};
 
 /// On-CPU samples unwound in user space: counts per key whose `user_stack`
 /// indexes `chains` (leaf-first instruction pointers, and the Python

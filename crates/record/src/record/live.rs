@@ -5,22 +5,21 @@
 //! ```text
 //! run_loop, every LiveOptions::interval:
 //!   session_writer::build_session (the recorder's own drains, no file)
-//!     ─► SessionParts::to_session ─► analysis::analyze
-//!     ─► status_of (pure) ─► LiveStatus ─► Screen (block | lines)
-//!                                       └► VerdictHold::update ─► stop?
+//!     ─► SessionParts::to_session ─► LiveOptions::analysis (the caller's:
+//!        the analysis and its verdict, which this crate does not know)
+//!     ─► LiveStatus ─► VerdictSmoother ─► Screen (block | lines)
+//!                   └► VerdictHold::update ─► stop?
 //! ```
 //!
-//! Everything from `status_of` on is pure and unit-tested over recorded
-//! sessions; the screen writes ANSI to stderr: a status block pinned under
-//! a scroll region, so the workload's own output scrolls above it.
-use std::time::Duration;
+//! Everything from the analysis on is pure and unit-tested; the screen
+//! writes ANSI to stderr: a status block pinned under a scroll region, so
+//! the workload's own output scrolls above it.
+use std::{fmt, sync::Arc, time::Duration};
 
 use super::screen::clock;
-use storprof_report::diagnosis::Diagnosis;
 
 pub use super::screen::Screen;
 
-use storprof_analysis::{Thresholds, VerdictId};
 use storprof_session::{
     load::Session,
     model::{Buckets, TimeSeries},
@@ -71,8 +70,47 @@ pub struct LiveOptions {
     pub until_verdict: Option<Duration>,
     /// Default None: `Stop` for a launched command, `Continue` for `--pid`.
     pub then: Option<ThenAction>,
-    /// The thresholds the live verdicts use (those of the final report).
-    pub thresholds: Thresholds,
+    /// What turns the recording so far into a status with a verdict.
+    /// Default None: no analysis, so no live view and no early verdict.
+    pub analysis: Option<LiveAnalysis>,
+}
+
+/// Turns the session so far into a live status with its verdict: called
+/// with the session, the seconds since the recording began, and the
+/// seconds the rates and thread states look back over. The binary wires
+/// the analysis in, so recording knows nothing of verdicts but their names.
+#[derive(Clone)]
+pub struct LiveAnalysis(pub Arc<LiveAnalysisFn>);
+
+/// The function a [`LiveAnalysis`] holds: (session, elapsed s, recent s).
+pub type LiveAnalysisFn = dyn Fn(&Session, f64, f64) -> LiveStatus + Send + Sync;
+
+impl fmt::Debug for LiveAnalysis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LiveAnalysis")
+    }
+}
+
+/// A verdict as the live view handles it: its name, and whether it is a
+/// stall (shown and reached at once, with no hold).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveVerdict {
+    pub name: &'static str,
+    pub stalled: bool,
+}
+
+impl LiveVerdict {
+    /// Stands in before any analysis (never shown: `too_early` is).
+    pub const NONE: Self = Self {
+        name: "none",
+        stalled: false,
+    };
+}
+
+impl fmt::Display for LiveVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 impl Default for LiveOptions {
@@ -83,7 +121,7 @@ impl Default for LiveOptions {
             cpu_budget: Some(0.01),
             until_verdict: None,
             then: None,
-            thresholds: Thresholds::default(),
+            analysis: None,
         }
     }
 }
@@ -91,7 +129,7 @@ impl Default for LiveOptions {
 impl LiveOptions {
     /// True when the recording loop has to analyse as it goes.
     pub fn active(&self) -> bool {
-        self.view != LiveView::Off || self.until_verdict.is_some()
+        self.analysis.is_some() && (self.view != LiveView::Off || self.until_verdict.is_some())
     }
 
     /// The budget the analyses keep to, when they keep to one.
@@ -160,7 +198,7 @@ pub struct LiveStatus {
     pub training_end_s: Option<f64>,
     /// The consumer's AU as the kernel sees it so far (%).
     pub au: Option<f64>,
-    pub verdict: VerdictId,
+    pub verdict: LiveVerdict,
     pub confidence: f64,
     pub confidence_label: String,
     pub inconclusive: bool,
@@ -176,7 +214,7 @@ pub struct LiveStatus {
     /// The verdict being shown, which changes only once a new one held
     /// for [`VerdictSmoother`]'s updates (the analysis's own is `verdict`);
     /// None while it is too early.
-    pub shown: Option<VerdictId>,
+    pub shown: Option<LiveVerdict>,
     /// The consumer the analysis found (tid), if any: a verdict about
     /// another thread than the last update's is a new reading.
     pub consumer: Option<u32>,
@@ -191,42 +229,29 @@ pub struct LiveStatus {
 /// here. With the default budget the first analysis comes 15 s in.
 pub const FIRST_ANALYSIS_CPU_S: f64 = 0.15;
 
-/// The consumer's steps (data deliveries or compute steps) in the window
-/// before a live verdict means something.
-pub const LIVE_MIN_STEPS: u64 = 20;
-/// ... and the window's length, s.
-pub const LIVE_MIN_WINDOW_S: f64 = 3.0;
-
 /// Busiest threads shown.
 const BUSIEST: usize = 3;
 
-/// Read-syscall bytes from which a job without a consumer reads data.
-const DATA_MIN_BYTES: u64 = 1 << 20;
-
 /// Without reads or a consumer, a job whose threads together kept this
 /// many CPUs busy of late is running (not starting up).
-const RUNNING_CPUS: f64 = 0.5;
-
-/// Seconds after the consumer's last exchange with the data side from
-/// which a running job is in its tear-down (a step of a starved pipeline
-/// can take several seconds).
-const TEAR_DOWN_AFTER_S: f64 = 15.0;
+pub const RUNNING_CPUS: f64 = 0.5;
 
 /// What the time series says of the last `recent_s` seconds: the rates
 /// and the busiest threads a status shows. Cheap next to an analysis: a
 /// live view refreshes it between analyses ([`refresh`]).
-struct Recent {
-    device_mib_per_s: f64,
-    read_mib_per_s: f64,
-    read_bytes: u64,
-    window_s: f64,
+pub struct Recent {
+    pub device_mib_per_s: f64,
+    pub read_mib_per_s: f64,
+    pub read_bytes: u64,
+    /// The seconds looked back over (the time series may be shorter).
+    pub window_s: f64,
     /// CPUs the threads kept busy together.
-    cpus_used: f64,
-    busiest: Vec<LiveThread>,
+    pub cpus_used: f64,
+    pub busiest: Vec<LiveThread>,
 }
 
 impl Recent {
-    fn of(ts: Option<&TimeSeries>, recent_s: f64) -> Self {
+    pub fn of(ts: Option<&TimeSeries>, recent_s: f64) -> Self {
         let bucket_s = ts.map_or(1.0, |t| t.bucket_ns.max(1) as f64 / 1e9);
         let buckets = ts.map_or(0, TimeSeries::bucket_count);
         let recent = ((recent_s / bucket_s).round() as usize).clamp(1, buckets.max(1));
@@ -318,7 +343,7 @@ pub fn before_analysis(
         training_end_s: None,
         au: None,
         // Not shown: `too_early` stands in for it.
-        verdict: VerdictId::CpuBoundReader,
+        verdict: LiveVerdict::NONE,
         confidence: 0.0,
         confidence_label: String::new(),
         inconclusive: true,
@@ -349,142 +374,14 @@ pub fn refresh(status: &mut LiveStatus, ts: &TimeSeries, elapsed_s: f64, recent_
     status.busiest = recent.busiest;
 }
 
-/// The live status of `session` (built at `elapsed_s`) and its analysis;
-/// rates and thread states over the last `recent_s` seconds.
-pub fn status_of(
-    session: &Session,
-    analysis: &Diagnosis,
-    elapsed_s: f64,
-    recent_s: f64,
-) -> LiveStatus {
-    let v = &analysis.verdict;
-    let ts = session.timeseries.as_ref();
-    let recent = Recent::of(ts, recent_s);
-    let bucket_s = ts.map_or(1.0, |t| t.bucket_ns.max(1) as f64 / 1e9);
-    let read_bytes = recent.read_bytes;
-
-    let window = analysis.wait.as_ref().and_then(|w| w.window.as_ref());
-    // Start-up reads (a loader reading an ELF header) are not data.
-    let total_read: u64 = ts.map_or(0, |t| t.threads.iter().map(|s| s.read().total()).sum());
-    let first_read_s = ts.filter(|_| total_read >= DATA_MIN_BYTES).and_then(|t| {
-        t.threads
-            .iter()
-            .filter_map(|s| s.read().first_nonzero())
-            .min()
-            .map(|b| b as f64 * bucket_s)
-    });
-    let training_end_s = window.map(|w| w.end_s);
-    let (phase, training_start_s) = match window {
-        // The window ends at the consumer's last exchange with the data
-        // side; while the job runs, that is a wait still in progress.
-        Some(w) => {
-            let phase = if elapsed_s < w.start_s {
-                "start-up"
-            } else if elapsed_s - w.end_s <= TEAR_DOWN_AFTER_S {
-                "training"
-            } else {
-                "tear-down"
-            };
-            (phase, Some(w.start_s))
-        }
-        // Without a consumer: reading while data flows.
-        None => match first_read_s {
-            Some(s)
-                if read_bytes > 0
-                    && analysis
-                        .wait
-                        .as_ref()
-                        .is_none_or(|w| w.consumers.is_empty()) =>
-            {
-                ("reading", Some(s))
-            }
-            Some(s) => ("quiet", Some(s)),
-            // Nothing read at all: a job busy on its CPUs is running; its
-            // verdict is about its threads.
-            None if recent.cpus_used >= RUNNING_CPUS => ("running", Some(0.0)),
-            None => ("start-up", None),
-        },
-    };
-    let too_early = too_early(analysis, window.map(|w| w.end_s - w.start_s));
-    // A window too short to mean anything that then went quiet is a
-    // start-up exchange (a framework's threads while it imports), not the
-    // end of training.
-    let phase = if too_early.is_some() && phase == "tear-down" {
-        "start-up"
-    } else {
-        phase
-    };
-    let help = too_early.is_none().then(|| help_text(analysis)).flatten();
-    LiveStatus {
-        elapsed_s,
-        phase,
-        training_start_s,
-        training_end_s,
-        au: analysis.wait.as_ref().and_then(|w| w.kernel_au_percentage),
-        verdict: v.verdict,
-        confidence: v.confidence,
-        confidence_label: v.confidence_label.clone(),
-        inconclusive: v.inconclusive,
-        headline: v.headline.clone(),
-        device_mib_per_s: recent.device_mib_per_s,
-        read_mib_per_s: recent.read_mib_per_s,
-        recent_s: recent.window_s,
-        busiest: recent.busiest,
-        shown: too_early.is_none().then_some(v.verdict),
-        too_early,
-        consumer: analysis
-            .wait
-            .as_ref()
-            .and_then(|w| w.consumers.first())
-            .map(|c| c.tid),
-        help,
-    }
-}
-
-/// The status's "would help": the best fix projected, or that none helps.
-fn help_text(analysis: &Diagnosis) -> Option<String> {
-    let w = &analysis.what_would_help;
-    let today = w.today.as_ref()?;
-    Some(match w.helps().first() {
-        Some(p) => format!(
-            "{} → AU {:.0}% (today {:.0}%)",
-            p.label(),
-            p.projected_au_percentage.unwrap_or(today.au_percentage),
-            today.au_percentage
-        ),
-        None => "nothing on the data side".to_string(),
-    })
-}
-
-/// Why a live verdict is too early to mean much: fewer than
-/// [`LIVE_MIN_STEPS`] steps of the consumer, or a window shorter than
-/// [`LIVE_MIN_WINDOW_S`] (without a consumer, of reading).
-fn too_early(analysis: &Diagnosis, window_s: Option<f64>) -> Option<String> {
-    let window_s = window_s.unwrap_or(0.0);
-    let steps: Option<u64> = analysis
-        .wait
-        .as_ref()
-        .filter(|w| !w.consumers.is_empty())
-        .map(|w| w.consumers.iter().map(|c| c.steps).min().unwrap_or(0));
-    match steps {
-        Some(n) if n < LIVE_MIN_STEPS => Some(format!(
-            "too early: {n} of the consumer's steps so far (needs {LIVE_MIN_STEPS})"
-        )),
-        _ if window_s < LIVE_MIN_WINDOW_S => Some(format!(
-            "too early: {window_s:.1} s of training so far (needs {LIVE_MIN_WINDOW_S:.0})"
-        )),
-        _ => None,
-    }
-}
-
 /// Keeps the live view's verdict steady: a new verdict is shown once the
 /// analysis gave it [`Self::CONFIRMATIONS`] updates in a row (a stall at
 /// once); until then the last one stays, marked as changing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VerdictSmoother {
-    shown: Option<VerdictId>,
+    shown: Option<LiveVerdict>,
     /// A different verdict the analysis gave, and how many updates in a row.
-    pending: Option<(VerdictId, u32)>,
+    pending: Option<(LiveVerdict, u32)>,
     /// The consumer of the last update.
     consumer: Option<u32>,
 }
@@ -509,7 +406,7 @@ impl VerdictSmoother {
         let now = s.verdict;
         match self.shown {
             Some(shown) if shown == now => self.pending = None,
-            _ if now == VerdictId::Stalled => {
+            _ if now.stalled => {
                 self.shown = Some(now);
                 self.pending = None;
             }
@@ -535,13 +432,13 @@ impl VerdictSmoother {
 pub struct VerdictHold {
     /// The verdict, label and consumer being held, and since when (s from
     /// the start).
-    held: Option<(VerdictId, String, Option<u32>, f64)>,
+    held: Option<(LiveVerdict, String, Option<u32>, f64)>,
 }
 
 /// An early verdict: what held, and over which window.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reached {
-    pub verdict: VerdictId,
+    pub verdict: LiveVerdict,
     pub confidence_label: String,
     pub from_s: f64,
     pub to_s: f64,
@@ -556,7 +453,7 @@ impl VerdictHold {
     /// nothing. A stall needs no hold and no training window: it already
     /// stands for `stall_s` of nothing happening.
     pub fn update(&mut self, s: &LiveStatus, hold: Duration) -> Option<Reached> {
-        if s.verdict == VerdictId::Stalled {
+        if s.verdict.stalled {
             return Some(Reached {
                 verdict: s.verdict,
                 confidence_label: s.confidence_label.clone(),
