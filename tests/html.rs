@@ -320,6 +320,7 @@ fn write_long_session(dir: &Path) {
             buckets: buckets as u32,
             threads: series,
             devices,
+            host_cpu: None,
             vmstat: None,
         },
     );

@@ -312,6 +312,7 @@ mod tests {
                 read_bytes: vec![0, 2 << 20],
                 ..Default::default()
             }],
+            host_cpu: None,
             vmstat: None,
         };
         let svg = render(&ts);
@@ -336,6 +337,7 @@ mod tests {
                 write_bytes: vec![8 << 20, 8 << 20],
                 ..Default::default()
             }],
+            host_cpu: None,
             vmstat: Some(VmstatSeries {
                 dirty_bytes: vec![16 << 20, 15 << 20],
                 writeback_bytes: vec![1 << 20, 2 << 20],

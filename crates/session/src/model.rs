@@ -511,6 +511,26 @@ pub struct TimeSeries {
     /// could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vmstat: Option<VmstatSeries>,
+    /// The machine's CPU time per bucket, every process's and the
+    /// kernel's (absent in sessions recorded before it was sampled, or
+    /// where /proc/stat could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpuSeries>,
+}
+
+/// `/proc/stat`'s first line once per bucket: CPU time summed over the
+/// machine's CPUs during the bucket, ns. Traced threads are part of
+/// `busy_ns`; what is left of it is untraced (other processes, storprof
+/// itself, kernel threads, interrupts).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HostCpuSeries {
+    /// user + nice + system + irq + softirq.
+    pub busy_ns: Vec<u64>,
+    /// Time a hypervisor ran something else while a CPU of this machine
+    /// wanted to run: CPU the job could not have.
+    pub steal_ns: Vec<u64>,
+    /// idle + iowait.
+    pub idle_ns: Vec<u64>,
 }
 
 /// `/proc/vmstat` once per bucket, system-wide (the page cache is shared:

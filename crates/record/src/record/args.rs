@@ -1,5 +1,5 @@
 //! Default names of session directories, from the local time. (The
-//! `record`/`doctor` arguments live in [`crate::cli`], their runs in
+//! `record`/`doctor` arguments live in the binary's `cli`, their runs in
 //! `commands::{record, doctor}`.)
 use std::path::PathBuf;
 

@@ -1,13 +1,18 @@
 //! The one seam between the recorder and the kernel.
 //!
-//! Everything the recorder reads from or writes to the probes goes through
-//! [`Kernel`]: the loaded [`ProbeSet`] implements it for real recordings,
+//! Everything the recorder reads from or writes to the probes, and what it
+//! reads of the machine's processes and devices while it drains and
+//! builds the session, goes through [`Kernel`]: the loaded [`ProbeSet`]
+//! implements it for real recordings,
 //! [`super::replay::ReplayKernel`] for tests that drive the drain loop and
 //! the session writer from recorded events, without root.
 use std::{
     collections::{BTreeMap, BTreeSet},
     os::fd::RawFd,
+    path::PathBuf,
 };
+
+use super::procfs;
 
 use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
 
@@ -74,6 +79,9 @@ pub trait Kernel {
     /// available). Not a probe, but read through this seam so replayed
     /// recordings do not depend on the machine running the test.
     fn vmstat(&self) -> Option<super::aggregate::VmstatCounters>;
+    /// The machine's CPU time counters now (None: not available);
+    /// through this seam for the same reason.
+    fn host_cpu(&self) -> Option<super::aggregate::HostCpuTicks>;
     /// The devices block device `dev` (kernel-internal dev_t) sits on,
     /// from sysfs; through this seam for the same reason.
     fn lower_devices(&self, dev: u32) -> Vec<LowerDevice>;
@@ -83,6 +91,39 @@ pub trait Kernel {
         let _ = pid;
         Vec::new()
     }
+
+    // The machine's processes, from /proc: through this seam so that a
+    // replayed recording never reads the test machine's own processes
+    // (a replayed tid can be a real one there).
+
+    /// Thread `tid` of process `tgid`'s name (None: gone). A thread id
+    /// as its own `tgid` finds any thread by its id.
+    fn thread_comm(&self, tgid: u32, tid: u32) -> Option<String>;
+    /// Whether thread `tid` of process `tgid` exists (`tgid == tid`: any
+    /// thread with that id).
+    fn thread_alive(&self, tgid: u32, tid: u32) -> bool;
+    /// Process `pid`'s thread ids (empty: gone).
+    fn task_ids(&self, pid: u32) -> Vec<u32>;
+    /// The process a thread belongs to (None: gone).
+    fn tgid_of(&self, tid: u32) -> Option<u32>;
+    /// A live process's parent (None: gone).
+    fn parent_of(&self, pid: u32) -> Option<u32>;
+    /// Process `tgid`'s executable (None: gone).
+    fn exe(&self, tgid: u32) -> Option<PathBuf>;
+    /// A block device's kernel name from its dev_t ("MAJOR:MINOR" when
+    /// sysfs has none).
+    fn device_name(&self, dev: u32) -> String;
+    /// The running kernel's release and BTF.
+    fn kernel_facts(&self) -> KernelFacts;
+}
+
+/// What the session says of the running kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelFacts {
+    /// `/proc/sys/kernel/osrelease` (empty: unreadable).
+    pub release: String,
+    /// Whether `/sys/kernel/btf/vmlinux` exists.
+    pub btf: bool,
 }
 
 impl Kernel for ProbeSet {
@@ -156,10 +197,37 @@ impl Kernel for ProbeSet {
     fn vmstat(&self) -> Option<super::aggregate::VmstatCounters> {
         super::procfs::vmstat()
     }
+    fn host_cpu(&self) -> Option<super::aggregate::HostCpuTicks> {
+        super::procfs::host_cpu()
+    }
     fn lower_devices(&self, dev: u32) -> Vec<LowerDevice> {
         super::procfs::lower_devices(dev)
     }
     fn io_limits(&self, pid: u32) -> Vec<IoLimit> {
         super::cgroup_io::limits_of(pid)
+    }
+    fn thread_comm(&self, tgid: u32, tid: u32) -> Option<String> {
+        procfs::thread_comm(tgid, tid)
+    }
+    fn thread_alive(&self, tgid: u32, tid: u32) -> bool {
+        procfs::thread_alive(tgid, tid)
+    }
+    fn task_ids(&self, pid: u32) -> Vec<u32> {
+        procfs::task_ids(pid)
+    }
+    fn tgid_of(&self, tid: u32) -> Option<u32> {
+        procfs::tgid_of(tid)
+    }
+    fn parent_of(&self, pid: u32) -> Option<u32> {
+        procfs::parent_of(pid)
+    }
+    fn exe(&self, tgid: u32) -> Option<PathBuf> {
+        procfs::exe(tgid)
+    }
+    fn device_name(&self, dev: u32) -> String {
+        procfs::device_name(dev)
+    }
+    fn kernel_facts(&self) -> KernelFacts {
+        procfs::kernel_facts()
     }
 }

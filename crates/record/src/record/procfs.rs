@@ -74,6 +74,47 @@ pub(super) fn vmstat() -> Option<aggregate::VmstatCounters> {
     aggregate::parse_vmstat(&std::fs::read_to_string("/proc/vmstat").ok()?)
 }
 
+/// The machine's CPU time counters (None: /proc/stat unreadable).
+pub(super) fn host_cpu() -> Option<aggregate::HostCpuTicks> {
+    aggregate::parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// Clock ticks a second, the unit of /proc/stat (USER_HZ).
+pub(super) fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf reads a constant of the C library; no memory is
+    // passed.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
+}
+
+/// A thread's name (None when it is gone). `/proc/TGID/task/TID`: a
+/// reused tid in another process does not answer for it.
+pub(super) fn thread_comm(tgid: u32, tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Whether thread `tid` of process `tgid` exists.
+pub(super) fn thread_alive(tgid: u32, tid: u32) -> bool {
+    Path::new(&format!("/proc/{tgid}/task/{tid}")).exists()
+}
+
+/// The executable of process `tgid` (None when it is gone).
+pub(super) fn exe(tgid: u32) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{tgid}/exe")).ok()
+}
+
+/// The running kernel's release, and whether it describes itself in BTF.
+pub(super) fn kernel_facts() -> super::kernel::KernelFacts {
+    super::kernel::KernelFacts {
+        release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
+    }
+}
+
 /// Kernel name of a block device from its kernel-internal dev_t.
 pub(super) fn device_name(dev: u32) -> String {
     let (major, minor) = aggregate::dev_major_minor(dev);

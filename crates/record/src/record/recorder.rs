@@ -11,7 +11,7 @@
 //! through the [`Kernel`] seam.
 use std::{
     collections::{BTreeMap, BTreeSet},
-    path::{Path, PathBuf},
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
@@ -20,8 +20,8 @@ use storprof_common::{
 };
 
 use super::{
-    RecordError, UnwindMode, aggregate, dwarf_samples::DwarfSamples, kernel::Kernel, launch,
-    procfs, python, select,
+    RecordError, UnwindMode, aggregate, dwarf_samples::DwarfSamples, kernel::Kernel, procfs,
+    python, select,
 };
 use crate::probes::{self, MapSnapshot, RetiredThreads};
 use storprof_session::model;
@@ -51,6 +51,8 @@ pub(super) struct Recorder {
     pub(super) series: aggregate::SeriesBuilder,
     /// `/proc/vmstat` at the same ticks as `series`.
     pub(super) vmstat: aggregate::VmstatBuilder,
+    /// `/proc/stat` at the same ticks.
+    pub(super) host_cpu: aggregate::HostCpuBuilder,
     /// Threads whose exit was seen, and when: retired once nothing can
     /// still write their entries.
     pub(super) exited: BTreeMap<u32, Instant>,
@@ -130,6 +132,7 @@ impl Recorder {
             layout_read: std::collections::HashMap::new(),
             series: aggregate::SeriesBuilder::default(),
             vmstat: aggregate::VmstatBuilder::default(),
+            host_cpu: aggregate::HostCpuBuilder::new(procfs::clock_ticks_per_s()),
             exited: BTreeMap::new(),
             retired: Retired::default(),
             retire_after: RETIRE_AFTER,
@@ -191,9 +194,7 @@ impl Recorder {
                 let slots = snapshot
                     .oncpu_start
                     .into_iter()
-                    .filter(|(tid, (_, off))| {
-                        std::path::Path::new(&format!("/proc/{}/task/{tid}", off.tgid)).exists()
-                    })
+                    .filter(|(tid, (_, off))| self.probes.thread_alive(off.tgid, *tid))
                     .collect();
                 self.stop_mark = Some(StopMark {
                     at_mono: snapshot.slots_read_ns,
@@ -229,7 +230,7 @@ impl Recorder {
         match event.kind {
             proc_event::FORK => {
                 let child = event.tid;
-                let child_tgid = procfs::tgid_of(child).unwrap_or(child);
+                let child_tgid = self.probes.tgid_of(child).unwrap_or(child);
                 if child_tgid == child {
                     self.parents.insert(child, event.tgid);
                     self.track(child);
@@ -457,7 +458,7 @@ impl Recorder {
             return_freed_memory();
             let now = Instant::now();
             for &tid in seen {
-                if !self.exited.contains_key(&tid) && !Path::new(&format!("/proc/{tid}")).exists() {
+                if !self.exited.contains_key(&tid) && !self.probes.thread_alive(tid, tid) {
                     self.exited.insert(tid, now);
                 }
             }
@@ -486,15 +487,17 @@ impl Recorder {
     pub(super) fn start_series(&mut self) {
         self.series.push(aggregate::ThreadCumulative::new());
         self.vmstat.push(self.probes.vmstat());
+        self.host_cpu.push(self.probes.host_cpu());
     }
 
     pub(super) fn tick_series(&mut self) -> Result<(), RecordError> {
         // An exit whose event was lost to a full ring leaves here.
-        self.live.retain(|&p| launch::alive(p));
+        let probes = &self.probes;
+        self.live.retain(|&p| probes.thread_alive(p, p));
         let live: Vec<u32> = self.live.iter().copied().collect();
         // Threads running since before their first switch-out are in no
         // map yet: their tids come from /proc.
-        let tasks: Vec<u32> = live.iter().flat_map(|&p| procfs::task_ids(p)).collect();
+        let tasks: Vec<u32> = live.iter().flat_map(|&p| self.probes.task_ids(p)).collect();
         let snapshot = self.probes.thread_snapshot(&tasks)?;
         // The edges right after the threads: a wake-up between the two
         // reads lands in different buckets in each.
@@ -506,6 +509,7 @@ impl Recorder {
             &running,
         ));
         self.vmstat.push(self.probes.vmstat());
+        self.host_cpu.push(self.probes.host_cpu());
         // Live edges only: a retired edge's last growth is in an earlier
         // bucket, and one that comes back (a reused tid) counts from zero.
         let wakes = aggregate::wake_cumulative(&edges);

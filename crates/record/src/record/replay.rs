@@ -11,11 +11,12 @@
 use std::{
     collections::{BTreeMap, BTreeSet, VecDeque},
     os::fd::RawFd,
+    path::PathBuf,
 };
 
 use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
 
-use super::kernel::Kernel;
+use super::kernel::{Kernel, KernelFacts};
 use crate::probes::{MapSnapshot, ProbeError, RetiredThreads, UserStackEvent};
 use storprof_session::model::{LowerDevice, ProbeStatus};
 
@@ -33,6 +34,9 @@ pub struct ReplayStep {
     /// `/proc/vmstat` as a series tick after this step reads it (None:
     /// unreadable).
     pub vmstat: Option<super::aggregate::VmstatCounters>,
+    /// `/proc/stat` as a series tick after this step reads it (None:
+    /// unreadable).
+    pub host_cpu: Option<super::aggregate::HostCpuTicks>,
 }
 
 /// A [`Kernel`] that replays [`ReplayStep`]s.
@@ -60,6 +64,23 @@ pub struct ReplayKernel {
     pub retired: BTreeSet<u32>,
     /// dev_t → the devices it sits on (absent: none).
     pub lower_devices: BTreeMap<u32, Vec<LowerDevice>>,
+    /// The replayed machine's processes: none, unless a test gives them.
+    pub host: ReplayHost,
+}
+
+/// The processes and devices a replay's machine has (by default none: a
+/// replay never reads the test machine's /proc).
+#[derive(Clone, Debug, Default)]
+pub struct ReplayHost {
+    /// tid → (tgid, name) of the threads alive.
+    pub threads: BTreeMap<u32, (u32, String)>,
+    /// pid → parent.
+    pub parents: BTreeMap<u32, u32>,
+    /// pid → executable.
+    pub exes: BTreeMap<u32, PathBuf>,
+    /// dev_t → kernel name.
+    pub device_names: BTreeMap<u32, String>,
+    pub kernel: KernelFacts,
 }
 
 impl ReplayKernel {
@@ -200,7 +221,47 @@ impl Kernel for ReplayKernel {
     fn vmstat(&self) -> Option<super::aggregate::VmstatCounters> {
         self.current.vmstat
     }
+    fn host_cpu(&self) -> Option<super::aggregate::HostCpuTicks> {
+        self.current.host_cpu
+    }
     fn lower_devices(&self, dev: u32) -> Vec<LowerDevice> {
         self.lower_devices.get(&dev).cloned().unwrap_or_default()
+    }
+    fn thread_comm(&self, tgid: u32, tid: u32) -> Option<String> {
+        let (owner, comm) = self.host.threads.get(&tid)?;
+        (*owner == tgid || tgid == tid).then(|| comm.clone())
+    }
+    fn thread_alive(&self, tgid: u32, tid: u32) -> bool {
+        self.thread_comm(tgid, tid).is_some()
+    }
+    fn task_ids(&self, pid: u32) -> Vec<u32> {
+        self.host
+            .threads
+            .iter()
+            .filter(|(_, (tgid, _))| *tgid == pid)
+            .map(|(tid, _)| *tid)
+            .collect()
+    }
+    fn tgid_of(&self, tid: u32) -> Option<u32> {
+        self.host.threads.get(&tid).map(|(tgid, _)| *tgid)
+    }
+    fn parent_of(&self, pid: u32) -> Option<u32> {
+        self.host.parents.get(&pid).copied()
+    }
+    fn exe(&self, tgid: u32) -> Option<PathBuf> {
+        self.host.exes.get(&tgid).cloned()
+    }
+    fn device_name(&self, dev: u32) -> String {
+        self.host
+            .device_names
+            .get(&dev)
+            .cloned()
+            .unwrap_or_else(|| {
+                let (major, minor) = super::aggregate::dev_major_minor(dev);
+                format!("{major}:{minor}")
+            })
+    }
+    fn kernel_facts(&self) -> KernelFacts {
+        self.host.kernel.clone()
     }
 }

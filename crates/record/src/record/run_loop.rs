@@ -272,11 +272,10 @@ impl Live<'_> {
         let no_names = HashMap::new();
         let comms = self.last.as_ref().map_or(&no_names, |(_, comms)| comms);
         let comm_of = |tid: u32| {
-            comms.get(&tid).cloned().unwrap_or_else(|| {
-                std::fs::read_to_string(format!("/proc/{tid}/comm"))
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_default()
-            })
+            comms
+                .get(&tid)
+                .cloned()
+                .unwrap_or_else(|| recorder.probes.thread_comm(tid, tid).unwrap_or_default())
         };
         let ts = session_writer::timeseries_so_far(recorder, self.ctx.start_unix, &comm_of);
         let elapsed_s = elapsed_s(recorder);
@@ -660,7 +659,10 @@ fn run_turns(
         }
         if child_pid.is_none()
             && recorder.selector.is_none()
-            && options.pids.iter().all(|p| !launch::alive(*p))
+            && options
+                .pids
+                .iter()
+                .all(|&p| !recorder.probes.thread_alive(p, p))
         {
             let reason = if verdict_at.is_some() {
                 EndReason::Verdict
@@ -748,7 +750,11 @@ fn interrupt_kill(recorder: &Recorder, pid: i32, grace: Duration) -> Ending {
 fn kill_leftovers(recorder: &Recorder, pid: i32) {
     let own = std::process::id();
     for &p in &recorder.live {
-        if p != own && p as i32 != pid && launch::alive(p) && recorder.probes.traces(p) {
+        if p != own
+            && p as i32 != pid
+            && recorder.probes.thread_alive(p, p)
+            && recorder.probes.traces(p)
+        {
             log::info!("stopping leftover traced process {p}");
             launch::send_signal(p as i32, libc::SIGKILL);
         }

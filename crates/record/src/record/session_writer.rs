@@ -199,9 +199,25 @@ pub(super) fn timeseries_so_far(
         threads: recorder.series.series(comm_of),
         devices: recorder
             .blocks
-            .device_series(buckets as usize, &procfs::device_name),
+            .device_series(buckets as usize, &|d| recorder.probes.device_name(d)),
         vmstat: recorder.vmstat.series(page_size),
+        host_cpu: recorder.host_cpu.series(),
     }
+}
+
+/// A thread's name: from the maps, else as the machine names it now,
+/// else `tid-TID`.
+fn comm_or_kernel(
+    comms: &BTreeMap<u32, String>,
+    kernel: &dyn Kernel,
+    tgid: u32,
+    tid: u32,
+) -> String {
+    comms.get(&tid).cloned().unwrap_or_else(|| {
+        kernel
+            .thread_comm(tgid, tid)
+            .unwrap_or_else(|| format!("tid-{tid}"))
+    })
 }
 
 /// The recorder's state as a session: one full snapshot of the maps,
@@ -234,25 +250,19 @@ pub(super) fn build_session(
         .iter()
         .map(|t| (t.tid, aggregate::comm_string(&t.comm)))
         .collect();
-    let comm_of = |tgid: u32, tid: u32| -> String {
-        comms.get(&tid).cloned().unwrap_or_else(|| {
-            std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/comm"))
-                .map(|s| s.trim().to_string())
-                .unwrap_or_else(|_| format!("tid-{tid}"))
-        })
-    };
     let threads = aggregate::thread_stats(
         &snapshot.threads,
         &snapshot.syscalls,
         &snapshot.samples,
         &running,
-        &comm_of,
+        &|tgid, tid| comm_or_kernel(&comms, &*recorder.probes, tgid, tid),
     );
 
-    let mut devices =
-        recorder
-            .blocks
-            .device_stats(&recorder.tracked, duration_ns, &procfs::device_name);
+    let mut devices = recorder
+        .blocks
+        .device_stats(&recorder.tracked, duration_ns, &|d| {
+            recorder.probes.device_name(d)
+        });
     for device in &mut devices {
         if let Some(dev) = aggregate::dev_from_major_minor(&device.dev) {
             device.sits_on = recorder.probes.lower_devices(dev);
@@ -281,8 +291,11 @@ pub(super) fn build_session(
         threads: recorder
             .series
             .series(&|tid| comms.get(&tid).cloned().unwrap_or_default()),
-        devices: recorder.blocks.device_series(buckets, &procfs::device_name),
+        devices: recorder
+            .blocks
+            .device_series(buckets, &|d| recorder.probes.device_name(d)),
         vmstat: recorder.vmstat.series(page_size),
+        host_cpu: recorder.host_cpu.series(),
     };
 
     let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();
@@ -290,8 +303,9 @@ pub(super) fn build_session(
     let folded_threads = recorder.retired.folded;
     let unlisted_decisions = recorder.unlisted_inherited_decisions;
     // Folded stacks, symbolized.
+    let probes: &dyn Kernel = &*recorder.probes;
+    let comm_of = |tgid: u32, tid: u32| comm_or_kernel(&comms, probes, tgid, tid);
     let Recorder {
-        probes,
         symbolizer,
         dwarf,
         dwarf_offcpu,
@@ -338,7 +352,7 @@ pub(super) fn build_session(
         };
         let mut symbols = fold::Symbols {
             symbolizer,
-            kernel: &**probes,
+            kernel: probes,
         };
         fold::fold_stacks(&input, &mut symbols, &comm_of)
     };
@@ -372,7 +386,7 @@ pub(super) fn build_session(
         traced: &|tgid| tracked.contains(&tgid),
         // A thread gone since: its last switch-out was its exit (a stop
         // mark kept only the threads alive then).
-        alive: &|tgid, tid| marked || Path::new(&format!("/proc/{tgid}/task/{tid}")).exists(),
+        alive: &|tgid, tid| marked || probes.thread_alive(tgid, tid),
         comm_of: &comm_of,
     };
     // A stopped command's waits as they were at the stop request: its
@@ -404,18 +418,20 @@ pub(super) fn build_session(
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
         processes: aggregate::process_unwind(&folded.unwind_entries),
         decisions: unwind_decisions.values().cloned().collect(),
-        offcpu: offcpu_unwind_stats(&**probes, dwarf_offcpu),
+        offcpu: offcpu_unwind_stats(probes, dwarf_offcpu),
     };
 
     let mut features = BTreeMap::new();
+    let kernel_facts = probes.kernel_facts();
     features.insert("tracefs".to_string(), tracefs_line.to_string());
     features.insert(
         "btf".to_string(),
-        if Path::new("/sys/kernel/btf/vmlinux").exists() {
-            "present".to_string()
+        if kernel_facts.btf {
+            "present"
         } else {
-            "missing".to_string()
-        },
+            "missing"
+        }
+        .to_string(),
     );
     features.insert(
         "syscall_timing".to_string(),
@@ -474,9 +490,7 @@ pub(super) fn build_session(
         hostname: selector
             .as_ref()
             .map_or_else(select::default_host_name, select::NetnsSelector::host_name),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
+        kernel: kernel_facts.release,
         num_cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         start_unix_ns: start_unix,
         end_unix_ns: end_unix,
@@ -517,12 +531,11 @@ pub(super) fn build_session(
                     ppid: parents
                         .get(&pid)
                         .copied()
-                        .or_else(|| running.then(|| procfs::parent_of(pid)).flatten())
+                        .or_else(|| running.then(|| probes.parent_of(pid)).flatten())
                         .unwrap_or(0),
                     comm: running
-                        .then(|| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
+                        .then(|| probes.thread_comm(pid, pid))
                         .flatten()
-                        .map(|s| s.trim().to_string())
                         .or_else(|| main_thread_comms.get(&pid).map(|c| c.to_string()))
                         .unwrap_or_default(),
                 }

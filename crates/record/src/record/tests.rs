@@ -142,6 +142,11 @@ fn replay(main: u32, worker: u32) -> ReplayKernel {
             nr_dirtied: 100 * scale,
             nr_written: 50 * scale,
         }),
+        host_cpu: Some(super::aggregate::HostCpuTicks {
+            busy: 100 * scale,
+            steal: scale,
+            idle: 50 * scale,
+        }),
         ..ReplayStep::default()
     };
     let mut kernel = ReplayKernel::new(
@@ -418,6 +423,12 @@ fn the_session_writer_turns_a_replay_into_a_session_directory() {
     assert_eq!(vm.writeback_bytes, vec![page, 2 * page, 3 * page]);
     assert_eq!(vm.dirtied_bytes, vec![0, 100 * page, 100 * page]);
     assert_eq!(vm.written_bytes, vec![0, 50 * page, 50 * page]);
+    // /proc/stat alike: each bucket's increase, in ns.
+    let tick = 1_000_000_000 / super::procfs::clock_ticks_per_s();
+    let host = ts.host_cpu.unwrap();
+    assert_eq!(host.busy_ns, vec![0, 100 * tick, 100 * tick]);
+    assert_eq!(host.steal_ns, vec![0, tick, tick]);
+    assert_eq!(host.idle_ns, vec![0, 50 * tick, 50 * tick]);
 
     // Folded stacks per comm and per thread: the loader's 7 samples in one
     // stack of two frames, the trainer's one.

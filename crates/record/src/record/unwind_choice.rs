@@ -57,7 +57,7 @@ impl Recorder {
         if !self.auto_unwind() {
             return;
         }
-        let Ok(exe) = std::fs::read_link(format!("/proc/{tgid}/exe")) else {
+        let Some(exe) = self.probes.exe(tgid) else {
             return;
         };
         let choice = match self.exe_choices.get(&exe) {
@@ -102,7 +102,7 @@ impl Recorder {
         if !self.auto_unwind() || self.is_dwarf_process(tgid) {
             return;
         }
-        let exe = std::fs::read_link(format!("/proc/{tgid}/exe")).unwrap_or_default();
+        let exe = self.probes.exe(tgid).unwrap_or_default();
         self.set_unwind(
             tgid,
             exe,

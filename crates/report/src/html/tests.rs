@@ -108,6 +108,7 @@ pub(super) fn long_session(hours: u64) -> Session {
             buckets: buckets as u32,
             threads: series,
             devices,
+            host_cpu: None,
             vmstat: None,
         }),
         oncpu,

@@ -57,6 +57,7 @@ fn write_session() -> Session {
     }];
     s.timeseries = Some(TimeSeries {
         bucket_ns: S,
+        host_cpu: None,
         vmstat: Some(VmstatSeries {
             dirty_bytes: vec![8 << 20, 16 << 20],
             writeback_bytes: vec![1 << 20, 3 << 20],

@@ -165,6 +165,7 @@ fn dirty_page_figures_from_the_vmstat_series() {
     let mut s = writeback_session(8_000_000);
     s.timeseries = Some(storprof_session::model::TimeSeries {
         bucket_ns: S,
+        host_cpu: None,
         vmstat: Some(storprof_session::model::VmstatSeries {
             dirty_bytes: vec![10 << 20, 30 << 20, 20 << 20],
             writeback_bytes: vec![0, 4 << 20, 2 << 20],

@@ -3,6 +3,7 @@
 //! files: unit-tested without root.
 mod block;
 mod folded;
+mod host_cpu;
 mod names;
 mod series;
 mod threads;
@@ -11,6 +12,7 @@ mod waits;
 
 pub use block::*;
 pub use folded::*;
+pub use host_cpu::*;
 pub use names::*;
 pub use series::*;
 pub use threads::*;
