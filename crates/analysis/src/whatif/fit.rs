@@ -98,12 +98,15 @@ pub struct Pipeline {
     /// Loader and helper threads, and the CPUs they kept busy.
     pub loaders: usize,
     pub loader_cpus: f64,
-    /// CPUs the loaders could use: the machine's, less what the consumer
-    /// and every other traced thread used over the window.
+    /// CPUs the loaders could use: the machine's, less what the consumer,
+    /// every other traced thread and the untraced load used over the
+    /// window.
     pub cpus_for_loaders: f64,
     /// The CPUs every other traced thread (the consumer, its helpers)
     /// kept busy over the window.
     pub others_cpus: f64,
+    /// The machine's CPU the job did not use (None: no host CPU series).
+    pub untraced: Option<Untraced>,
     /// How much faster the storage could serve reads than it did (× of
     /// today's rate) before its read limit or a busy device stops it;
     /// None: no limit seen.
@@ -114,6 +117,67 @@ pub struct Pipeline {
     /// more loaders would wait for too: its locks, and the GIL when the
     /// loaders are threads of one process (processes each have their own).
     pub serial_share: f64,
+}
+
+/// The machine's CPU over the window that no traced thread used, in CPUs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Untraced {
+    /// Other processes, kernel threads and interrupts: here with or
+    /// without storprof (storprof's own CPU taken out).
+    pub others_cpus: f64,
+    /// A hypervisor's steal: CPU the machine wanted and did not get.
+    pub steal_cpus: f64,
+}
+
+impl Untraced {
+    /// CPUs the job could not have had.
+    pub fn total(&self) -> f64 {
+        self.others_cpus + self.steal_cpus
+    }
+}
+
+/// Untraced CPU below this (CPUs) is within what the host series and the
+/// threads' own series disagree by (ticks against switches).
+pub const UNTRACED_MIN_CPUS: f64 = 0.05;
+
+/// The machine's busy CPU over `buckets` less the traced threads'
+/// (`traced_s` of CPU over the same buckets) and storprof's own (spread
+/// evenly over the recording), and its steal. None without a host CPU
+/// series or a per-bucket window.
+fn untraced_cpus(
+    session: &Session,
+    buckets: Option<(usize, usize)>,
+    traced_s: Option<f64>,
+) -> Option<Untraced> {
+    let ts = session.timeseries.as_ref()?;
+    let host = ts.host_cpu.as_ref()?;
+    let (b0, b1) = buckets?;
+    let span_s = b1.saturating_sub(b0) as f64 * ts.bucket_ns as f64 / 1e9;
+    if span_s <= 0.0 {
+        return None;
+    }
+    let sum = |v: &[u64]| v.iter().skip(b0).take(b1 - b0).sum::<u64>() as f64 / 1e9;
+    let busy = sum(&host.busy_ns) / span_s;
+    let steal = sum(&host.steal_ns) / span_s;
+    let info = &session.info;
+    let observer = info
+        .recorder_cpu_recording_s
+        .or(info.recorder_cpu_s)
+        .filter(|_| info.duration_s > 0.0)
+        .map_or(0.0, |s| s / info.duration_s);
+    let others = busy - traced_s? / span_s - observer;
+    Some(Untraced {
+        others_cpus: if others >= UNTRACED_MIN_CPUS {
+            others
+        } else {
+            0.0
+        },
+        steal_cpus: if steal >= UNTRACED_MIN_CPUS {
+            steal
+        } else {
+            0.0
+        },
+    })
 }
 
 /// Fits the model to `session` and its `analysis`.
@@ -196,7 +260,9 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
     let others_cpus = on_cpu_s(&|tid| !loader_tids.contains(&tid))
         .map(|s| s / wall_s)
         .unwrap_or_else(|| (f.cpus_used - loader_cpus).max(0.0));
-    let cpus_for_loaders = (f64::from(f.num_cpus) - others_cpus).max(0.1);
+    let untraced = untraced_cpus(session, window.buckets, on_cpu_s(&|_| true));
+    let cpus_for_loaders =
+        (f64::from(f.num_cpus) - others_cpus - untraced.map_or(0.0, |u| u.total())).max(0.1);
 
     let device_reads = f.device_read_bytes > 0;
     let io_headroom = f
@@ -250,6 +316,7 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         loader_cpus,
         cpus_for_loaders,
         others_cpus,
+        untraced,
         io_headroom,
         device_reads,
         serial_share,

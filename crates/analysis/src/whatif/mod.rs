@@ -23,7 +23,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use fit::{MIN_STEPS, Pipeline, Split, State, fit};
+pub use fit::{MIN_STEPS, Pipeline, Split, State, UNTRACED_MIN_CPUS, Untraced, fit};
 pub use table::{HELPS_MIN_GAIN, REPORT_LEVERS, Today, WhatIf, table};
 
 use serde::Serialize;
@@ -399,6 +399,15 @@ fn accelerators(p: &Pipeline, k: f64, cpu_per_step: f64) -> (Vec<(f64, f64)>, St
     )
 }
 
+/// ", after 0.4 CPUs of untraced load" when the machine's other load
+/// took CPUs from the loaders; empty otherwise.
+fn untraced_note(p: &Pipeline) -> String {
+    match p.untraced.map(|u| u.total()) {
+        Some(u) if u > 0.0 => format!(", after {u:.1} CPUs of untraced load"),
+        _ => String::new(),
+    }
+}
+
 /// A lock share of the data side's cycle below this does not hold more
 /// loaders back in the model.
 pub const SERIAL_MIN_SHARE: f64 = 0.1;
@@ -421,8 +430,10 @@ fn read_threads(
     if cpu_floor > producer {
         producer = cpu_floor;
         limits.push(format!(
-            "the {:.1} CPUs left for the loaders (they need {:.3} s of CPU a step)",
-            p.cpus_for_loaders, cpu_per_step
+            "the {:.1} CPUs left for the loaders{} (they need {:.3} s of CPU a step)",
+            p.cpus_for_loaders,
+            untraced_note(p),
+            cpu_per_step
         ));
     }
     let io_share = p.loader_split.or(p.path_split).map_or(0.0, |s| s.io);

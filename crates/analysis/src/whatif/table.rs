@@ -71,6 +71,14 @@ pub struct Today {
     /// Compute over the step (%), and steps/s.
     pub au_percentage: f64,
     pub steps_per_s: f64,
+    /// The CPUs the loaders could use: the machine's, less the rest of
+    /// the job's and the untraced load's.
+    pub cpus_for_loaders: f64,
+    /// The machine's CPU no traced thread used (other processes, the
+    /// kernel, a hypervisor's steal; storprof's own taken out), CPUs; None
+    /// where the recording has no host CPU series.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untraced_cpus: Option<f64>,
 }
 
 impl From<&Pipeline> for Today {
@@ -86,6 +94,8 @@ impl From<&Pipeline> for Today {
             producer_known: p.producer_known,
             au_percentage: 100.0 * p.compute_s / step,
             steps_per_s: 1.0 / step,
+            cpus_for_loaders: p.cpus_for_loaders,
+            untraced_cpus: p.untraced.map(|u| u.total()),
         }
     }
 }

@@ -42,6 +42,7 @@ fn pipeline(split: Split, loader_cpus: f64, cpus_for_loaders: f64) -> Pipeline {
         loader_cpus,
         cpus_for_loaders,
         others_cpus: 0.1,
+        untraced: None,
         io_headroom: None,
         device_reads: true,
         serial_share: 0.0,
@@ -354,4 +355,42 @@ fn more_readers_of_a_network_bound_side_are_a_range_not_a_figure() {
     // The network's own lever still projects.
     let faster = project(&pipeline(net, 0.2, 2.0), lever(LeverKind::Network, 2.0));
     assert!(gain(&faster) > 5.0, "{faster:?}");
+}
+
+#[test]
+fn untraced_load_on_the_host_leaves_fewer_cpus_for_the_loaders() {
+    let (mut s, a) = fixture("real-pool-cpu-bound-reader");
+    let before = fit(&s, &a).unwrap();
+    assert_eq!(before.untraced, None, "the fixture has no host CPU series");
+    // The host as busy as the traced threads, storprof's own share, and
+    // one CPU more (another process); a fifth of a CPU stolen.
+    let info = &s.info;
+    let observer_ns = info
+        .recorder_cpu_recording_s
+        .or(info.recorder_cpu_s)
+        .map_or(0.0, |c| c / info.duration_s * 1e9);
+    let ts = s.timeseries.as_mut().unwrap();
+    let buckets = ts.bucket_count();
+    let traced: Vec<u64> = (0..buckets)
+        .map(|b| ts.threads.iter().map(|t| t.on_cpu().sum(b, b + 1)).sum())
+        .collect();
+    ts.host_cpu = Some(storprof_session::model::HostCpuSeries {
+        busy_ns: traced
+            .iter()
+            .map(|t| t + observer_ns as u64 + 1_000_000_000)
+            .collect(),
+        steal_ns: vec![200_000_000; buckets],
+        idle_ns: vec![0; buckets],
+    });
+    let after = fit(&s, &a).unwrap();
+    let u = after.untraced.unwrap();
+    assert!((u.others_cpus - 1.0).abs() < 0.05, "{u:?}");
+    assert!((u.steal_cpus - 0.2).abs() < 0.01, "{u:?}");
+    let fewer = before.cpus_for_loaders - after.cpus_for_loaders;
+    assert!(
+        (fewer - 1.2).abs() < 0.05 || after.cpus_for_loaders == 0.1,
+        "{before:?} {after:?}"
+    );
+    let today = Today::from(&after);
+    assert_eq!(today.untraced_cpus, Some(u.total()));
 }
