@@ -25,6 +25,7 @@ mod procfs;
 pub mod python;
 mod recorder;
 pub mod replay;
+mod retired;
 pub mod run_loop;
 pub mod screen;
 pub mod select;

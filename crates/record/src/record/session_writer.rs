@@ -451,7 +451,7 @@ pub(super) fn build_session(
             "{folded_threads} threads that exited after the first {} are folded into one \
              entry per thread name (their figures, syscalls, stacks and wake-ups summed), so \
              storprof's memory stays bounded",
-            super::recorder::RETIRED_THREADS_KEPT
+            super::retired::RETIRED_THREADS_KEPT
         ));
     }
     if unlisted_decisions > 0 {

@@ -9,8 +9,9 @@ use storprof_common::{
 
 use super::{
     RecordOptions, UnwindMode,
-    recorder::{RETIRED_THREADS_KEPT, Recorder, Retired},
+    recorder::Recorder,
     replay::{ReplayKernel, ReplayStep},
+    retired::{RETIRED_THREADS_KEPT, Retired},
     run_loop::{CommandEnd, EndReason, Ending, StopCause, run_loop},
     session_writer::write_session,
 };

@@ -18,137 +18,28 @@
 //! analysed every `LiveOptions::interval`, shown, and once the verdict has
 //! held, the loop ends ([`EndReason::Verdict`]), after stopping the
 //! workload when asked to.
-use std::{
-    collections::HashMap,
-    path::Path,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use super::{
     RecordError, RecordOptions, launch,
-    live::{self, LiveStatus, Reached, ThenAction},
+    live::{self, Reached, ThenAction},
     procfs,
     recorder::Recorder,
     select,
-    session_writer::{self, EndState, SessionParts},
+    session_writer::SessionParts,
 };
 
-/// Why the recording loop ended (`session.json` `end_reason`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndReason {
-    /// The command (or every attached process) exited.
-    Exited,
-    /// SIGINT/SIGTERM reached storprof.
-    Interrupted,
-    /// `--duration` ran out.
-    Duration,
-    /// `--until-verdict`: the verdict held long enough.
-    Verdict,
-}
+mod ending;
+mod live_updates;
 
-impl EndReason {
-    /// The name written to `session.json`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Exited => "exited",
-            Self::Interrupted => "interrupted",
-            Self::Duration => "duration",
-            Self::Verdict => "verdict",
-        }
-    }
-}
-
-/// Why storprof sent the command SIGTERM.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopCause {
-    /// `--duration` ran out.
-    Duration,
-    /// `--until-verdict` held and `--then stop`.
-    Verdict,
-    /// The command outlived the grace period after a forwarded Ctrl-C,
-    /// or the user pressed Ctrl-C again.
-    Interrupt,
-}
-
-/// How the launched command ended (`session.json` `ended_by`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CommandEnd {
-    /// It exited with a status, on its own or after a forwarded Ctrl-C.
-    Exited,
-    /// A signal storprof did not send killed it.
-    Signaled,
-    /// storprof sent SIGTERM and it ended within the grace period.
-    Sigterm(StopCause),
-    /// storprof sent SIGTERM, it was still running after the grace period:
-    /// SIGKILL.
-    SigkillAfterGrace(StopCause),
-    /// Still running when the recording ended (`--then continue`).
-    LeftRunning,
-}
-
-impl CommandEnd {
-    /// The name written to `session.json`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Exited => "exit",
-            Self::Signaled => "signal",
-            Self::Sigterm(StopCause::Duration) => "duration-sigterm",
-            Self::Sigterm(StopCause::Verdict) => "verdict-sigterm",
-            Self::SigkillAfterGrace(StopCause::Duration) => "duration-sigkill-after-grace",
-            Self::SigkillAfterGrace(StopCause::Verdict) => "verdict-sigkill-after-grace",
-            Self::Sigterm(StopCause::Interrupt) => "interrupt-sigterm",
-            Self::SigkillAfterGrace(StopCause::Interrupt) => "interrupt-sigkill",
-            Self::LeftRunning => "left-running",
-        }
-    }
-}
-
-/// How the recording loop ended.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Ending {
-    pub reason: EndReason,
-    /// The command's exit status, when it exited.
-    pub exit_code: Option<i32>,
-    /// The signal that killed the command, when one did.
-    pub exit_signal: Option<i32>,
-    /// The early verdict, when `--until-verdict` reached one.
-    pub early: Option<Reached>,
-    /// How the launched command ended (None: no command was launched).
-    pub ended_by: Option<CommandEnd>,
-    /// The grace period between storprof's SIGTERM and SIGKILL, when
-    /// storprof sent a SIGTERM.
-    pub grace: Option<Duration>,
-}
-
-impl Ending {
-    fn new(reason: EndReason, exit_code: Option<i32>, exit_signal: Option<i32>) -> Self {
-        Self {
-            reason,
-            exit_code,
-            exit_signal,
-            early: None,
-            ended_by: None,
-            grace: None,
-        }
-    }
-
-    /// The same, with how the launched command ended.
-    fn with_command(mut self, ended_by: CommandEnd, grace: Option<Duration>) -> Self {
-        self.ended_by = Some(ended_by);
-        self.grace = grace;
-        self
-    }
-}
-
-/// How the command ended, from its wait status and the SIGTERM storprof
-/// sent it, if any.
-fn command_end(signal: Option<i32>, sigterm_for: Option<StopCause>) -> CommandEnd {
-    match (sigterm_for, signal) {
-        (Some(cause), _) => CommandEnd::Sigterm(cause),
-        (None, Some(_)) => CommandEnd::Signaled,
-        (None, None) => CommandEnd::Exited,
-    }
-}
+use ending::command_end;
+pub use ending::{CommandEnd, EndReason, Ending, StopCause};
+pub use live_updates::CHECKPOINT_REASON;
+pub(crate) use live_updates::LiveContext;
+use live_updates::{
+    Checkpoints, Live, elapsed_s, live_status, verdict_parts, write_checkpoint,
+    write_checkpoint_from_live,
+};
 
 /// Where the stop of the command after a Ctrl-C stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,180 +127,6 @@ fn kill_after_grace(recorder: &Recorder, pid: i32) -> (Option<i32>, Option<i32>)
     };
     kill_leftovers(recorder, pid);
     status
-}
-
-/// What a live update (and a checkpoint) needs besides the recorder.
-#[derive(Clone, Copy)]
-pub(super) struct LiveContext<'a> {
-    pub dir: &'a Path,
-    pub tracefs_line: &'a str,
-    pub start_unix: u64,
-}
-
-/// The live view's state across updates.
-struct Live<'a> {
-    ctx: LiveContext<'a>,
-    screen: live::Screen,
-    hold: live::VerdictHold,
-    smoother: live::VerdictSmoother,
-    /// The next analysis, seconds since the recording began.
-    next_s: f64,
-    /// CPU seconds the analyses took so far.
-    spent_s: f64,
-    /// The last analysis's status, refreshed from the time series every
-    /// interval until the next analysis; and the names of the threads it
-    /// knew.
-    last: Option<(LiveStatus, HashMap<u32, String>)>,
-    /// The next refresh of `last`.
-    refresh: Instant,
-}
-
-impl Live<'_> {
-    /// Between analyses: the last status with its clock, rates and
-    /// busiest threads brought up to now, shown.
-    /// Before the first, a status from the time series alone.
-    fn refresh(&mut self, recorder: &Recorder, options: &RecordOptions) {
-        let no_names = HashMap::new();
-        let comms = self.last.as_ref().map_or(&no_names, |(_, comms)| comms);
-        let comm_of = |tid: u32| {
-            comms
-                .get(&tid)
-                .cloned()
-                .unwrap_or_else(|| recorder.probes.thread_comm(tid, tid).unwrap_or_default())
-        };
-        let ts = session_writer::timeseries_so_far(recorder, self.ctx.start_unix, &comm_of);
-        let elapsed_s = elapsed_s(recorder);
-        let recent_s = options.live.interval.as_secs_f64().max(5.0);
-        match self.last.as_mut() {
-            Some((status, _)) => {
-                live::refresh(status, &ts, elapsed_s, recent_s);
-                self.screen.show(status);
-            }
-            None => {
-                let status = live::before_analysis(&ts, elapsed_s, recent_s, self.next_s);
-                self.screen.show(&status);
-            }
-        }
-    }
-}
-
-/// Seconds since the recording began.
-fn elapsed_s(recorder: &Recorder) -> f64 {
-    procfs::monotonic_ns().saturating_sub(recorder.start_mono) as f64 / 1e9
-}
-
-impl Live<'_> {
-    /// Whether the next analysis is due.
-    fn analysis_due(&self, recorder: &Recorder) -> bool {
-        elapsed_s(recorder) >= self.next_s
-    }
-}
-
-/// When the next checkpoint is due, and where it goes.
-struct Checkpoints<'a> {
-    ctx: LiveContext<'a>,
-    every: Duration,
-    next: Instant,
-}
-
-/// Writes the session as it stands (`end_reason` "checkpoint"), for a
-/// storprof that never gets to write the final one.
-fn write_checkpoint(
-    recorder: &mut Recorder,
-    options: &RecordOptions,
-    ctx: &LiveContext,
-) -> Result<(), RecordError> {
-    let parts = parts_so_far(recorder, options, ctx, CHECKPOINT_REASON, None)?;
-    session_writer::write_parts(ctx.dir, &parts)
-}
-
-/// Writes a live update's `parts` as the checkpoint: built moments ago,
-/// they are the session as it stands, and building it again would double
-/// the recorder's work in that turn.
-fn write_checkpoint_from_live(
-    mut parts: SessionParts,
-    ctx: &LiveContext,
-) -> Result<(), RecordError> {
-    parts.info.end_reason = CHECKPOINT_REASON.to_string();
-    session_writer::write_parts(ctx.dir, &parts)
-}
-
-/// The session as it stands now, while the recording goes on, ended for
-/// `reason` (and an early verdict, when that is the reason).
-fn parts_so_far(
-    recorder: &mut Recorder,
-    options: &RecordOptions,
-    ctx: &LiveContext,
-    reason: &'static str,
-    early: Option<&Reached>,
-) -> Result<SessionParts, RecordError> {
-    let state = EndState {
-        reason,
-        exit_code: None,
-        exit_signal: None,
-        early,
-        ended_by: None,
-        grace_s: None,
-    };
-    session_writer::build_session(
-        recorder,
-        options,
-        state,
-        (ctx.start_unix, procfs::unix_ns(), procfs::monotonic_ns()),
-        ctx.tracefs_line,
-    )
-}
-
-/// `end_reason` of a session written while recording.
-pub const CHECKPOINT_REASON: &str = "checkpoint";
-
-/// The session as it stands at an early verdict, built before the
-/// workload is stopped (its threads' waits and stacks are the evidence).
-fn verdict_parts(
-    recorder: &mut Recorder,
-    options: &RecordOptions,
-    ctx: &LiveContext,
-    reached: &Reached,
-) -> Result<SessionParts, RecordError> {
-    parts_so_far(
-        recorder,
-        options,
-        ctx,
-        EndReason::Verdict.name(),
-        Some(reached),
-    )
-}
-
-/// Builds and analyses the recording so far; the status and the parts it
-/// was built from. Only called with `options.live.analysis` set
-/// ([`live::LiveOptions::active`]); without it, the status before any
-/// analysis.
-fn live_status(
-    recorder: &mut Recorder,
-    options: &RecordOptions,
-    ctx: &LiveContext,
-) -> Result<(LiveStatus, SessionParts), RecordError> {
-    let built = Instant::now();
-    let now_mono = procfs::monotonic_ns();
-    let parts = parts_so_far(recorder, options, ctx, "live", None)?;
-    let session = parts.to_session(ctx.dir);
-    let build_s = built.elapsed().as_secs_f64();
-    let elapsed_s = now_mono.saturating_sub(recorder.start_mono) as f64 / 1e9;
-    let recent_s = options.live.interval.as_secs_f64().max(5.0);
-    let status = match &options.live.analysis {
-        Some(analysis) => (analysis.0)(&session, elapsed_s, recent_s),
-        None => live::before_analysis(
-            session.timeseries.as_ref().unwrap_or(&Default::default()),
-            elapsed_s,
-            recent_s,
-            elapsed_s,
-        ),
-    };
-    log::debug!(
-        "live update at {elapsed_s:.1} s: build {build_s:.3} s, analysis {:.3} s",
-        built.elapsed().as_secs_f64() - build_s
-    );
-    Ok((status, parts))
 }
 
 /// Records until the command exits, the duration ends or a signal arrives.

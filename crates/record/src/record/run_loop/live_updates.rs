@@ -1,0 +1,191 @@
+//! The live view's and the checkpoints' turns of the loop: the session
+//! so far built from the recorder, analysed through the caller's
+//! `LiveAnalysis`, shown; written as a checkpoint when one is due.
+use std::{
+    collections::HashMap,
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use super::super::{
+    RecordError, RecordOptions,
+    live::{self, LiveStatus, Reached},
+    procfs,
+    recorder::Recorder,
+    session_writer::{self, EndState, SessionParts},
+};
+use super::EndReason;
+
+/// What a live update (and a checkpoint) needs besides the recorder.
+#[derive(Clone, Copy)]
+pub(crate) struct LiveContext<'a> {
+    pub dir: &'a Path,
+    pub tracefs_line: &'a str,
+    pub start_unix: u64,
+}
+
+/// The live view's state across updates.
+pub(super) struct Live<'a> {
+    pub(super) ctx: LiveContext<'a>,
+    pub(super) screen: live::Screen,
+    pub(super) hold: live::VerdictHold,
+    pub(super) smoother: live::VerdictSmoother,
+    /// The next analysis, seconds since the recording began.
+    pub(super) next_s: f64,
+    /// CPU seconds the analyses took so far.
+    pub(super) spent_s: f64,
+    /// The last analysis's status, refreshed from the time series every
+    /// interval until the next analysis; and the names of the threads it
+    /// knew.
+    pub(super) last: Option<(LiveStatus, HashMap<u32, String>)>,
+    /// The next refresh of `last`.
+    pub(super) refresh: Instant,
+}
+
+impl Live<'_> {
+    /// Between analyses: the last status with its clock, rates and
+    /// busiest threads brought up to now, shown.
+    /// Before the first, a status from the time series alone.
+    pub(super) fn refresh(&mut self, recorder: &Recorder, options: &RecordOptions) {
+        let no_names = HashMap::new();
+        let comms = self.last.as_ref().map_or(&no_names, |(_, comms)| comms);
+        let comm_of = |tid: u32| {
+            comms
+                .get(&tid)
+                .cloned()
+                .unwrap_or_else(|| recorder.probes.thread_comm(tid, tid).unwrap_or_default())
+        };
+        let ts = session_writer::timeseries_so_far(recorder, self.ctx.start_unix, &comm_of);
+        let elapsed_s = elapsed_s(recorder);
+        let recent_s = options.live.interval.as_secs_f64().max(5.0);
+        match self.last.as_mut() {
+            Some((status, _)) => {
+                live::refresh(status, &ts, elapsed_s, recent_s);
+                self.screen.show(status);
+            }
+            None => {
+                let status = live::before_analysis(&ts, elapsed_s, recent_s, self.next_s);
+                self.screen.show(&status);
+            }
+        }
+    }
+}
+
+/// Seconds since the recording began.
+pub(super) fn elapsed_s(recorder: &Recorder) -> f64 {
+    procfs::monotonic_ns().saturating_sub(recorder.start_mono) as f64 / 1e9
+}
+
+impl Live<'_> {
+    /// Whether the next analysis is due.
+    pub(super) fn analysis_due(&self, recorder: &Recorder) -> bool {
+        elapsed_s(recorder) >= self.next_s
+    }
+}
+
+/// When the next checkpoint is due, and where it goes.
+pub(super) struct Checkpoints<'a> {
+    pub(super) ctx: LiveContext<'a>,
+    pub(super) every: Duration,
+    pub(super) next: Instant,
+}
+
+/// Writes the session as it stands (`end_reason` "checkpoint"), for a
+/// storprof that never gets to write the final one.
+pub(super) fn write_checkpoint(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ctx: &LiveContext,
+) -> Result<(), RecordError> {
+    let parts = parts_so_far(recorder, options, ctx, CHECKPOINT_REASON, None)?;
+    session_writer::write_parts(ctx.dir, &parts)
+}
+
+/// Writes a live update's `parts` as the checkpoint: built moments ago,
+/// they are the session as it stands, and building it again would double
+/// the recorder's work in that turn.
+pub(super) fn write_checkpoint_from_live(
+    mut parts: SessionParts,
+    ctx: &LiveContext,
+) -> Result<(), RecordError> {
+    parts.info.end_reason = CHECKPOINT_REASON.to_string();
+    session_writer::write_parts(ctx.dir, &parts)
+}
+
+/// The session as it stands now, while the recording goes on, ended for
+/// `reason` (and an early verdict, when that is the reason).
+pub(super) fn parts_so_far(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ctx: &LiveContext,
+    reason: &'static str,
+    early: Option<&Reached>,
+) -> Result<SessionParts, RecordError> {
+    let state = EndState {
+        reason,
+        exit_code: None,
+        exit_signal: None,
+        early,
+        ended_by: None,
+        grace_s: None,
+    };
+    session_writer::build_session(
+        recorder,
+        options,
+        state,
+        (ctx.start_unix, procfs::unix_ns(), procfs::monotonic_ns()),
+        ctx.tracefs_line,
+    )
+}
+
+/// `end_reason` of a session written while recording.
+pub const CHECKPOINT_REASON: &str = "checkpoint";
+
+/// The session as it stands at an early verdict, built before the
+/// workload is stopped (its threads' waits and stacks are the evidence).
+pub(super) fn verdict_parts(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ctx: &LiveContext,
+    reached: &Reached,
+) -> Result<SessionParts, RecordError> {
+    parts_so_far(
+        recorder,
+        options,
+        ctx,
+        EndReason::Verdict.name(),
+        Some(reached),
+    )
+}
+
+/// Builds and analyses the recording so far; the status and the parts it
+/// was built from. Only called with `options.live.analysis` set
+/// ([`live::LiveOptions::active`]); without it, the status before any
+/// analysis.
+pub(super) fn live_status(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    ctx: &LiveContext,
+) -> Result<(LiveStatus, SessionParts), RecordError> {
+    let built = Instant::now();
+    let now_mono = procfs::monotonic_ns();
+    let parts = parts_so_far(recorder, options, ctx, "live", None)?;
+    let session = parts.to_session(ctx.dir);
+    let build_s = built.elapsed().as_secs_f64();
+    let elapsed_s = now_mono.saturating_sub(recorder.start_mono) as f64 / 1e9;
+    let recent_s = options.live.interval.as_secs_f64().max(5.0);
+    let status = match &options.live.analysis {
+        Some(analysis) => (analysis.0)(&session, elapsed_s, recent_s),
+        None => live::before_analysis(
+            session.timeseries.as_ref().unwrap_or(&Default::default()),
+            elapsed_s,
+            recent_s,
+            elapsed_s,
+        ),
+    };
+    log::debug!(
+        "live update at {elapsed_s:.1} s: build {build_s:.3} s, analysis {:.3} s",
+        built.elapsed().as_secs_f64() - build_s
+    );
+    Ok((status, parts))
+}
