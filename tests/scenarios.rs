@@ -430,9 +430,11 @@ fn scenario_suite() {
             .map(|a| a.iter().filter_map(|p| p["name"].as_str()).collect())
             .unwrap_or_default();
         if start <= 0.0 || phases.first() != Some(&"start-up") {
+            // What the window came from, and whom the analysis took for
+            // the consumer: the evidence a failure needs.
             wrong.push(format!(
-                "{}: the window does not leave the start-up out (window from {start} s, phases {phases:?})",
-                o.name
+                "{}: the window does not leave the start-up out (window from {start} s, phases {phases:?}; {}; consumers {})",
+                o.name, o.verdict["window"]["source"], o.verdict["consumers"]
             ));
         }
     }
