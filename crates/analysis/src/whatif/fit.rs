@@ -100,8 +100,11 @@ pub struct Pipeline {
     pub loader_cpus: f64,
     /// CPUs the loaders could use: the machine's, less what the consumer,
     /// every other traced thread and the untraced load used over the
-    /// window.
+    /// window (at least what the loaders used).
     pub cpus_for_loaders: f64,
+    /// The job's threads' runnable time over the window, in CPUs: CPU
+    /// they asked for and waited for.
+    pub queued_cpus: f64,
     /// The CPUs every other traced thread (the consumer, its helpers)
     /// kept busy over the window.
     pub others_cpus: f64,
@@ -117,6 +120,21 @@ pub struct Pipeline {
     /// more loaders would wait for too: its locks, and the GIL when the
     /// loaders are threads of one process (processes each have their own).
     pub serial_share: f64,
+}
+
+impl Pipeline {
+    /// The CPUs more loaders could have: (the point, low, high). All of
+    /// the machine's idle CPU at the high end; at the low end none of the
+    /// idle time the job's threads were queued beside (a runnable thread
+    /// beside an idle CPU: wake-up latency, the scheduler's balance,
+    /// workers idle behind a full prefetch window, which more loaders may
+    /// or may not fill); the point halfway, since one recording does not
+    /// say which.
+    pub fn loader_cpu_range(&self) -> (f64, f64, f64) {
+        let high = self.cpus_for_loaders;
+        let low = (high - self.queued_cpus).max(self.loader_cpus).min(high);
+        (0.5 * (low + high), low, high)
+    }
 }
 
 /// The machine's CPU over the window that no traced thread used, in CPUs.
@@ -140,22 +158,63 @@ impl Untraced {
 /// threads' own series disagree by (ticks against switches).
 pub const UNTRACED_MIN_CPUS: f64 = 0.05;
 
-/// The machine's busy CPU over `buckets` less the traced threads'
-/// (`traced_s` of CPU over the same buckets) and storprof's own (spread
-/// evenly over the recording), and its steal. None without a host CPU
-/// series or a per-bucket window.
+/// The job's traced threads over the window's whole buckets, in CPUs.
+#[derive(Clone, Copy, Debug, Default)]
+struct JobCpus {
+    /// The loaders' and helpers' on-CPU time.
+    loaders: f64,
+    /// Every other traced thread's (the consumer, its helpers).
+    others: f64,
+    /// All of them runnable: waiting for a CPU.
+    queued: f64,
+}
+
+impl JobCpus {
+    /// One pass over the threads' series; None without per-bucket series
+    /// or a window of whole buckets. The buckets' span, not the window's
+    /// wall time, divides their sums: the window's partial buckets at
+    /// either end are not in them.
+    fn over_window(
+        session: &Session,
+        loader_tids: &[u32],
+        buckets: Option<(usize, usize)>,
+    ) -> Option<(Self, f64)> {
+        let ts = session.timeseries.as_ref()?;
+        let (b0, b1) = buckets?;
+        let span_s = b1.saturating_sub(b0) as f64 * ts.bucket_ns as f64 / 1e9;
+        if span_s <= 0.0 {
+            return None;
+        }
+        let mut c = Self::default();
+        for t in &ts.threads {
+            let on_cpu = t.on_cpu().sum(b0, b1) as f64 / 1e9 / span_s;
+            if loader_tids.contains(&t.tid) {
+                c.loaders += on_cpu;
+            } else {
+                c.others += on_cpu;
+            }
+            c.queued += t.runnable().sum(b0, b1) as f64 / 1e9 / span_s;
+        }
+        Some((c, span_s))
+    }
+
+    fn traced(&self) -> f64 {
+        self.loaders + self.others
+    }
+}
+
+/// The machine's busy CPU over `buckets` (spanning `span_s`) less the
+/// traced threads' (`traced_cpus`) and storprof's own (spread evenly
+/// over the recording), and its steal. None without a host CPU series.
 fn untraced_cpus(
     session: &Session,
-    buckets: Option<(usize, usize)>,
-    traced_s: Option<f64>,
+    buckets: (usize, usize),
+    span_s: f64,
+    traced_cpus: f64,
 ) -> Option<Untraced> {
     let ts = session.timeseries.as_ref()?;
     let host = ts.host_cpu.as_ref()?;
-    let (b0, b1) = buckets?;
-    let span_s = b1.saturating_sub(b0) as f64 * ts.bucket_ns as f64 / 1e9;
-    if span_s <= 0.0 {
-        return None;
-    }
+    let (b0, b1) = buckets;
     let sum = |v: &[u64]| v.iter().skip(b0).take(b1 - b0).sum::<u64>() as f64 / 1e9;
     let busy = sum(&host.busy_ns) / span_s;
     let steal = sum(&host.steal_ns) / span_s;
@@ -165,7 +224,7 @@ fn untraced_cpus(
         .or(info.recorder_cpu_s)
         .filter(|_| info.duration_s > 0.0)
         .map_or(0.0, |s| s / info.duration_s);
-    let others = busy - traced_s? / span_s - observer;
+    let others = busy - traced_cpus - observer;
     Some(Untraced {
         others_cpus: if others >= UNTRACED_MIN_CPUS {
             others
@@ -191,7 +250,6 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         });
     }
     let window_s = consumer.window_ns as f64 / 1e9;
-    let wall_s = (window.end_s - window.start_s).max(1e-9);
     if window_s <= 0.0 {
         return Err(NoProjection::NoWindow);
     }
@@ -243,26 +301,19 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
     };
 
     let f = &analysis.features;
-    let loader_cpus = states.as_ref().map_or(0.0, |s| s.cpu_s / wall_s);
-    // Everyone else's CPUs over the window (the whole recording without
-    // per-bucket series).
-    let on_cpu_s = |keep: &dyn Fn(u32) -> bool| -> Option<f64> {
-        let ts = session.timeseries.as_ref()?;
-        let (b0, b1) = window.buckets?;
-        Some(
-            ts.threads
-                .iter()
-                .filter(|t| keep(t.tid))
-                .map(|t| t.on_cpu().sum(b0, b1) as f64 / 1e9)
-                .sum(),
-        )
+    let job = JobCpus::over_window(session, &loader_tids, window.buckets);
+    // Without per-bucket series: the whole recording's CPUs.
+    let (loader_cpus, others_cpus, queued_cpus) = match job {
+        Some((c, _)) => (c.loaders, c.others, c.queued),
+        None => (0.0, f.cpus_used, 0.0),
     };
-    let others_cpus = on_cpu_s(&|tid| !loader_tids.contains(&tid))
-        .map(|s| s / wall_s)
-        .unwrap_or_else(|| (f.cpus_used - loader_cpus).max(0.0));
-    let untraced = untraced_cpus(session, window.buckets, on_cpu_s(&|_| true));
+    let untraced = job
+        .zip(window.buckets)
+        .and_then(|((c, span_s), buckets)| untraced_cpus(session, buckets, span_s, c.traced()));
     let cpus_for_loaders =
-        (f64::from(f.num_cpus) - others_cpus - untraced.map_or(0.0, |u| u.total())).max(0.1);
+        (f64::from(f.num_cpus) - others_cpus - untraced.map_or(0.0, |u| u.total()))
+            .max(loader_cpus)
+            .max(0.1);
 
     let device_reads = f.device_read_bytes > 0;
     let io_headroom = f
@@ -315,6 +366,7 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
         loaders: loader_tids.len(),
         loader_cpus,
         cpus_for_loaders,
+        queued_cpus,
         others_cpus,
         untraced,
         io_headroom,

@@ -200,8 +200,15 @@ pub fn project(p: &Pipeline, lever: Lever) -> Projection {
         steps_per_s,
         reason: String::new(),
     };
-    // The loaders' CPU per step today (their CPUs × the step).
-    let cpu_per_step = p.loader_cpus * p.step_s;
+    // The loaders' CPU per step today: their CPUs over the data side's
+    // cycle when the consumer waits for it (so that today's CPUs give
+    // today's cycle back), over the step when it does not.
+    let cycle_s = if p.wait_s > 0.0 {
+        p.producer_s
+    } else {
+        p.step_s
+    };
+    let cpu_per_step = p.loader_cpus * cycle_s;
     let projected: Result<(Vec<(f64, f64)>, String), String> = match lever.kind {
         LeverKind::Computation => {
             let compute = p.compute_s * lever.factor;
@@ -331,6 +338,7 @@ fn faster_state(
         ));
     }
     let shrink = if k.is_infinite() { 1.0 } else { 1.0 - 1.0 / k };
+    let (cpus, cpus_low, cpus_high) = p.loader_cpu_range();
     let mut outcomes = Vec::new();
     for split in &splits {
         let share = split.of(state);
@@ -342,7 +350,12 @@ fn faster_state(
         } else {
             cpu_per_step
         };
-        outcomes.push((p.compute_s, cpu_bound(producer, cpu, p.cpus_for_loaders)));
+        // The CPUs hold back a gain; they cannot make today's cycle
+        // slower (a side paced by its consumer used less than it could).
+        let held = |cpus: f64| cpu_bound(producer, cpu, cpus).min(producer.max(p.producer_s));
+        outcomes.push((p.compute_s, held(cpus)));
+        outcomes.push((p.compute_s, held(cpus_low)));
+        outcomes.push((p.compute_s, held(cpus_high)));
     }
     let share = splits[0].of(state);
     let reason = format!(
@@ -361,7 +374,7 @@ fn faster_state(
 /// reads the storage's headroom.
 fn accelerators(p: &Pipeline, k: f64, cpu_per_step: f64) -> (Vec<(f64, f64)>, String) {
     let k = k.max(1e-9);
-    let cpus = (p.cpus_for_loaders + p.others_cpus - k * p.others_cpus).max(0.1);
+    let cpus = (p.loader_cpu_range().0 + p.others_cpus - k * p.others_cpus).max(0.1);
     let mut producer = p.producer_s;
     let mut limits = Vec::new();
     let cpu_floor = k * cpu_per_step / cpus;
@@ -399,13 +412,24 @@ fn accelerators(p: &Pipeline, k: f64, cpu_per_step: f64) -> (Vec<(f64, f64)>, St
     )
 }
 
-/// ", after 0.4 CPUs of untraced load" when the machine's other load
-/// took CPUs from the loaders; empty otherwise.
-fn untraced_note(p: &Pipeline) -> String {
-    match p.untraced.map(|u| u.total()) {
-        Some(u) if u > 0.0 => format!(", after {u:.1} CPUs of untraced load"),
-        _ => String::new(),
+/// "the 1.8 CPUs left for the loaders (they need 0.003 s of CPU a step;
+/// 1.7 to 1.9 CPUs: ...)": the CPUs more loaders could have, what took
+/// the rest, and their range when the job's threads queued for a CPU.
+fn cpus_phrase(p: &Pipeline, cpu_per_step: f64) -> String {
+    let (cpus, low, high) = p.loader_cpu_range();
+    let mut out = format!("the {cpus:.1} CPUs left for the loaders");
+    if let Some(u) = p.untraced.map(|u| u.total()).filter(|u| *u > 0.0) {
+        out.push_str(&format!(", after {u:.1} CPUs of untraced load"));
     }
+    out.push_str(&format!(" (they need {cpu_per_step:.3} s of CPU a step"));
+    if high - low >= 0.05 {
+        out.push_str(&format!(
+            "; {low:.1} to {high:.1} CPUs: the job's threads waited {:.1} CPUs for a CPU, beside idle time more loaders may not take",
+            p.queued_cpus
+        ));
+    }
+    out.push(')');
+    out
 }
 
 /// A lock share of the data side's cycle below this does not hold more
@@ -424,17 +448,15 @@ fn read_threads(
             "read threads: not measurable from this recording: no loader thread was found".into(),
         );
     }
-    let mut producer = p.producer_s / k.max(1e-9);
+    let scaled = p.producer_s / k.max(1e-9);
+    let mut producer = scaled;
     let mut limits = Vec::new();
-    let cpu_floor = cpu_per_step / p.cpus_for_loaders.max(0.1);
-    if cpu_floor > producer {
-        producer = cpu_floor;
-        limits.push(format!(
-            "the {:.1} CPUs left for the loaders{} (they need {:.3} s of CPU a step)",
-            p.cpus_for_loaders,
-            untraced_note(p),
-            cpu_per_step
-        ));
+    let (cpus, cpus_low, cpus_high) = p.loader_cpu_range();
+    // The CPUs hold back a gain; they cannot make today's cycle slower.
+    let cpu_floor = |cpus: f64| (cpu_per_step / cpus.max(0.1)).min(p.producer_s);
+    if cpu_floor(cpus) > producer {
+        producer = cpu_floor(cpus);
+        limits.push(cpus_phrase(p, cpu_per_step));
     }
     let io_share = p.loader_split.or(p.path_split).map_or(0.0, |s| s.io);
     if let Some(h) = p.io_headroom.filter(|_| io_share >= 0.2) {
@@ -475,7 +497,9 @@ fn read_threads(
     // lock, no gain at all (the lock already held all the time).
     let mut outcomes = vec![
         (p.compute_s, producer),
-        (p.compute_s, p.producer_s / k.max(1e-9)),
+        (p.compute_s, scaled),
+        (p.compute_s, producer.max(cpu_floor(cpus_low))),
+        (p.compute_s, producer.min(scaled.max(cpu_floor(cpus_high)))),
     ];
     if serial >= SERIAL_MIN_SHARE {
         outcomes.push((p.compute_s, p.producer_s));

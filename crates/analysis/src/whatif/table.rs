@@ -72,8 +72,10 @@ pub struct Today {
     pub au_percentage: f64,
     pub steps_per_s: f64,
     /// The CPUs the loaders could use: the machine's, less the rest of
-    /// the job's and the untraced load's.
+    /// the job's, the untraced load's and the job's waits for a CPU.
     pub cpus_for_loaders: f64,
+    /// The job's threads' runnable time (waiting for a CPU), CPUs.
+    pub queued_cpus: f64,
     /// The machine's CPU no traced thread used (other processes, the
     /// kernel, a hypervisor's steal; storprof's own taken out), CPUs; None
     /// where the recording has no host CPU series.
@@ -95,6 +97,7 @@ impl From<&Pipeline> for Today {
             au_percentage: 100.0 * p.compute_s / step,
             steps_per_s: 1.0 / step,
             cpus_for_loaders: p.cpus_for_loaders,
+            queued_cpus: p.queued_cpus,
             untraced_cpus: p.untraced.map(|u| u.total()),
         }
     }

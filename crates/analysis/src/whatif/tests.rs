@@ -41,6 +41,7 @@ fn pipeline(split: Split, loader_cpus: f64, cpus_for_loaders: f64) -> Pipeline {
         loaders: 4,
         loader_cpus,
         cpus_for_loaders,
+        queued_cpus: 0.0,
         others_cpus: 0.1,
         untraced: None,
         io_headroom: None,
@@ -159,7 +160,12 @@ fn more_threads_on_a_host_without_idle_cpus_gain_little() {
     );
     // The loaders already keep the CPUs left for them busy: no more than
     // those CPUs can give.
-    let most = p.au_with(p.compute_s, p.loader_cpus * p.step_s / p.cpus_for_loaders);
+    let cycle = if p.wait_s > 0.0 {
+        p.producer_s
+    } else {
+        p.step_s
+    };
+    let most = p.au_with(p.compute_s, p.loader_cpus * cycle / p.cpus_for_loaders);
     assert!(
         more.projected_au_percentage.unwrap() <= most.max(more.au_percentage) + 1e-6,
         "{more:?} {p:?}"
@@ -388,9 +394,89 @@ fn untraced_load_on_the_host_leaves_fewer_cpus_for_the_loaders() {
     assert!((u.steal_cpus - 0.2).abs() < 0.01, "{u:?}");
     let fewer = before.cpus_for_loaders - after.cpus_for_loaders;
     assert!(
-        (fewer - 1.2).abs() < 0.05 || after.cpus_for_loaders == 0.1,
+        (fewer - 1.2).abs() < 0.05 || after.cpus_for_loaders == after.loader_cpus.max(0.1),
         "{before:?} {after:?}"
     );
     let today = Today::from(&after);
     assert_eq!(today.untraced_cpus, Some(u.total()));
+}
+
+#[test]
+fn the_loaders_cpus_are_their_buckets_over_the_buckets_span() {
+    let (s, a) = fixture("real-pool-cpu-bound-reader");
+    let p = fit(&s, &a).unwrap();
+    let wait = a.wait.as_ref().unwrap();
+    let (b0, b1) = wait.window.as_ref().unwrap().buckets.unwrap();
+    let ts = s.timeseries.as_ref().unwrap();
+    let loaders: Vec<u32> = wait
+        .roles
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.role,
+                crate::waitgraph::Role::Loader | crate::waitgraph::Role::Helper
+            )
+        })
+        .map(|r| r.tid)
+        .collect();
+    let span_s = (b1 - b0) as f64 * ts.bucket_ns as f64 / 1e9;
+    let sum = |keep: &dyn Fn(u32) -> bool, runnable: bool| -> f64 {
+        ts.threads
+            .iter()
+            .filter(|t| keep(t.tid))
+            .map(|t| {
+                let series = if runnable { t.runnable() } else { t.on_cpu() };
+                series.sum(b0, b1) as f64 / 1e9 / span_s
+            })
+            .sum()
+    };
+    assert!((p.loader_cpus - sum(&|t| loaders.contains(&t), false)).abs() < 1e-9);
+    assert!((p.others_cpus - sum(&|t| !loaders.contains(&t), false)).abs() < 1e-9);
+    assert!((p.queued_cpus - sum(&|_| true, true)).abs() < 1e-9);
+}
+
+#[test]
+fn loaders_on_every_cpu_they_can_have_gain_nothing_from_themselves_alone() {
+    // The loaders on all the CPUs left for them: the same loaders again
+    // give today's AU back, twice as many no more than today's.
+    let cpu = Split {
+        cpu: 1.0,
+        ..Split::default()
+    };
+    let p = pipeline(cpu, 1.8, 1.8);
+    let same = project(&p, lever(LeverKind::ReadThreads, 1.0));
+    assert!((gain(&same)).abs() < 1e-6, "{same:?}");
+    let more = project(&p, lever(LeverKind::ReadThreads, 2.0));
+    assert!((gain(&more)).abs() < 1e-6, "{more:?}");
+}
+
+#[test]
+fn a_job_queued_for_its_cpus_projects_half_the_idle_cpu_and_a_range() {
+    let cpu = Split {
+        cpu: 1.0,
+        ..Split::default()
+    };
+    let idle = pipeline(cpu, 1.6, 2.0);
+    let queued = Pipeline {
+        queued_cpus: 0.4,
+        ..idle.clone()
+    };
+    assert_eq!(queued.loader_cpu_range(), (1.8, 1.6, 2.0));
+    let free = project(&idle, lever(LeverKind::ReadThreads, 2.0));
+    let busy = project(&queued, lever(LeverKind::ReadThreads, 2.0));
+    // All of the idle CPU for more loaders without a queue; half of it
+    // with one, and a range from none of it to all of it.
+    assert!(
+        gain(&busy) > 0.0 && gain(&busy) < gain(&free),
+        "{busy:?} {free:?}"
+    );
+    assert!(
+        (busy.low.unwrap() - busy.au_percentage).abs() < 1e-6,
+        "{busy:?}"
+    );
+    assert!(busy.high.unwrap() >= free.projected_au_percentage.unwrap() - 1e-6);
+    assert!(
+        busy.reason.contains("waited 0.4 CPUs for a CPU"),
+        "{busy:?}"
+    );
 }
