@@ -158,6 +158,16 @@ impl Untraced {
 /// threads' own series disagree by (ticks against switches).
 pub const UNTRACED_MIN_CPUS: f64 = 0.05;
 
+/// The time-series buckets that [start_s, end_s] overlaps, when there is
+/// a series.
+fn overlapped_buckets(session: &Session, start_s: f64, end_s: f64) -> Option<(usize, usize)> {
+    let ts = session.timeseries.as_ref()?;
+    let bucket_s = ts.bucket_ns.max(1) as f64 / 1e9;
+    let b0 = (start_s.max(0.0) / bucket_s).floor() as usize;
+    let b1 = ((end_s / bucket_s).ceil() as usize).min(ts.bucket_count());
+    (b1 > b0).then_some((b0, b1))
+}
+
 /// The job's traced threads over the window's whole buckets, in CPUs.
 #[derive(Clone, Copy, Debug, Default)]
 struct JobCpus {
@@ -301,14 +311,19 @@ pub fn fit(session: &Session, analysis: &Analysis) -> Result<Pipeline, NoProject
     };
 
     let f = &analysis.features;
-    let job = JobCpus::over_window(session, &loader_tids, window.buckets);
+    // CPUs are rates: a window shorter than two whole buckets takes them
+    // over the buckets it overlaps.
+    let cpu_buckets = window
+        .buckets
+        .or_else(|| overlapped_buckets(session, window.start_s, window.end_s));
+    let job = JobCpus::over_window(session, &loader_tids, cpu_buckets);
     // Without per-bucket series: the whole recording's CPUs.
     let (loader_cpus, others_cpus, queued_cpus) = match job {
         Some((c, _)) => (c.loaders, c.others, c.queued),
         None => (0.0, f.cpus_used, 0.0),
     };
     let untraced = job
-        .zip(window.buckets)
+        .zip(cpu_buckets)
         .and_then(|((c, span_s), buckets)| untraced_cpus(session, buckets, span_s, c.traced()));
     let cpus_for_loaders =
         (f64::from(f.num_cpus) - others_cpus - untraced.map_or(0.0, |u| u.total()))
