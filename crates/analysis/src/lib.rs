@@ -20,6 +20,7 @@
 //! `profiler/THRESHOLDS.md`); change them there, not in the rules.
 pub mod features;
 pub mod frames;
+pub mod locks;
 pub mod stall;
 pub mod thresholds;
 pub mod verdict;
@@ -55,6 +56,32 @@ pub struct Analysis {
     pub wait: Option<WaitAnalysis>,
 }
 
+/// Where the loaders (the wait graph's loaders and helpers, else the
+/// reader threads by name) waited for a lock most.
+fn reader_lock_site(
+    session: &Session,
+    features: &Features,
+    wait: Option<&WaitAnalysis>,
+) -> Option<locks::LockSite> {
+    let loaders: std::collections::BTreeSet<u32> = wait
+        .map(|w| {
+            w.roles
+                .iter()
+                .filter(|r| matches!(r.role, waitgraph::Role::Loader | waitgraph::Role::Helper))
+                .map(|r| r.tid)
+                .collect()
+        })
+        .unwrap_or_default();
+    if loaders.is_empty() {
+        let comms = &features.reader_comms;
+        locks::lock_site(&session.offcpu_threads, &|comm, _, _| {
+            comms.iter().any(|c| c == comm)
+        })
+    } else {
+        locks::lock_site(&session.offcpu_threads, &|_, _, tid| loaders.contains(&tid))
+    }
+}
+
 /// Analyses a loaded session.
 pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
     let mut features = Features::extract(session, thresholds);
@@ -75,6 +102,7 @@ pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
         }
         Some(stacks)
     });
+    features.reader_lock_site = reader_lock_site(session, &features, wait.as_ref());
     let modules = &session.frame_modules;
     let hot_oncpu_readers = match &path {
         Some(stacks) if !stacks.is_empty() => HotFrames {

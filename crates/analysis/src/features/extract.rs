@@ -215,6 +215,7 @@ impl Features {
             reader_cache_copy_share: frames::share_matching(&reader_oncpu, CACHE_COPY_FRAMES, true),
             reader_read_syscall_share: ratio(read_syscall_ns, life),
             reader_futex_share: ratio(futex_ns, life),
+            reader_lock_site: None,
             reader_socket_recv_share: ratio(socket_ns, life),
             reader_gil_share: 0.0,
             reader_reclaim_share: ratio(reclaim_ns, life),

@@ -311,6 +311,8 @@ pub struct Features {
     pub reader_cache_copy_share: f64,
     pub reader_read_syscall_share: f64,
     pub reader_futex_share: f64,
+    /// Where the readers waited for a lock most (their off-CPU stacks).
+    pub reader_lock_site: Option<crate::locks::LockSite>,
     pub reader_socket_recv_share: f64,
     /// Waiting for CPython's GIL (wake-up graph sessions with Python
     /// stacks): CPU the readers wanted while another thread held the

@@ -285,10 +285,10 @@ pub enum StorageLimit {
 pub enum AuSource {
     /// The bench's own AU (%).
     Bench(f64),
-    /// The consumer's share of the window not waiting for data, from the
-    /// wake-up graph.
+    /// The consumer's share (0..1) of the window not waiting for data,
+    /// from the wake-up graph.
     Kernel(f64),
-    /// The consumer's nanosleep share.
+    /// The consumer's nanosleep share (0..1).
     ConsumerAsleep(f64),
     NoConsumer,
 }
@@ -333,6 +333,8 @@ pub enum Detail {
     },
     LockContention {
         futex_share: f64,
+        /// Where the readers waited for the lock most.
+        site: Option<crate::locks::LockSite>,
     },
     MemoryPressure {
         oom_killed: bool,
@@ -416,6 +418,12 @@ pub enum Note {
     /// No thread was recorded (no threads.json, or an empty one): nothing
     /// to decide from; the verdict is inconclusive whatever scored first.
     NothingRecorded,
+    /// The threads the verdict rests on ran `thread_s` in all, under
+    /// `min_decision_thread_s`: too short to decide from; inconclusive.
+    TooLittleRecorded {
+        thread_s: f64,
+        min_s: f64,
+    },
     LostEvents(u64),
     /// A format 1 session: no wake-up graph.
     Format1Session,

@@ -297,6 +297,7 @@ pub(super) fn rule_lock_contention(f: &Features, t: &Thresholds) -> Finding {
         score: f.reader_futex_share,
         detail: Detail::LockContention {
             futex_share: f.reader_futex_share,
+            site: f.reader_lock_site.clone(),
         },
         figures: vec![Figure::ReaderFutex {
             share: f.reader_futex_share,
