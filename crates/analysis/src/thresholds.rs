@@ -150,6 +150,11 @@ pub struct Thresholds {
     /// Less reader thread time than this (s) lowers the confidence.
     /// Default 1.0 s (about 100 samples at 99 Hz).
     pub min_reader_thread_s: f64,
+    /// A recording shorter than this (s), or less time than this of the
+    /// threads a verdict on readers or writers rests on, is too short to
+    /// decide from: inconclusive. Default 0.1 s (about 10 samples at
+    /// 99 Hz; a `diagnose -- /bin/true` records a few ms).
+    pub min_decision_thread_s: f64,
 
     // ---- stalled ----
     /// Seconds without progress (no read-syscall bytes, no wake-up handed
@@ -222,6 +227,7 @@ impl Default for Thresholds {
             stall_busy_share: 0.9,
             confident_margin: 0.3,
             min_reader_thread_s: 1.0,
+            min_decision_thread_s: 0.1,
             confidence_no_margin_factor: 0.6,
             confidence_inconclusive_factor: 0.5,
             confidence_partial_session_factor: 0.8,

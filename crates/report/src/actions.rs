@@ -110,12 +110,17 @@ pub fn actions(d: &Decision, f: &Features) -> Vec<String> {
              (OMP_NUM_THREADS, torch.set_num_threads, pyarrow.set_cpu_count) and loader \
              workers to about {num_cpus} in all, or run on more CPUs."
         )],
-        Detail::LockContention { futex_share } => vec![format!(
-            "Loaders waited for a lock another loader held ({} {}): shorten what runs under \
+        Detail::LockContention { futex_share, site } => vec![format!(
+            "Loaders waited for a lock another loader held ({} {}){}: shorten what runs under \
              it, give each loader its own file handle, client or decoder, or load in \
              processes instead of threads.",
             pct(*futex_share),
-            basis_text(d.basis)
+            basis_text(d.basis),
+            site.as_ref().map_or(String::new(), |s| format!(
+                ", {} of that wait for the lock taken in {}",
+                pct(s.share),
+                s.site
+            ))
         )],
         Detail::MemoryPressure { oom_killed, .. } if *oom_killed => vec![
             "A process was killed for memory: lower what the loaders keep in flight \
@@ -215,8 +220,8 @@ fn cpu_bound_reader(
 
 fn compute_bound(au: AuSource) -> Vec<String> {
     let au = match au {
-        AuSource::Bench(a) | AuSource::Kernel(a) => Some(a),
-        AuSource::ConsumerAsleep(s) => Some(s * 100.0),
+        AuSource::Bench(a) => Some(a),
+        AuSource::Kernel(s) | AuSource::ConsumerAsleep(s) => Some(s * 100.0),
         AuSource::NoConsumer => None,
     };
     vec![format!(
@@ -246,4 +251,22 @@ fn stalled(kind: Option<StallKind>, threads: &[(String, u32)]) -> Vec<String> {
         "The job stopped moving: {what}. The report's stall section has the stacks{on}; \
          py-spy dump --pid PID shows the Python side."
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compute_bound_action_reads_every_au_source_in_percent() {
+        for (au, want) in [
+            (AuSource::Bench(99.8), "computes 99.8% of the time"),
+            (AuSource::Kernel(0.998), "computes 99.8% of the time"),
+            (AuSource::ConsumerAsleep(0.5), "computes 50.0% of the time"),
+        ] {
+            let line = compute_bound(au).remove(0);
+            assert!(line.contains(want), "{au:?}: {line}");
+        }
+        assert!(!compute_bound(AuSource::NoConsumer)[0].contains('%'));
+    }
 }

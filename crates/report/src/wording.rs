@@ -15,7 +15,9 @@ use storprof_analysis::verdict::{
 };
 
 fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
+    // A share that rounds to zero prints as 0.0%, never -0.0%.
+    let p = x * 100.0;
+    format!("{:.1}%", if p.abs() < 0.05 { 0.0 } else { p })
 }
 
 /// What a reader share is of, as it ends a sentence.
@@ -202,17 +204,23 @@ fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
             "CPU-starved: threads runnable but waiting for a CPU {} {basis_text}; {busy_threads} busy thread(s) on {num_cpus} CPU(s)",
             pct(*runnable_share)
         ),
-        Detail::LockContention { futex_share } => match basis {
-            ShareBasis::ConsumerDataWait => format!(
-                "Lock contention: {} of the consumer's data wait went to loaders blocked on a \
-                 lock that another loader held",
-                pct(*futex_share)
-            ),
-            ShareBasis::ReaderTime => format!(
-                "Lock contention: workers sleep on futexes {} {basis_text} rather than doing I/O",
-                pct(*futex_share)
-            ),
-        },
+        Detail::LockContention { futex_share, site } => {
+            let at = site
+                .as_ref()
+                .map_or(String::new(), |s| format!(" (taken in {})", s.site));
+            match basis {
+                ShareBasis::ConsumerDataWait => format!(
+                    "Lock contention: {} of the consumer's data wait went to loaders blocked on a \
+                     lock that another loader held{at}",
+                    pct(*futex_share)
+                ),
+                ShareBasis::ReaderTime => format!(
+                    "Lock contention: workers sleep on futexes {} {basis_text} rather than doing \
+                     I/O{at}",
+                    pct(*futex_share)
+                ),
+            }
+        }
         Detail::MemoryPressure {
             oom_killed,
             reclaim_share,
@@ -340,7 +348,7 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
             pct(*share)
         ),
         Figure::ReaderUser { share } => {
-            format!("{} of reader CPU samples in user space", pct(*share))
+            format!("{} of reader CPU in user space", pct(*share))
         }
         Figure::ReaderOwnWork {
             share,
@@ -357,7 +365,7 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
             }
         ),
         Figure::HotCategory { name, share } => {
-            format!("{} of reader CPU samples in {name}", pct(*share))
+            format!("{} of reader CPU in {name}", pct(*share))
         }
         Figure::DeviceReadRate { device, mib_per_s } => {
             format!("{device} read {mib_per_s:.2} MiB/s")
@@ -431,7 +439,7 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
             format!("workers waiting for the network {} {basis}", pct(*share))
         }
         Figure::GilHolder { function, share } => format!(
-            "{function} ran in the interpreter, holding the GIL, {} of reader CPU samples",
+            "{function} ran in the interpreter, holding the GIL, {} of reader CPU",
             pct(*share)
         ),
         Figure::ReaderGil { share } => format!(
@@ -554,6 +562,10 @@ fn note_text(note: &Note, d: &Decision) -> String {
         Note::NothingRecorded => "No thread was recorded in this session: there is nothing to \
              decide from."
             .to_string(),
+        Note::TooLittleRecorded { thread_s, min_s } => format!(
+            "The threads a verdict would rest on ran {thread_s:.3} s in all, under the {min_s} s \
+             needed to decide (threshold min_decision_thread_s): record a longer run."
+        ),
         Note::LostEvents(n) => {
             format!("{n} events or samples were lost while recording; figures are lower bounds.")
         }
@@ -637,10 +649,19 @@ pub fn verdict(d: &Decision) -> Verdict {
     let consumer = consumer_label(d);
     let primary_summary = summary_for(&d.primary, d.basis, &consumer);
     let nothing = d.notes.iter().any(|n| matches!(n, Note::NothingRecorded));
+    let too_little = d.notes.iter().find_map(|n| match n {
+        Note::TooLittleRecorded { thread_s, .. } => Some(*thread_s),
+        _ => None,
+    });
     let mut headline = if nothing {
         "Inconclusive: no thread was recorded in this session, so there is nothing to decide \
          from"
             .to_string()
+    } else if let Some(s) = too_little {
+        format!(
+            "Inconclusive: the recording is too short to decide from ({s:.3} s of the threads a \
+             verdict would rest on); record a longer run"
+        )
     } else if d.inconclusive {
         format!("No rule fired; closest match: {primary_summary}")
     } else {

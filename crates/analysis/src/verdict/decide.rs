@@ -22,17 +22,22 @@ pub fn confidence(primary: &Finding, runner_up_score: f64, f: &Features, t: &Thr
     if f.lost_events > 0 {
         c *= t.confidence_lost_events_factor;
     }
-    let basis_s = match (&f.writes, &f.consumer) {
+    if basis_s(primary, f) < t.min_reader_thread_s {
+        c *= t.confidence_short_reader_time_factor;
+    }
+    round4(c)
+}
+
+/// The thread time (s) `primary` rests on: the writers' for a write
+/// verdict, the checkpoint window for checkpoint-bound, else the readers'.
+fn basis_s(primary: &Finding, f: &Features) -> f64 {
+    match (&f.writes, &f.consumer) {
         (Some(w), _) if primary.verdict.is_write() => w.writer_thread_s,
         (_, Some(c)) if primary.verdict == VerdictId::CheckpointBound => {
             c.writes.as_ref().map_or(0.0, |w| w.window_s)
         }
         _ => f.reader_thread_s,
-    };
-    if basis_s < t.min_reader_thread_s {
-        c *= t.confidence_short_reader_time_factor;
     }
-    round4(c)
 }
 
 /// "high", "medium" or "low", by the `confidence_high` / `confidence_medium` bars.
@@ -124,12 +129,25 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
             .map_or(0.0, |r| r.score)
     };
     let nothing_recorded = f.threads_total == 0;
-    let confidence = if nothing_recorded {
+    // Too short to decide from: the recording, or the readers' (writers')
+    // time a verdict on them rests on. A stall is decided by its quiet
+    // time; compute-bound by the consumer, with or without readers.
+    let too_little = (!nothing_recorded && stall.is_none())
+        .then(|| {
+            if primary.verdict == VerdictId::ComputeBound {
+                f.duration_s
+            } else {
+                basis_s(&primary, f).min(f.duration_s)
+            }
+        })
+        .filter(|s| *s > 0.0 || f.duration_s > 0.0)
+        .filter(|s| *s < t.min_decision_thread_s);
+    let confidence = if nothing_recorded || too_little.is_some() {
         0.0
     } else {
         confidence(&primary, runner_score, f, t)
     };
-    let inconclusive = !primary.fired || nothing_recorded;
+    let inconclusive = !primary.fired || nothing_recorded || too_little.is_some();
 
     let mut notes: Vec<Note> = all
         .iter()
@@ -157,6 +175,12 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
     }
     if nothing_recorded {
         notes.push(Note::NothingRecorded);
+    }
+    if let Some(thread_s) = too_little {
+        notes.push(Note::TooLittleRecorded {
+            thread_s,
+            min_s: t.min_decision_thread_s,
+        });
     }
     if !f.missing_files.is_empty() {
         notes.push(Note::PartialSession(f.missing_files.clone()));

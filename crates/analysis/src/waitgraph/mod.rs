@@ -283,11 +283,13 @@ impl PathBasis {
 impl WaitAnalysis {
     /// Share of the data wait that went to `kinds`.
     pub fn share(&self, kinds: &[PathKind]) -> f64 {
+        // + 0.0: an empty float sum is -0.0, which prints as "-0.0%".
         self.critical_path
             .iter()
             .filter(|p| kinds.contains(&p.kind))
             .map(|p| p.share)
-            .sum()
+            .sum::<f64>()
+            + 0.0
     }
 
     pub fn role_of(&self, pid: u32, tid: u32) -> Option<Role> {

@@ -328,7 +328,11 @@ pub fn build_data(session: &Session, analysis: &Diagnosis, options: &HtmlOptions
         w.path_cpu_threads.clear();
     }
     ReportData {
-        title: format!("storprof report: {}", v.verdict),
+        title: if v.inconclusive {
+            "storprof report: inconclusive".to_string()
+        } else {
+            format!("storprof report: {}", v.verdict)
+        },
         verdict: v.clone(),
         evidence_values: v.evidence.iter().map(report::evidence_value).collect(),
         early_verdict,

@@ -67,15 +67,16 @@
   // --- verdict ---------------------------------------------------------------
   var v = D.verdict;
   document.title = D.title;
-  app.appendChild(el('h1', null, ['storprof report ', el('span', { cls: 'badge', text: v.verdict })]));
+  app.appendChild(el('h1', null, ['storprof report ',
+    el('span', { cls: 'badge', text: v.inconclusive ? 'inconclusive' : v.verdict })]));
   app.appendChild(el('nav', null, [
     ['#evidence', 'Evidence'], ['#wait', 'Who waits for whom'], ['#flamegraphs', 'Flamegraphs'],
     ['#timeline', 'Timeline'], ['#frames', 'Top frames'], ['#processes', 'Processes'],
     ['#devices', 'Devices'], ['#system', 'System']
   ].map(function (p) { return el('a', { href: p[0], text: p[1] }); })));
   app.appendChild(el('div', { cls: 'headline', text: v.headline }));
-  app.appendChild(para('Verdict ' + v.verdict + ', confidence ' + v.confidence_label + ' (' +
-    fixed(v.confidence, 2) + ')' + (v.inconclusive ? ', inconclusive: no rule\u2019s conditions all held' : '') + '.'));
+  app.appendChild(para((v.inconclusive ? 'Verdict inconclusive (the closest match is ' + v.verdict + ')'
+    : 'Verdict ' + v.verdict) + ', confidence ' + v.confidence_label + ' (' + fixed(v.confidence, 2) + ').'));
   if (v.threshold_overrides && v.threshold_overrides.length) {
     app.appendChild(para('Thresholds overridden: ' + v.threshold_overrides.map(function (o) {
       return o.key + ' = ' + o.value + ' (default ' + o.default + ')';

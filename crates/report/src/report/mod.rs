@@ -92,20 +92,23 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
     let v = &analysis.verdict;
     let f = &analysis.features;
     let mut out = String::new();
-    let _ = writeln!(out, "# storprof report: `{}`\n", v.verdict);
-    let _ = writeln!(out, "> **{}**\n", v.headline);
-    let _ = writeln!(
-        out,
-        "Verdict **`{}`**, confidence {} ({:.2}){}.\n",
-        v.verdict,
-        v.confidence_label,
-        v.confidence,
-        if v.inconclusive {
-            ", inconclusive: no rule's conditions all held"
-        } else {
-            ""
-        }
-    );
+    if v.inconclusive {
+        let _ = writeln!(out, "# storprof report: inconclusive\n");
+        let _ = writeln!(out, "> **{}**\n", v.headline);
+        let _ = writeln!(
+            out,
+            "Verdict **inconclusive** (the closest match is `{}`), confidence {} ({:.2}).\n",
+            v.verdict, v.confidence_label, v.confidence,
+        );
+    } else {
+        let _ = writeln!(out, "# storprof report: `{}`\n", v.verdict);
+        let _ = writeln!(out, "> **{}**\n", v.headline);
+        let _ = writeln!(
+            out,
+            "Verdict **`{}`**, confidence {} ({:.2}).\n",
+            v.verdict, v.confidence_label, v.confidence,
+        );
+    }
     if !v.threshold_overrides.is_empty() {
         let list: Vec<String> = v
             .threshold_overrides
@@ -379,11 +382,19 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
 pub fn render_terminal(analysis: &Diagnosis) -> String {
     let v = &analysis.verdict;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "verdict: {} (confidence {} {:.2})",
-        v.verdict, v.confidence_label, v.confidence
-    );
+    if v.inconclusive {
+        let _ = writeln!(
+            out,
+            "verdict: inconclusive (closest match {}, confidence {} {:.2})",
+            v.verdict, v.confidence_label, v.confidence
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "verdict: {} (confidence {} {:.2})",
+            v.verdict, v.confidence_label, v.confidence
+        );
+    }
     let _ = writeln!(out, "  {}", v.headline);
     if let Some(w) = &analysis.wait
         && let Some(k) = w.kernel_au_percentage

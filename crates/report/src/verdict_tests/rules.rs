@@ -383,3 +383,26 @@ fn verdict_ids_serialize_as_issue_ids() {
         assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
     }
 }
+
+#[test]
+fn a_recording_too_short_to_decide_from_is_inconclusive() {
+    // Readers fully on CPU, but for 0.01 s in all (`diagnose -- /bin/true`).
+    let mut f = base();
+    f.reader_on_cpu_share = 0.97;
+    f.reader_user_share = Some(0.95);
+    f.reader_thread_s = 0.01;
+    let v = decide(&f);
+    assert!(v.inconclusive, "{v:?}");
+    assert_eq!(v.confidence, 0.0);
+    assert!(
+        v.headline
+            .starts_with("Inconclusive: the recording is too short"),
+        "{}",
+        v.headline
+    );
+    // From the threshold on, the rule decides.
+    f.reader_thread_s = Thresholds::default().min_decision_thread_s;
+    let v = decide(&f);
+    assert!(!v.inconclusive, "{v:?}");
+    assert_eq!(v.verdict, VerdictId::CpuBoundReader);
+}
