@@ -153,11 +153,21 @@ fn thresholds_files_are_strict_and_their_errors_say_the_cause_once() {
     fs::write(&bad, r#"{"lock_futex_share": -1}"#).unwrap();
     let (code, _, err) = run(&["thresholds", "--thresholds", bad.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("outside 0..=1"), "{err}");
+    assert!(err.contains("must be within 0..=1"), "{err}");
     let missing = dir.path().join("none.json");
     let (code, _, err) = run(&["thresholds", "--thresholds", missing.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
+    // A range without an upper end reads as one.
+    fs::write(&bad, r#"{"stall_s": -1}"#).unwrap();
+    let (code, _, err) = run(&["thresholds", "--thresholds", bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("must be ≥ 0") && !err.contains("e308"),
+        "{err}"
+    );
+    let (_, table, _) = run(&["thresholds"]);
+    assert!(!table.contains("1797693"), "{table}");
     // A good file: listed as the source of what it overrides.
     fs::write(&bad, r#"{"compute_bound_au_percentage": 70}"#).unwrap();
     let (code, out, err) = run(&[
@@ -186,8 +196,15 @@ fn a_session_with_nothing_recorded_is_inconclusive() {
     let dir = tempfile::tempdir().unwrap();
     let src = session_fixture("real-compute-bound/session.json");
     fs::copy(&src, dir.path().join("session.json")).unwrap();
-    let (code, _, err) = run(&["report", dir.path().to_str().unwrap()]);
+    let (code, out, err) = run(&["report", dir.path().to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
+    // The terminal and the report say inconclusive, not a verdict's id.
+    assert!(
+        out.starts_with("verdict: inconclusive (closest match "),
+        "{out}"
+    );
+    let md = fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.starts_with("# storprof report: inconclusive"), "{md}");
     let v: serde_json::Value = read_json(&dir.path().join("verdict.json"));
     assert_eq!(v["inconclusive"], true, "{v}");
     assert_eq!(v["confidence"], 0.0, "{v}");
