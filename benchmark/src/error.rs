@@ -47,18 +47,23 @@ pub enum BenchError {
         ranks: usize,
         reason: String,
     },
-    /// The checkpoint folder's file system has less free space than the run writes.
+    /// The file system under `path` has less free space than the run
+    /// writes (checked before writing anything).
     #[error(
-        "{}: not enough free space: the checkpoints need {needed} bytes ({:.2} GiB), \
-         {available} bytes ({:.2} GiB) are available (lower --num-checkpoints-write or raise --scale)",
+        "{}: not enough free space: {what} need {needed} bytes ({:.2} GiB), \
+         {available} bytes ({:.2} GiB) are available ({hint})",
         path.display(),
         *needed as f64 / 1073741824.0,
         *available as f64 / 1073741824.0
     )]
     NoSpace {
         path: PathBuf,
+        /// What would be written: "the checkpoints", "the dataset".
+        what: &'static str,
         needed: u64,
         available: u64,
+        /// How to need less.
+        hint: String,
     },
     /// The checkpoint folder holds files storprof did not write (nothing is removed).
     #[error(

@@ -117,6 +117,36 @@ fn datagen_writes_dlio_layout_and_refuses_overwrite() {
     );
 }
 
+#[test]
+fn datagen_refuses_a_dataset_larger_than_the_free_space_before_writing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A million 128 MiB unet3d files: 128 TiB, more than any test disk.
+    let opts = DatagenOptions {
+        workload: Some(Workload::Unet3d),
+        accelerator: Accelerator::H100,
+        params: vec![
+            "dataset.num_files_train=1000000".into(),
+            "dataset.record_length_bytes=134217728".into(),
+        ],
+        data_dir: tmp.path().to_path_buf(),
+        client_memory_gb: Some(1.0),
+        print: false,
+        ..DatagenOptions::default()
+    };
+    let e = run_datagen(&opts, &LocalStorage::new("."))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not enough free space") && e.contains("dataset.num_files_train=N"),
+        "{e}"
+    );
+    assert!(
+        list(tmp.path()).is_empty(),
+        "nothing written: {:?}",
+        list(tmp.path())
+    );
+}
+
 fn bench_opts(
     dir: &Path,
     workload: Workload,

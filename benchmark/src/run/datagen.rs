@@ -407,6 +407,60 @@ fn write_record(
     Ok(())
 }
 
+/// Refuses a dataset larger than the free space of the file system it
+/// goes to (its nearest existing directory), before any file is written:
+/// DLIO's size rule makes the default dataset 5× the host's memory, which
+/// fills a small disk and leaves a partial dataset behind.
+fn check_free_space(p: &DatagenPlan, opts: &DatagenOptions) -> Result<(), BenchError> {
+    let Some(existing) = p.model_dir.ancestors().find(|a| a.is_dir()) else {
+        return Ok(());
+    };
+    // Files a --force run replaces give their space back.
+    let available = super::checkpoint::io::free_bytes(existing)?.saturating_add(if opts.force {
+        bytes_under(&p.model_dir)
+    } else {
+        0
+    });
+    if p.estimated_bytes <= available {
+        return Ok(());
+    }
+    let per_file = p.estimated_bytes / (p.jobs.len().max(1) as u64);
+    let fits = available / per_file.max(1);
+    Err(BenchError::NoSpace {
+        path: existing.to_path_buf(),
+        what: "the dataset",
+        needed: p.estimated_bytes,
+        available,
+        hint: format!(
+            "about {fits} of its {} files fit: generate fewer with --param \
+             dataset.num_files_train=N (below the size rule's {} the run is not a closed \
+             submission), or size it for less memory with --client-host-memory-in-gb{}",
+            p.jobs.len(),
+            p.size_rule.num_files_train,
+            if opts.client_memory_gb.is_none() {
+                " (today: this host's memory)"
+            } else {
+                ""
+            }
+        ),
+    })
+}
+
+/// The bytes of the files under `dir` (0 where it cannot be read).
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => bytes_under(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
 /// Generate the dataset into `storage` (paths are `opts.data_dir`-based).
 pub fn run_datagen(
     opts: &DatagenOptions,
@@ -442,6 +496,9 @@ pub fn run_datagen_shard(
             .step_by(ranks)
             .collect();
         p.estimated_bytes = p.estimated_bytes / all as u64 * p.jobs.len() as u64;
+    }
+    if !storage.is_remote() {
+        check_free_space(&p, opts)?;
     }
     // In an object store `plan`'s local overwrite check cannot see the objects: list them.
     if storage.is_remote() && !opts.force {

@@ -402,8 +402,10 @@ fn prepare_folder(
     if needed > available {
         return Err(BenchError::NoSpace {
             path: folder.to_path_buf(),
+            what: "the checkpoints",
             needed,
             available,
+            hint: "lower --num-checkpoints-write or raise --scale".to_string(),
         });
     }
     manifest.write(folder)
