@@ -126,7 +126,7 @@ pub(super) fn device_name(dev: u32) -> String {
                 .find_map(|l| l.strip_prefix("DEVNAME="))
                 .map(str::to_string)
         })
-        .unwrap_or_else(|| format!("{major}:{minor}"))
+        .unwrap_or_else(|| aggregate::dev_fallback_name(dev))
 }
 
 /// The devices block device `dev` (kernel-internal dev_t) sits on, nearest

@@ -256,10 +256,7 @@ impl Kernel for ReplayKernel {
             .device_names
             .get(&dev)
             .cloned()
-            .unwrap_or_else(|| {
-                let (major, minor) = super::aggregate::dev_major_minor(dev);
-                format!("{major}:{minor}")
-            })
+            .unwrap_or_else(|| super::aggregate::dev_fallback_name(dev))
     }
     fn kernel_facts(&self) -> KernelFacts {
         self.host.kernel.clone()

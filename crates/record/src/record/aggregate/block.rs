@@ -37,6 +37,12 @@ pub fn dev_major_minor(dev: u32) -> (u32, u32) {
     (dev >> 20, dev & 0xfffff)
 }
 
+/// A device's name when nothing better is known: "MAJ:MIN".
+pub fn dev_fallback_name(dev: u32) -> String {
+    let (major, minor) = dev_major_minor(dev);
+    format!("{major}:{minor}")
+}
+
 /// "MAJ:MIN" → kernel-internal dev_t (None: not that form, or out of range).
 pub fn dev_from_major_minor(text: &str) -> Option<u32> {
     let (major, minor) = text.split_once(':')?;

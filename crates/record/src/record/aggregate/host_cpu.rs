@@ -4,6 +4,8 @@
 //! steal).
 use storprof_session::model::HostCpuSeries;
 
+use super::readings::{Readings, increase};
+
 /// `/proc/stat`'s first line, summed over the CPUs, in clock ticks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HostCpuTicks {
@@ -35,17 +37,12 @@ pub fn parse_proc_stat(text: &str) -> Option<HostCpuTicks> {
 }
 
 /// The series built one reading at a time, in step with the thread
-/// series: the first reading is the baseline, each later one closes a
-/// bucket with the increase since the last; a failed reading closes its
-/// bucket with zeros and the next one starts from it.
+/// series (each bucket the counters' increase since the reading before).
 #[derive(Debug)]
 pub struct HostCpuBuilder {
     /// Nanoseconds per clock tick.
     tick_ns: u64,
-    last: Option<HostCpuTicks>,
-    readings: u32,
-    any: bool,
-    buckets: Vec<[u64; 3]>,
+    readings: Readings<HostCpuTicks, 3>,
 }
 
 impl HostCpuBuilder {
@@ -53,35 +50,28 @@ impl HostCpuBuilder {
     pub fn new(ticks_per_s: u64) -> Self {
         Self {
             tick_ns: 1_000_000_000 / ticks_per_s.max(1),
-            last: None,
-            readings: 0,
-            any: false,
-            buckets: Vec::new(),
+            readings: Readings::default(),
         }
     }
 
     /// Closes a bucket at this reading (the first call sets the baseline).
     pub fn push(&mut self, now: Option<HostCpuTicks>) {
-        self.any |= now.is_some();
-        if self.readings > 0 {
-            let delta = |f: fn(&HostCpuTicks) -> u64| match (&self.last, &now) {
-                (Some(a), Some(b)) => f(b).saturating_sub(f(a)).saturating_mul(self.tick_ns),
-                _ => 0,
-            };
-            self.buckets
-                .push([delta(|c| c.busy), delta(|c| c.steal), delta(|c| c.idle)]);
-        }
-        self.last = now;
-        self.readings = self.readings.saturating_add(1);
+        self.readings.push(now, |last, now| {
+            [
+                increase(last, now, |c| c.busy),
+                increase(last, now, |c| c.steal),
+                increase(last, now, |c| c.idle),
+            ]
+        });
     }
 
     /// The series in ns, None when no reading succeeded.
     pub fn series(&self) -> Option<HostCpuSeries> {
-        let column = |i: usize| self.buckets.iter().map(|b| b[i]).collect();
-        self.any.then(|| HostCpuSeries {
-            busy_ns: column(0),
-            steal_ns: column(1),
-            idle_ns: column(2),
+        let column = |i| self.readings.column(i, self.tick_ns);
+        Some(HostCpuSeries {
+            busy_ns: column(0)?,
+            steal_ns: column(1)?,
+            idle_ns: column(2)?,
         })
     }
 }

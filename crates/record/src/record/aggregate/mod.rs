@@ -5,6 +5,7 @@ mod block;
 mod folded;
 mod host_cpu;
 mod names;
+mod readings;
 mod series;
 mod threads;
 mod vmstat;

@@ -2,6 +2,8 @@
 //! `/proc/vmstat` read once per time-series bucket.
 use storprof_session::model::VmstatSeries;
 
+use super::readings::{Readings, increase};
+
 /// The `/proc/vmstat` fields the series uses, in pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VmstatCounters {
@@ -37,54 +39,35 @@ pub fn parse_vmstat(text: &str) -> Option<VmstatCounters> {
 }
 
 /// The series built one reading at a time, in step with
-/// [`super::SeriesBuilder`]: the first reading is the baseline, each later
-/// one closes a bucket. A failed reading (None) closes its bucket with
-/// zeros and the next reading's counters start from it.
+/// [`super::SeriesBuilder`] (first reading the baseline): per bucket the dirty and
+/// writeback pages at its end, and the pages dirtied and written during it.
 #[derive(Debug, Default)]
 pub struct VmstatBuilder {
-    last: Option<VmstatCounters>,
-    readings: u32,
-    /// Some reading succeeded: the series is worth storing.
-    any: bool,
-    /// Per bucket: dirty, writeback (pages at its end), dirtied, written
-    /// (pages during it).
-    buckets: Vec<[u64; 4]>,
+    readings: Readings<VmstatCounters, 4>,
 }
 
 impl VmstatBuilder {
     /// Closes a bucket at this reading (the first call sets the baseline).
     pub fn push(&mut self, now: Option<VmstatCounters>) {
-        self.any |= now.is_some();
-        if self.readings > 0 {
-            let gauge = |f: fn(&VmstatCounters) -> u64| now.as_ref().map_or(0, f);
-            let delta = |f: fn(&VmstatCounters) -> u64| match (&self.last, &now) {
-                (Some(a), Some(b)) => f(b).saturating_sub(f(a)),
-                _ => 0,
-            };
-            self.buckets.push([
+        self.readings.push(now, |last, now| {
+            let gauge = |f: fn(&VmstatCounters) -> u64| now.map_or(0, f);
+            [
                 gauge(|c| c.nr_dirty),
                 gauge(|c| c.nr_writeback),
-                delta(|c| c.nr_dirtied),
-                delta(|c| c.nr_written),
-            ]);
-        }
-        self.last = now;
-        self.readings = self.readings.saturating_add(1);
+                increase(last, now, |c| c.nr_dirtied),
+                increase(last, now, |c| c.nr_written),
+            ]
+        });
     }
 
     /// The series in bytes, None when no reading succeeded.
     pub fn series(&self, page_size: u64) -> Option<VmstatSeries> {
-        let column = |i: usize| {
-            self.buckets
-                .iter()
-                .map(|b| b[i].saturating_mul(page_size))
-                .collect()
-        };
-        self.any.then(|| VmstatSeries {
-            dirty_bytes: column(0),
-            writeback_bytes: column(1),
-            dirtied_bytes: column(2),
-            written_bytes: column(3),
+        let column = |i| self.readings.column(i, page_size);
+        Some(VmstatSeries {
+            dirty_bytes: column(0)?,
+            writeback_bytes: column(1)?,
+            dirtied_bytes: column(2)?,
+            written_bytes: column(3)?,
         })
     }
 }

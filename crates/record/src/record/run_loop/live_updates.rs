@@ -27,6 +27,8 @@ pub(crate) struct LiveContext<'a> {
 /// The live view's state across updates.
 pub(super) struct Live<'a> {
     pub(super) ctx: LiveContext<'a>,
+    /// The caller's analysis (a live view runs only with one).
+    pub(super) analysis: &'a live::LiveAnalysis,
     pub(super) screen: live::Screen,
     pub(super) hold: live::VerdictHold,
     pub(super) smoother: live::VerdictSmoother,
@@ -158,14 +160,13 @@ pub(super) fn verdict_parts(
     )
 }
 
-/// Builds and analyses the recording so far; the status and the parts it
-/// was built from. Only called with `options.live.analysis` set
-/// ([`live::LiveOptions::active`]); without it, the status before any
-/// analysis.
+/// Builds the recording so far and analyses it with `analysis`; the
+/// status and the parts it was built from.
 pub(super) fn live_status(
     recorder: &mut Recorder,
     options: &RecordOptions,
     ctx: &LiveContext,
+    analysis: &live::LiveAnalysis,
 ) -> Result<(LiveStatus, SessionParts), RecordError> {
     let built = Instant::now();
     let now_mono = procfs::monotonic_ns();
@@ -174,15 +175,7 @@ pub(super) fn live_status(
     let build_s = built.elapsed().as_secs_f64();
     let elapsed_s = now_mono.saturating_sub(recorder.start_mono) as f64 / 1e9;
     let recent_s = options.live.interval.as_secs_f64().max(5.0);
-    let status = match &options.live.analysis {
-        Some(analysis) => (analysis.0)(&session, elapsed_s, recent_s),
-        None => live::before_analysis(
-            session.timeseries.as_ref().unwrap_or(&Default::default()),
-            elapsed_s,
-            recent_s,
-            elapsed_s,
-        ),
-    };
+    let status = (analysis.0)(&session, elapsed_s, recent_s);
     log::debug!(
         "live update at {elapsed_s:.1} s: build {build_s:.3} s, analysis {:.3} s",
         built.elapsed().as_secs_f64() - build_s

@@ -148,16 +148,20 @@ pub(super) fn run_loop_live(
     child_pid: Option<i32>,
     ctx: Option<LiveContext>,
 ) -> Result<(Ending, Option<SessionParts>), RecordError> {
-    let mut live = ctx.filter(|_| options.live.active()).map(|ctx| Live {
-        ctx,
-        screen: live::Screen::new(options.live.view),
-        hold: live::VerdictHold::default(),
-        smoother: live::VerdictSmoother::default(),
-        next_s: options.live.first_analysis_s(),
-        spent_s: 0.0,
-        last: None,
-        refresh: Instant::now() + options.live.interval,
-    });
+    let mut live = ctx
+        .zip(options.live.analysis.as_ref())
+        .filter(|_| options.live.active())
+        .map(|(ctx, analysis)| Live {
+            ctx,
+            analysis,
+            screen: live::Screen::new(options.live.view),
+            hold: live::VerdictHold::default(),
+            smoother: live::VerdictSmoother::default(),
+            next_s: options.live.first_analysis_s(),
+            spent_s: 0.0,
+            last: None,
+            refresh: Instant::now() + options.live.interval,
+        });
     let mut checkpoints = ctx.zip(options.checkpoint).map(|(ctx, every)| Checkpoints {
         ctx,
         every,
@@ -257,7 +261,7 @@ fn run_turns(
             && terminated_at.is_none()
         {
             let cpu_before = procfs::own_cpu_s();
-            match live_status(recorder, options, &l.ctx) {
+            match live_status(recorder, options, &l.ctx, l.analysis) {
                 Ok((status, built)) => {
                     let comms = built
                         .timeseries
