@@ -11,4 +11,15 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 STORPROF_SETUP_QUIET=${STORPROF_SETUP_QUIET:-1} bash scripts/setup.sh
 cargo build --release --bin storprof
-exec "${CARGO_TARGET_DIR:-target}/release/storprof" demo "$@"
+bin="$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)/storprof"
+# On PATH as `storprof` (a link, so a rebuild updates it), for the
+# README's `sudo storprof ...`; STORPROF_BIN_DIR= (empty) skips it.
+bin_dir=${STORPROF_BIN_DIR-/usr/local/bin}
+if [ -n "$bin_dir" ]; then
+    if ln -sf "$bin" "$bin_dir/storprof" 2>/dev/null; then
+        echo "[run] storprof linked into $bin_dir (-> $bin)" >&2
+    else
+        echo "[run] could not link storprof into $bin_dir; run it as $bin" >&2
+    fi
+fi
+exec "$bin" demo "$@"

@@ -77,45 +77,70 @@ pub enum Command {
     #[command(after_help = DIAGNOSE_EXAMPLES)]
     Diagnose(DiagnoseArgs),
     /// Check that this machine can run the probes (root, BTF, tracefs, tracepoints, perf_event).
+    #[command(after_help = DOCTOR_EXAMPLES)]
     Doctor(DoctorArgs),
     /// The built-in example: diagnose `storprof bench` with DLIO's legacy reader and the raw one
     /// over a small cached flux dataset (mlcommons/storage#330, found and fixed).
+    #[command(after_help = DEMO_EXAMPLES)]
     Demo(DiagnoseArgs),
     /// Record a session: run a command (or attach to pids) under the eBPF probes.
+    #[command(after_help = RECORD_EXAMPLES)]
     Record(RecordArgs),
     /// Analyse a session: verdict.json, report.md, flamegraphs, timeline; prints the verdict.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Write an on-CPU or off-CPU flamegraph, or a differential one (--diff).
+    #[command(after_help = FLAMEGRAPH_EXAMPLES)]
     Flamegraph(FlamegraphArgs),
     /// Convert a session into pprof, speedscope or Chrome trace (Perfetto) files.
+    #[command(after_help = EXPORT_EXAMPLES)]
     Export(ExportArgs),
     /// Pack the evidence bundle (tar.gz, secrets redacted).
+    #[command(after_help = BUNDLE_EXAMPLES)]
     Bundle(BundleArgs),
     /// Merge several hosts' sessions into one diagnosis: per-host verdicts, cluster verdict, stragglers.
+    #[command(after_help = MERGE_EXAMPLES)]
     Merge(MergeArgs),
     /// List the verdict thresholds: key, value, default, range and where each value came from.
+    #[command(after_help = THRESHOLDS_EXAMPLES)]
     Thresholds(ThresholdsArgs),
     /// What would help: the AU projected with faster storage, more read threads, another
     /// computation time... from one recording (a model; docs/src/whatif.md).
     #[command(after_help = WHATIF_EXAMPLES)]
     Whatif(WhatifArgs),
     /// Print a shell completion script: `storprof completions bash > /etc/bash_completion.d/storprof`.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Write a man page per command (storprof.1, storprof-diagnose.1, ...) into DIR.
+    #[command(after_help = MAN_EXAMPLES)]
     Man {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
     /// Emulate DLIO training over a dataset and report DLIO's metrics.
+    #[command(
+        override_usage = "storprof bench --workload <WORKLOAD> --data-dir <DATA_DIR> [OPTIONS]\n       storprof bench --config <FILE.yaml> --data-dir <DATA_DIR> [OPTIONS]",
+        after_help = BENCH_EXAMPLES
+    )]
     Bench(storprof_bench::cli::BenchArgs),
-    /// Generate a DLIO-compatible dataset for one of the seven MLPerf Storage / DLIO workloads.
+    /// Generate a DLIO-compatible dataset for one of the six MLPerf Storage / DLIO training
+    /// workloads (checkpoints: `storprof checkpoint`).
+    #[command(
+        override_usage = "storprof datagen --workload <WORKLOAD> --data-dir <DATA_DIR> [OPTIONS]\n       storprof datagen --config <FILE.yaml> --data-dir <DATA_DIR> [OPTIONS]",
+        after_help = DATAGEN_EXAMPLES
+    )]
     Datagen(storprof_bench::cli::DatagenArgs),
     /// Run the NP × RT grid of bench runs: table (markdown, CSV), AU projection, SVG plot.
+    #[command(
+        override_usage = "storprof sweep --workload <WORKLOAD> --data-dir <DATA_DIR> [OPTIONS]\n       storprof sweep --config <FILE.yaml> --data-dir <DATA_DIR> [OPTIONS]",
+        after_help = SWEEP_EXAMPLES
+    )]
     Sweep(storprof_bench::cli::SweepArgs),
     /// MLPerf Storage checkpointing: write llama3 checkpoint shards (fsync), read them back.
+    #[command(after_help = CHECKPOINT_EXAMPLES)]
     Checkpoint(storprof_bench::cli::CheckpointArgs),
 }
 
@@ -136,6 +161,84 @@ Examples:
   sudo -E storprof diagnose --until-verdict -- torchrun --nproc-per-node 8 train.py
   sudo -E storprof diagnose --pid 4242 --duration 120
   sudo -E storprof diagnose --thresholds my-thresholds.json -- ./run.sh";
+
+const DOCTOR_EXAMPLES: &str = "\
+Examples:
+  sudo storprof doctor          one line per check; exit 0 when recording can work";
+
+const DEMO_EXAMPLES: &str = "\
+Examples:
+  sudo -E storprof demo                         the #330 reader and the raw one, side by side
+  sudo -E storprof demo --data-dir /var/tmp/d   keep the demo's dataset there";
+
+const RECORD_EXAMPLES: &str = "\
+Examples:
+  sudo -E storprof record -o run1 -- python train.py     record only; `storprof report run1` later
+  sudo storprof record -p 4242 -d 60 -F 199              a running job for 60 s at 199 Hz
+  sudo -E storprof record --live off -- ./train.sh       no live view";
+
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  storprof report storprof-20261205-101500            verdict, report.md, report.html, SVGs
+  storprof report run.tar.gz -o /tmp/report           a bundle, or a read-only copy
+  storprof report run1 --json | jq .verdict           verdict.json on stdout";
+
+const FLAMEGRAPH_EXAMPLES: &str = "\
+Examples:
+  storprof flamegraph run1                            run1/flamegraph-oncpu.svg
+  storprof flamegraph run1 --kind offcpu -o off.svg   where the threads waited
+  storprof flamegraph fixed --diff slow -o diff.svg   red: more in `fixed` than in `slow`";
+
+const EXPORT_EXAMPLES: &str = "\
+Examples:
+  storprof export run1 --format pprof -o run1.pb.gz && go tool pprof -http : run1.pb.gz
+  storprof export run1 --format speedscope -o run1.speedscope.json
+  storprof export run1 --format trace -o run1.trace.json   # open in ui.perfetto.dev";
+
+const BUNDLE_EXAMPLES: &str = "\
+Examples:
+  storprof bundle run1                     run1.tar.gz, secrets redacted
+  storprof bundle run1 -o ticket-123.tar.gz";
+
+const MERGE_EXAMPLES: &str = "\
+Examples:
+  storprof merge -o cluster host1/run1 host2/run1 host3/run1";
+
+const THRESHOLDS_EXAMPLES: &str = "\
+Examples:
+  storprof thresholds                                 every key, its default and range
+  storprof thresholds --thresholds mine.json --json   what a file changes";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  storprof completions bash > /etc/bash_completion.d/storprof
+  storprof completions zsh > \"${fpath[1]}/_storprof\"";
+
+const MAN_EXAMPLES: &str = "\
+Examples:
+  storprof man /usr/local/share/man/man1 && man storprof-diagnose";
+
+const BENCH_EXAMPLES: &str = "\
+Examples:
+  storprof bench --workload unet3d --data-dir /mnt/data --accelerators 2
+  storprof bench --workload flux --data-dir /mnt/data --param reader.read_threads=8
+  storprof bench --workload retinanet --data-dir s3://bucket/prefix --s3-endpoint http://minio:9000";
+
+const DATAGEN_EXAMPLES: &str = "\
+Examples:
+  storprof datagen --workload unet3d --data-dir /mnt/data
+  storprof datagen --workload flux --data-dir /mnt/data --param dataset.num_files_train=64
+  storprof datagen --workload resnet50 --accelerator-type a100 --data-dir /mnt/data";
+
+const SWEEP_EXAMPLES: &str = "\
+Examples:
+  storprof sweep --workload flux --data-dir s3://bucket/p --np 1 2 4 --rt 1 2 4 8
+  storprof sweep --workload unet3d --data-dir /mnt/data --computation-time 1.35";
+
+const CHECKPOINT_EXAMPLES: &str = "\
+Examples:
+  storprof checkpoint --model llama3-8b --checkpoint-folder /mnt/ckpt
+  storprof checkpoint --model llama3-70b --checkpoint-folder /mnt/ckpt --results-dir results";
 
 /// `storprof record [--pid PID]... [--netns NAME|PATH] [--duration SECS] [--freq HZ] [--output DIR] [-- CMD ARGS...]`
 #[derive(clap::Args, Debug, Clone)]
@@ -384,7 +487,7 @@ pub struct WhatifArgs {
     pub json: bool,
 }
 
-const WHATIF_EXAMPLES: &str = "EXAMPLES:
+const WHATIF_EXAMPLES: &str = "Examples:
   storprof whatif storprof-20261205-101500
   storprof whatif run.tar.gz --lever storage=4 --lever cache --json
   storprof whatif SESSION --lever computation=27   # 0.05 s -> 1.35 s a step";

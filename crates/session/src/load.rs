@@ -296,11 +296,19 @@ fn parse_json<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result
 /// file is malformed, or `format_version` is newer than
 /// [`SESSION_FORMAT_VERSION`]. Absent files make a partial session instead.
 pub fn load(dir: &Path) -> Result<Session, LoadError> {
-    if !dir.exists() {
-        return Err(LoadError::MissingDir(dir.to_path_buf()));
-    }
-    if !dir.is_dir() {
-        return Err(LoadError::NotADir(dir.to_path_buf()));
+    // `exists()` is false for a path it cannot stat too: say why.
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(LoadError::MissingDir(dir.to_path_buf()));
+        }
+        Err(source) => {
+            return Err(LoadError::Io {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
+        Ok(m) if !m.is_dir() => return Err(LoadError::NotADir(dir.to_path_buf())),
+        Ok(_) => {}
     }
     load_from(dir, |name| read_optional(&dir.join(name)))
 }

@@ -69,16 +69,19 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         force: args.record.force,
     };
     let (bundle, _) = storprof_report::bundle_session(&outcome.dir, &b)?;
-    eprintln!("storprof: session {}", outcome.dir.display());
-    eprintln!(
-        "storprof: report  {}",
-        outcome.dir.join(storprof_report::files::REPORT).display()
-    );
-    eprintln!(
-        "storprof: page    {}",
-        outcome.dir.join(storprof_report::files::HTML).display()
-    );
-    eprintln!("storprof: bundle  {}", bundle.display());
+    // -q (errors only) leaves the verdict alone on the terminal.
+    if log::log_enabled!(log::Level::Warn) {
+        eprintln!("storprof: session {}", outcome.dir.display());
+        eprintln!(
+            "storprof: report  {}",
+            outcome.dir.join(storprof_report::files::REPORT).display()
+        );
+        eprintln!(
+            "storprof: page    {}",
+            outcome.dir.join(storprof_report::files::HTML).display()
+        );
+        eprintln!("storprof: bundle  {}", bundle.display());
+    }
     if args.json {
         print!("{}", verdict_json(&reported.analysis)?);
     } else {

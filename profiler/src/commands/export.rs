@@ -7,17 +7,13 @@ use anyhow::Context;
 use crate::cli::{ExportArgs, exit};
 use storprof_analysis::Thresholds;
 use storprof_report::export;
-use storprof_session::load;
 use storprof_session::{safe_path, safe_path::give_to_invoking_user};
 
 /// Runs `storprof export`.
 pub fn run(args: &ExportArgs) -> anyhow::Result<i32> {
-    let session = match load::load(&args.dir) {
+    let session = match super::load_session_dir(&args.dir) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("storprof: error: {e}");
-            return Ok(exit::USAGE);
-        }
+        Err(code) => return Ok(code),
     };
     if !session.is_complete() {
         eprintln!(

@@ -6,7 +6,6 @@ use anyhow::Context;
 use crate::cli::{FlamegraphArgs, KindArg, exit};
 use storprof_report::flamegraph::{self, FlamegraphOptions, Kind};
 use storprof_session::{
-    load,
     model::files,
     safe_path::{self, give_to_invoking_user},
 };
@@ -21,12 +20,9 @@ pub fn run(args: &FlamegraphArgs) -> anyhow::Result<i32> {
         Kind::OnCpu => files::ONCPU_FOLDED,
         Kind::OffCpu => files::OFFCPU_FOLDED,
     };
-    let this = match load::load(&args.dir) {
+    let this = match super::load_session_dir(&args.dir) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("storprof: error: {e}");
-            return Ok(exit::USAGE);
-        }
+        Err(code) => return Ok(code),
     };
     if this.missing.contains(&folded_name) {
         eprintln!(
@@ -60,12 +56,9 @@ pub fn run(args: &FlamegraphArgs) -> anyhow::Result<i32> {
     // leaves nothing behind.
     let other = match &args.diff {
         None => None,
-        Some(other_dir) => match load::load(other_dir) {
+        Some(other_dir) => match super::load_session_dir(other_dir) {
             Ok(s) => Some((other_dir, s)),
-            Err(e) => {
-                eprintln!("storprof: error: {e}");
-                return Ok(exit::USAGE);
-            }
+            Err(code) => return Ok(code),
         },
     };
     let file =

@@ -44,6 +44,22 @@ pub fn load_thresholds(path: Option<&Path>) -> anyhow::Result<Thresholds> {
     thresholds::load(path).map_err(|e| anyhow::Error::new(crate::cli::UsageError(e.to_string())))
 }
 
+/// The session directory `dir`, or the exit code for why not, already
+/// said on stderr: a path that is not a session is a usage error, a
+/// session that cannot be read (permissions, bad JSON) a runtime error.
+pub fn load_session_dir(dir: &Path) -> Result<storprof_session::load::Session, i32> {
+    use storprof_session::load::{self, LoadError};
+    load::load(dir).map_err(|e| {
+        eprintln!("storprof: error: {e}");
+        match e {
+            LoadError::MissingDir(_) | LoadError::NotADir(_) | LoadError::NotASession { .. } => {
+                crate::cli::exit::USAGE
+            }
+            _ => crate::cli::exit::ERROR,
+        }
+    })
+}
+
 /// The session at `path`: a bundle read in place, or a session
 /// directory. Ok(Err(code)): a path that is not a session, already said
 /// on stderr, and the exit code for it (a usage error).

@@ -36,13 +36,13 @@ pub enum ThresholdsError {
         what: &'static str,
         value: String,
     },
-    #[error("{path}: `{key}` = {value} is outside {low}..={high}")]
+    #[error("{path}: `{key}` = {value}, but it must be {range}")]
     OutOfRange {
         path: PathBuf,
         key: String,
         value: f64,
-        low: f64,
-        high: f64,
+        /// "within 0..=1", or "≥ 0" for a range without an upper end.
+        range: String,
     },
 }
 
@@ -105,8 +105,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Thresholds, ThresholdsError> {
                 path: path.to_path_buf(),
                 key,
                 value: number,
-                low: *range.start(),
-                high: *range.end(),
+                range: if *range.end() == f64::MAX {
+                    range_text(&range)
+                } else {
+                    format!("within {}", range_text(&range))
+                },
             });
         }
         merged.insert(key, value);
@@ -122,6 +125,15 @@ fn json_kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// A range as users read it: "0..=1", or "≥ 0" without an upper end.
+fn range_text(r: &std::ops::RangeInclusive<f64>) -> String {
+    if *r.end() == f64::MAX {
+        format!("≥ {}", r.start())
+    } else {
+        format!("{}..={}", r.start(), r.end())
     }
 }
 
@@ -157,7 +169,7 @@ pub fn render(thresholds: &Thresholds, file: Option<&Path>, json: bool) -> Strin
                     "value": v,
                     "default": defaults.get(k),
                     "min": r.start(),
-                    "max": r.end(),
+                    "max": (*r.end() < f64::MAX).then(|| *r.end()),
                     "source": source(k),
                 })
             })
@@ -175,7 +187,7 @@ pub fn render(thresholds: &Thresholds, file: Option<&Path>, json: bool) -> Strin
         out.push_str(&format!(
             "{k:<width$}  {:>12}  {d:>12}  {:<14}  {}\n",
             v.to_string(),
-            format!("{}..={}", r.start(), r.end()),
+            range_text(&r),
             source(k)
         ));
     }
@@ -216,9 +228,9 @@ mod tests {
         let e = parse(r#"{"lock_futex_share": -0.2}"#, p()).unwrap_err();
         assert!(matches!(e, ThresholdsError::OutOfRange { .. }), "{e}");
         let e = parse(r#"{"lock_futex_share": 1.5}"#, p()).unwrap_err();
-        assert!(e.to_string().contains("outside 0..=1"), "{e}");
+        assert!(e.to_string().contains("must be within 0..=1"), "{e}");
         let e = parse(r#"{"compute_bound_au_percentage": 120}"#, p()).unwrap_err();
-        assert!(e.to_string().contains("outside 0..=100"), "{e}");
+        assert!(e.to_string().contains("must be within 0..=100"), "{e}");
         let e = parse(r#"{"stall_s": "60"}"#, p()).unwrap_err();
         assert!(matches!(e, ThresholdsError::NotANumber { .. }), "{e}");
         let e = parse(r#"{"consumer_min_wakes": 2.5}"#, p()).unwrap_err();

@@ -353,7 +353,7 @@ fn without_straggler(hosts: &[HostRow], imbalance: f64) -> (VerdictId, String) {
     (
         h.verdict,
         format!(
-            "{} on {}{au_text}, the host that waits most for data: a synchronous job runs at              its pace ({}); {spread}",
+            "{} on {}{au_text}, the host that waits most for data: a synchronous job runs at its pace ({}); {spread}",
             h.verdict,
             h.host,
             others.join(", ")
