@@ -221,6 +221,13 @@ impl<'a> Graph<'a> {
         let works = self.states.get(&wakee).is_some_and(|st| {
             (st.on_cpu + st.runnable + st.io) as f64 >= CONTENDER_ACTIVE_SHARE * st.total() as f64
         });
+        // A thread whose stacks wait almost only in a pool's idle loop (a
+        // pyarrow or Eigen worker at its condition variable) waits for
+        // work, however much a crowded CPU queues it when it gets some.
+        let idle_pool = self
+            .sites_of(wakee)
+            .is_some_and(|s| s.share(WaitSite::PoolIdle) >= IDLE_POOL_SITE_SHARE);
+        let works = works && !idle_pool;
         e.kind == EdgeKind::Lock
             && (e.edge.lock_wait
                 || works
@@ -303,6 +310,11 @@ const EDGES_COVER_BLOCKED: f64 = 0.95;
 /// contention: the contenders of a mutex held 1 ms at a time by 8 threads
 /// work an eighth of their time; an idle pool thread, around 1%.
 const CONTENDER_ACTIVE_SHARE: f64 = 0.03;
+
+/// The share of a thread's off-CPU stack time in a pool's idle wait from
+/// which its futex waits are waits for work, not for a lock: the idle
+/// pyarrow workers of a recorded decode pool waited there 100% of it.
+const IDLE_POOL_SITE_SHARE: f64 = 0.8;
 
 pub fn is_main_thread(id: ThreadId) -> bool {
     id.0 == id.1
