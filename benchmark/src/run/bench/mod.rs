@@ -39,6 +39,15 @@ use crate::output::{self, HostFacts, Interruption, Measured, SummaryFacts};
 use crate::reader::{self, ReaderKind, ReaderOptions, SampleReader};
 use crate::storage::{DEFAULT_POOL_BYTES, Storage};
 
+mod console;
+mod memory_guard;
+mod records;
+
+use console::ConsoleObserver;
+pub use memory_guard::reader_memory;
+use memory_guard::{guard_memory, reserve_read_buffers};
+use records::{add_checkpoint_summary, write_json, write_mlpstorage_files, write_rank_files};
+
 /// Options of one benchmark run. Defaults: no workload (must be set unless
 /// `config_file` is), accelerator b200, 1 accelerator, `raw` reader, the
 /// workload's own read_threads / computation_time / epochs, no O_DIRECT,
@@ -403,36 +412,8 @@ pub fn run_bench_on(
         Some(d) => d.clone(),
         None => mlpstorage::default_dir(&p.cfg.model, "run", &Local::now()),
     };
-    let ignored = p.raw.ignored_keys();
-    if reporter && !ignored.is_empty() {
-        log::info!(
-            "keys accepted for DLIO compatibility but without effect here: {}",
-            ignored.join(", ")
-        );
-    }
-    if reporter && let Some(c) = &p.plan.checkpoints {
-        let when = match c.schedule {
-            CheckpointSchedule::Epochs {
-                after_epoch,
-                between,
-            } => format!("after epoch {after_epoch} and every {between} epoch(s) after it"),
-            CheckpointSchedule::Steps { every } => format!("every {every} steps of each epoch"),
-        };
-        log::info!(
-            "checkpoints: {} B of model state per writing rank ({:?}), {when}, into {}{}",
-            c.model_bytes,
-            c.writers,
-            c.folder.display(),
-            if c.fsync { ", fsynced" } else { "" }
-        );
-        if let CheckpointSchedule::Epochs { after_epoch, .. } = c.schedule
-            && after_epoch > p.plan.epochs
-        {
-            log::warn!(
-                "checkpoint.checkpoint_after_epoch {after_epoch} > train.epochs {}: no checkpoint will be saved",
-                p.plan.epochs
-            );
-        }
+    if reporter {
+        log_plan(&p);
     }
     let exclude = ExcludeSteps {
         start: p.cfg.exclude_start_steps,
@@ -541,26 +522,23 @@ pub fn run_bench_on(
                 .collect();
             training_checkpoint_metrics(&saves, checkpoint_bytes)
         });
-    for (rank, blocks) in result.ranks.iter().zip(&per_rank_blocks) {
-        write_json(
-            &results_dir.join(format!("{}_per_epoch_stats.json", rank.rank)),
-            &output::per_epoch_stats_json_with(&rank.epochs, checkpoint_bytes, &wall),
-        )?;
-        let mut out = output::rank_output_json(&rank.epochs, blocks);
-        let host = trained
+    let host_of_rank = |rank: usize| {
+        trained
             .rank_hosts
-            .get(rank.rank)
+            .get(rank)
             .and_then(|&h| trained.hosts.get(h))
             .map(|h| h.hostname.clone())
-            .unwrap_or_default();
-        if let serde_json::Value::Object(o) = &mut out {
-            o.insert("storprof".into(), rank_facts_json(&p.plan, rank, &host));
-        }
-        write_json(
-            &results_dir.join(format!("{}_output.json", rank.rank)),
-            &out,
-        )?;
-    }
+            .unwrap_or_default()
+    };
+    write_rank_files(
+        &results_dir,
+        &p.plan,
+        &result,
+        &per_rank_blocks,
+        &host_of_rank,
+        checkpoint_bytes,
+        &wall,
+    )?;
     let facts = SummaryFacts {
         start: output::ts(&started),
         end: output::ts(&end),
@@ -580,47 +558,7 @@ pub fn run_bench_on(
             serde_json::to_value(&validity).unwrap_or_default(),
         );
         if let (Some(c), Some(cm)) = (&p.plan.checkpoints, &checkpoint_metrics) {
-            if let Some(serde_json::Value::Object(metric)) = o.get_mut("metric") {
-                for (k, v) in [
-                    (
-                        "save_checkpoint_io_mean_GB_per_second",
-                        cm.save_checkpoint_io_mean_GB_per_second,
-                    ),
-                    (
-                        "save_checkpoint_io_stdev_GB_per_second",
-                        cm.save_checkpoint_io_stdev_GB_per_second,
-                    ),
-                    (
-                        "save_checkpoint_duration_mean_seconds",
-                        cm.save_checkpoint_duration_mean_seconds,
-                    ),
-                    (
-                        "save_checkpoint_duration_stdev_seconds",
-                        cm.save_checkpoint_duration_stdev_seconds,
-                    ),
-                    ("checkpoint_size_GB", cm.checkpoint_size_GB),
-                ] {
-                    metric.insert(k.into(), serde_json::json!(v));
-                }
-            }
-            let written: u64 = result
-                .ranks
-                .iter()
-                .flat_map(|r| r.epochs.iter().flat_map(|e| e.checkpoints.iter()))
-                .map(|s| s.bytes)
-                .sum();
-            o.insert(
-                "checkpoint".into(),
-                serde_json::json!({
-                    "folder": c.folder.to_string_lossy(),
-                    "schedule": c.schedule,
-                    "writers": c.writers,
-                    "model_bytes": c.model_bytes,
-                    "fsync": c.fsync,
-                    "saved": cm.count,
-                    "bytes_written_all_ranks": written,
-                }),
-            );
+            add_checkpoint_summary(o, c, cm, &result);
         }
     }
     write_json(&results_dir.join("summary.json"), &summary)?;
@@ -658,39 +596,46 @@ pub fn run_bench_on(
     }))
 }
 
+/// Logs what the plan ignores and its checkpoints (the reporting
+/// process only).
+fn log_plan(p: &Prepared) {
+    let ignored = p.raw.ignored_keys();
+    if !ignored.is_empty() {
+        log::info!(
+            "keys accepted for DLIO compatibility but without effect here: {}",
+            ignored.join(", ")
+        );
+    }
+    if let Some(c) = &p.plan.checkpoints {
+        let when = match c.schedule {
+            CheckpointSchedule::Epochs {
+                after_epoch,
+                between,
+            } => format!("after epoch {after_epoch} and every {between} epoch(s) after it"),
+            CheckpointSchedule::Steps { every } => format!("every {every} steps of each epoch"),
+        };
+        log::info!(
+            "checkpoints: {} B of model state per writing rank ({:?}), {when}, into {}{}",
+            c.model_bytes,
+            c.writers,
+            c.folder.display(),
+            if c.fsync { ", fsynced" } else { "" }
+        );
+        if let CheckpointSchedule::Epochs { after_epoch, .. } = c.schedule
+            && after_epoch > p.plan.epochs
+        {
+            log::warn!(
+                "checkpoint.checkpoint_after_epoch {after_epoch} > train.epochs {}: no checkpoint will be saved",
+                p.plan.epochs
+            );
+        }
+    }
+}
+
 /// An I/O error about `path`.
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
     let path = path.to_path_buf();
     move |source| BenchError::Io { path, source }
-}
-
-/// The run's record for mlpstorage's report generator (see [`mlpstorage`]).
-fn write_mlpstorage_files(
-    opts: &BenchOptions,
-    p: &Prepared,
-    results_dir: &Path,
-    started: &DateTime<Local>,
-    summary: &serde_json::Value,
-) -> Result<(), BenchError> {
-    let params = opts.effective_params();
-    mlpstorage::write_run_record(
-        results_dir,
-        &mlpstorage::RunRecord {
-            raw: &p.raw,
-            model: &p.cfg.model,
-            workload: mlpstorage::embedded_workload(
-                opts.workload,
-                opts.accelerator,
-                opts.config_file.as_deref(),
-            ),
-            params: &params,
-            command: "run",
-            started: *started,
-            num_processes: p.plan.comm_size,
-            metrics: summary.get("metric"),
-            division: opts.division,
-        },
-    )
 }
 
 /// The run rules' verdict on a prepared run (dataset-size rule for the
@@ -734,114 +679,6 @@ pub fn validity_messages(v: &rules::RunValidity) -> Vec<String> {
     out
 }
 
-/// The reader memory model of a prepared run (see [`memory`]):
-/// bytes per fetch from the first training file's footer.
-pub fn reader_memory(
-    p: &Prepared,
-    storage: &dyn Storage,
-    reader: ReaderKind,
-    local_ranks: u64,
-) -> Result<memory::ReaderMemory, BenchError> {
-    let first = p
-        .plan
-        .files
-        .first()
-        .ok_or_else(|| BenchError::Config("no training files".into()))?;
-    let ra = storage.open(first)?;
-    let coalesce = usize::try_from(p.cfg.coalesce_rgs.max(1)).unwrap_or(1);
-    let bytes_per_fetch = match p.cfg.format {
-        FormatKind::Parquet => {
-            let (l, _) = parquet::read_layout(&*ra, first)?;
-            let n = l.row_groups.len();
-            (0..n.div_ceil(coalesce))
-                .map(|u| {
-                    let (s, e) =
-                        reader::row_groups_range(&l, u * coalesce..((u + 1) * coalesce).min(n));
-                    e - s
-                })
-                .max()
-                .unwrap_or(0)
-        }
-        FormatKind::Npz => npz::read_layout(&*ra, first)?.0.x.data_len,
-        // One whole file per sample / per file's records.
-        FormatKind::Jpeg | FormatKind::Tfrecord => ra.len(),
-    };
-    let comm = p.plan.comm_size.max(1) as u64;
-    let shard = p.dataset_bytes.div_ceil(comm);
-    Ok(memory::ReaderMemory {
-        accelerators: local_ranks,
-        read_threads: p.cfg.read_threads,
-        prefetch_depth: p.cfg.prefetch_workers.max(1),
-        bytes_per_fetch,
-        copies_per_fetch: if reader == ReaderKind::Raw { 1 } else { 2 },
-        cache_bytes_per_rank: ReaderOptions::default().cache_bytes.min(shard),
-        per_rank_overhead: memory::PER_RANK_OVERHEAD,
-        shared_bytes: DEFAULT_POOL_BYTES.min(p.dataset_bytes),
-    })
-}
-
-/// Map and fault in the read buffers the guard's plan has in flight at
-/// once, before the training loop: without it every first-epoch read lands
-/// in fresh memory and pays a page fault and a kernel zero-fill per page
-/// (on loopback S3 that took most of the first epoch's CPU time), while
-/// later epochs reuse the pool's buffers. The time is logged, not counted.
-fn reserve_read_buffers(
-    storage: &dyn Storage,
-    m: &memory::ReaderMemory,
-    reporter: bool,
-) -> Result<(), BenchError> {
-    let start = std::time::Instant::now();
-    let mapped = storage.reserve_read_buffers(m.fetches_in_flight(), m.bytes_per_fetch)?;
-    if reporter && mapped > 0 {
-        log::info!(
-            "read buffers: {mapped} × {:.1} MiB mapped and faulted in before the run in {:.3} s",
-            m.bytes_per_fetch as f64 / f64::from(1u32 << 20),
-            start.elapsed().as_secs_f64()
-        );
-    }
-    Ok(())
-}
-
-/// The memory guard before a run: refuse, or with `fit_memory` lower
-/// `reader.prefetch_workers` in `p` so the estimate fits. Returns the plan
-/// the run goes with.
-fn guard_memory(
-    opts: &BenchOptions,
-    storage: &dyn Storage,
-    p: &mut Prepared,
-    local_ranks: u64,
-    reporter: bool,
-) -> Result<memory::ReaderMemory, BenchError> {
-    let mut m = reader_memory(p, storage, opts.reader, local_ranks)?;
-    let available = match opts.memory_available {
-        Some(b) => b,
-        None => memory::mem_available()?,
-    };
-    match memory::check(&m, available, opts.fit_memory)? {
-        memory::MemoryDecision::Fits { .. } => {}
-        memory::MemoryDecision::Capped {
-            depth,
-            estimate,
-            budget,
-        } => {
-            if reporter {
-                log::warn!(
-                    "memory guard (--fit-memory): reader.prefetch_workers lowered from {} to {depth} \
-                     (estimate {:.2} GiB within the {:.2} GiB budget)",
-                    m.prefetch_depth,
-                    estimate as f64 / f64::from(1u32 << 30),
-                    budget as f64 / f64::from(1u32 << 30)
-                );
-            }
-            p.cfg.prefetch_workers = depth;
-            p.raw
-                .set("reader.prefetch_workers", serde_yaml::Value::from(depth))?;
-            m.prefetch_depth = depth;
-        }
-    }
-    Ok(m)
-}
-
 /// How many epochs (from the first) DLIO's aggregation covers. A complete
 /// run: all. An interrupted one: the completed epochs, plus the interrupted
 /// epoch when it completed at least 3 steps (DLIO's throughput needs
@@ -868,187 +705,6 @@ pub fn epochs_in_metrics(result: &TrainResult, steps_per_epoch: u64) -> usize {
         epochs - 1
     } else {
         epochs
-    }
-}
-
-/// `<rank>_output.json` `storprof{}`: the rank's host, its shard as the plan
-/// assigns it (files touched in epoch 1, sample range) and what its readers
-/// actually delivered.
-fn rank_facts_json(plan: &TrainPlan, rank: &RankResult, host: &str) -> serde_json::Value {
-    let mut file_ids = std::collections::BTreeSet::new();
-    let mut lo = u64::MAX;
-    let mut hi = 0;
-    let order = plan.rank_epoch_order(rank.rank, 1);
-    let mut scratch = Vec::new();
-    for i in 0..plan.batches_in(&order) {
-        for &s in order.batch(i, plan.batch_size, &mut scratch) {
-            lo = lo.min(s);
-            hi = hi.max(s + 1);
-            file_ids.insert(s / plan.samples_per_file.max(1));
-        }
-    }
-    let files: Vec<&str> = file_ids
-        .into_iter()
-        .filter_map(|f| plan.files.get(usize::try_from(f).ok()?))
-        .map(|name| name.rsplit('/').next().unwrap_or(name))
-        .collect();
-    let mut read = ReadStats::default();
-    for e in &rank.epochs {
-        read += e.read;
-    }
-    serde_json::json!({
-        "rank": rank.rank,
-        "comm_size": plan.comm_size,
-        "host": host,
-        "epoch1_files": files,
-        "epoch1_samples": if lo == u64::MAX { serde_json::json!([]) } else { serde_json::json!([lo, hi]) },
-        "samples_read": read.samples,
-        "read_bytes": read.bytes_read,
-    })
-}
-
-fn write_json(path: &Path, v: &serde_json::Value) -> Result<(), BenchError> {
-    let text = serde_json::to_string_pretty(v)
-        .map_err(|e| BenchError::Config(format!("{}: {e}", path.display())))?;
-    std::fs::write(path, text + "\n").map_err(|source| BenchError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Prints rank 0's `[OUTPUT]` lines as DLIO does, keeps them for `dlio.log`,
-/// and shows a progress bar per epoch on a terminal.
-struct ConsoleObserver {
-    started: DateTime<Local>,
-    print: bool,
-    progress: bool,
-    lines: Mutex<Vec<String>>,
-    bar: Mutex<Option<ProgressBar>>,
-    batch: u64,
-    comm_size: usize,
-    time_spec: String,
-    exclude: ExcludeSteps,
-    /// One checkpoint's GiB (all writing ranks), for the throughput line.
-    checkpoint_gib: f64,
-}
-
-impl ConsoleObserver {
-    fn new(opts: &BenchOptions, p: &Prepared, exclude: ExcludeSteps, reporter: bool) -> Self {
-        ConsoleObserver {
-            started: Local::now(),
-            print: opts.print && reporter,
-            progress: opts.progress && reporter,
-            lines: Mutex::new(Vec::new()),
-            bar: Mutex::new(None),
-            batch: p.plan.batch_size,
-            comm_size: p.plan.comm_size,
-            time_spec: p.cfg.computation_time.dlio_repr(),
-            exclude,
-            checkpoint_gib: p.plan.checkpoints.as_ref().map_or(0.0, |c| {
-                c.checkpoint_bytes(p.plan.comm_size) as f64 / (1u64 << 30) as f64
-            }),
-        }
-    }
-
-    fn raw(&self, text: &str) {
-        if let Ok(mut l) = self.lines.lock() {
-            l.push(text.trim_end().to_string());
-        }
-        if self.print {
-            let bar = self.bar.lock().ok().and_then(|b| b.clone());
-            match bar {
-                Some(b) => b.suspend(|| println!("{}", text.trim_end())),
-                None => println!("{}", text.trim_end()),
-            }
-        }
-    }
-
-    fn say(&self, t: &DateTime<Local>, msg: &str) {
-        self.raw(&output::output_line(t, msg));
-    }
-
-    fn at(&self, secs: f64) -> DateTime<Local> {
-        // The engine clock starts a moment after `started`; close enough for log stamps.
-        self.started + chrono::Duration::microseconds((secs * 1e6) as i64)
-    }
-
-    fn log_text(&self) -> String {
-        self.lines
-            .lock()
-            .map(|l| l.join("\n") + "\n")
-            .unwrap_or_default()
-    }
-}
-
-impl TrainObserver for ConsoleObserver {
-    fn epoch_started(&self, epoch: u32, steps: u64, at: f64) {
-        let t = self.at(at);
-        self.say(
-            &t,
-            &format!("Starting epoch {epoch}: {steps} steps expected"),
-        );
-        self.say(&t, "Starting block 1");
-        if self.progress {
-            let bar = ProgressBar::new(steps);
-            if let Ok(style) = ProgressStyle::with_template(
-                "epoch {msg} [{bar:30}] {pos}/{len} steps {elapsed_precise} (eta {eta})",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar.set_message(epoch.to_string());
-            if let Ok(mut b) = self.bar.lock() {
-                *b = Some(bar);
-            }
-        }
-    }
-
-    fn step_done(&self, _epoch: u32, step: u64) {
-        if let Ok(b) = self.bar.lock()
-            && let Some(bar) = b.as_ref()
-        {
-            bar.set_position(step);
-        }
-    }
-
-    fn checkpoint_saved(&self, c: &CheckpointSave) {
-        let seconds = c.seconds();
-        let gib = self.checkpoint_gib;
-        self.say(
-            &self.at(c.start),
-            &format!(
-                "Starting saving checkpoint {} after total step {} for epoch {}",
-                c.number, c.step, c.epoch
-            ),
-        );
-        self.say(
-            &self.at(c.end),
-            &format!(
-                "Finished saving checkpoint {} for epoch {} in {seconds:.4} s; Throughput: {:.4} GB/s",
-                c.number,
-                c.epoch,
-                if seconds > 0.0 { gib / seconds } else { 0.0 }
-            ),
-        );
-    }
-
-    fn epoch_ended(&self, epoch: RankEpoch) {
-        if let Ok(mut b) = self.bar.lock()
-            && let Some(bar) = b.take()
-        {
-            bar.finish_and_clear();
-        }
-        let m = block_metrics(&epoch.block, self.batch, self.exclude);
-        let t = self.at(epoch.end);
-        for msg in output::epoch_end_messages(&epoch, &m, self.comm_size, &self.time_spec) {
-            self.say(&t, &msg);
-        }
-        if m.too_few_steps {
-            log::warn!(
-                "epoch {}: only {} steps; DLIO's metrics need at least 3 (the first is excluded, throughput uses len − 2)",
-                epoch.epoch,
-                m.steps
-            );
-        }
     }
 }
 

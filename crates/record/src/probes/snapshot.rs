@@ -1,0 +1,458 @@
+//! Reading the maps back at one instant: per-thread accumulators, syscall
+//! and stack counts, the wake-up edges, the slots of threads on a CPU;
+//! and retiring the entries of threads that ended.
+use super::*;
+
+/// Everything read back from the maps at one instant.
+#[derive(Clone, Debug, Default)]
+pub struct MapSnapshot {
+    pub threads: Vec<ThreadAcc>,
+    pub syscalls: Vec<(SyscallKey, SyscallAcc)>,
+    pub samples: Vec<(StackKey, u64)>,
+    pub offcpu: Vec<(StackKey, u64)>,
+    /// tid → (switch-in time, off-CPU slot) for threads possibly on a CPU
+    /// now, read so that the two agree ([`consistent_slots`]).
+    pub oncpu_start: BTreeMap<u32, (u64, OffCpuStart)>,
+    /// CLOCK_MONOTONIC just before `oncpu_start` was read (0: unknown). A
+    /// thread it shows on a CPU was there from its switch-in until at
+    /// least this instant, so its slice in progress is counted up to here.
+    pub slots_read_ns: u64,
+}
+
+/// Tries at reading a thread's two slots between two of its switch-ins.
+const SLOT_READ_TRIES: usize = 3;
+
+/// A thread's switch-in time and off-CPU slot as one consistent pair.
+/// They are two map reads, and a thread switched in between them (a
+/// sleeper woken) would pair its switch-in time from before the sleep with
+/// the cleared off-CPU slot of the new slice: "on a CPU since before the
+/// sleep". The switch-in time is read again after the slot; when it moved,
+/// the pair is read again, and a thread that keeps being switched in gets
+/// no switch-in time (0): its slice is not counted as in progress, only
+/// later at its switch-out, which never counts a sleep as time on a CPU.
+pub fn consistent_slots(
+    mut read_on: impl FnMut() -> Option<u64>,
+    mut read_off: impl FnMut() -> Option<OffCpuStart>,
+) -> Option<(u64, OffCpuStart)> {
+    for _ in 0..SLOT_READ_TRIES {
+        let on = read_on()?;
+        let off = read_off()?;
+        if read_on()? == on {
+            return Some((on, off));
+        }
+    }
+    Some((0, read_off()?))
+}
+
+impl ProbeSet {
+    /// Reads the accumulating maps. `tids_of_interest` selects which per-tid
+    /// on-CPU slots to read (threads that may be running right now).
+    /// The per-thread maps only (threads, syscalls, and the on-CPU slots of
+    /// their tids and of `more_tids`): what the time series needs each
+    /// second, without walking the stack maps.
+    pub fn thread_snapshot(&self, more_tids: &[u32]) -> Result<MapSnapshot, ProbeError> {
+        let threads_map: HashMap<_, u32, ThreadAcc> = self.hash("THREADS")?;
+        let threads: Vec<ThreadAcc> = threads_map
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(_, v)| v)
+            .collect();
+        let syscalls = self.syscall_stats()?;
+        let tids: std::collections::BTreeSet<u32> = threads
+            .iter()
+            .map(|t| t.tid)
+            .chain(syscalls.iter().map(|(k, _)| k.tid))
+            .chain(more_tids.iter().copied())
+            .collect();
+        let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
+        let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
+        let slots_read_ns = monotonic_ns();
+        let oncpu_start = tids
+            .into_iter()
+            .filter_map(|tid| {
+                let slots =
+                    consistent_slots(|| oncpu.get(&tid, 0).ok(), || offstart.get(&tid, 0).ok())?;
+                Some((tid, slots))
+            })
+            .collect();
+        Ok(MapSnapshot {
+            threads,
+            syscalls,
+            oncpu_start,
+            slots_read_ns,
+            ..MapSnapshot::default()
+        })
+    }
+
+    pub fn snapshot(&self, tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError> {
+        let threads_map: HashMap<_, u32, ThreadAcc> = self.hash("THREADS")?;
+        let threads = threads_map
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(_, v)| v)
+            .collect();
+        let syscalls = self.syscall_stats()?;
+        let samples_map: HashMap<_, StackKey, u64> = self.hash("SAMPLES")?;
+        let samples = samples_map.iter().filter_map(Result::ok).collect();
+        let off_map: HashMap<_, StackKey, u64> = self.hash("OFFCPU_STACKS")?;
+        let offcpu = off_map.iter().filter_map(Result::ok).collect();
+        let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
+        let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
+        let slots_read_ns = monotonic_ns();
+        let mut oncpu_start = BTreeMap::new();
+        for &tid in tids_of_interest {
+            if let Some(slots) =
+                consistent_slots(|| oncpu.get(&tid, 0).ok(), || offstart.get(&tid, 0).ok())
+            {
+                oncpu_start.insert(tid, slots);
+            }
+        }
+        Ok(MapSnapshot {
+            threads,
+            syscalls,
+            samples,
+            offcpu,
+            oncpu_start,
+            slots_read_ns,
+        })
+    }
+
+    /// Moves everything the maps hold for `tids` (threads that exited a
+    /// while ago: nothing writes their entries any more) out of the maps:
+    /// thread accumulators, syscall statistics (the thread slot is freed
+    /// for a later thread), stack counts, and the wake-up edges they are
+    /// either end of. Without this the maps fill up under process churn
+    /// and later threads go uncounted.
+    pub fn retire_threads(&mut self, tids: &BTreeSet<u32>) -> Result<RetiredThreads, ProbeError> {
+        let mut out = RetiredThreads::default();
+        if tids.is_empty() {
+            return Ok(out);
+        }
+        let mut threads: HashMap<_, u32, ThreadAcc> = self.hash_mut("THREADS")?;
+        for &tid in tids {
+            if let Ok(acc) = threads.get(&tid, 0) {
+                out.threads.push(acc);
+                let _ = threads.remove(&tid);
+            }
+        }
+        self.retire_syscall_slots(tids, &mut out.syscalls)?;
+        let mut hashed: HashMap<_, SyscallKey, SyscallAcc> = self.hash_mut("SYSCALLS")?;
+        take_matching(&mut hashed, |k| tids.contains(&k.tid), &mut out.syscalls);
+        let mut samples: HashMap<_, StackKey, u64> = self.hash_mut("SAMPLES")?;
+        take_matching(&mut samples, |k| tids.contains(&k.tid), &mut out.samples);
+        let mut offcpu: HashMap<_, StackKey, u64> = self.hash_mut("OFFCPU_STACKS")?;
+        take_matching(&mut offcpu, |k| tids.contains(&k.tid), &mut out.offcpu);
+        if self.attached(family::WAKEUPS) {
+            let mut edges: HashMap<_, WakeKey, WakeAcc> = self.hash_mut("WAKE_EDGES")?;
+            take_matching(
+                &mut edges,
+                |k| tids.contains(&k.waker_tid) || tids.contains(&k.wakee_tid),
+                &mut out.wake_edges,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Empties the syscall thread slots that `tids` own, into `out`: the
+    /// statistics are zeroed and the (slot, nr) index cleared before the
+    /// owner entry goes, so the next thread to claim the slot starts clean.
+    fn retire_syscall_slots(
+        &mut self,
+        tids: &BTreeSet<u32>,
+        out: &mut Vec<(SyscallKey, SyscallAcc)>,
+    ) -> Result<(), ProbeError> {
+        let owned: Vec<(u32, u32)> = {
+            let owners: HashMap<_, u32, u32> = self.hash("SYSCALL_SLOT_OWNER")?;
+            tids.iter()
+                .map(|&tid| (tid, tid % SYSCALL_THREAD_SLOTS))
+                .filter(|&(tid, slot)| owners.get(&slot, 0).ok() == Some(tid))
+                .map(|(_, slot)| slot)
+                .filter_map(|slot| {
+                    let used = self
+                        .array::<u32>("SYSCALL_SLOT_USED")
+                        .ok()?
+                        .get(&slot, 0)
+                        .ok()?;
+                    Some((slot, used.min(SYSCALL_SLOT_ENTRIES)))
+                })
+                .collect()
+        };
+        for (slot, used) in owned {
+            let base = slot * SYSCALL_SLOT_ENTRIES;
+            let keys: Vec<(u32, SyscallKey)> = {
+                let keys: Array<_, SyscallKey> = self.array("SYSCALL_POOL_KEY")?;
+                (base..base + used)
+                    .filter_map(|entry| Some((entry, keys.get(&entry, 0).ok()?)))
+                    .collect()
+            };
+            let mut nrs = Vec::new();
+            let mut pool: Array<_, SyscallAcc> = self.array_mut("SYSCALL_POOL")?;
+            for (entry, key) in keys {
+                let Ok(acc) = pool.get(&entry, 0) else {
+                    continue;
+                };
+                out.push((key, acc));
+                nrs.push(key.nr);
+                pool.set(entry, SyscallAcc::ZERO, 0)
+                    .map_err(|source| ProbeError::Map {
+                        name: "SYSCALL_POOL",
+                        source,
+                    })?;
+            }
+            let mut index: Array<_, u32> = self.array_mut("SYSCALL_INDEX")?;
+            for nr in nrs.into_iter().filter(|&nr| nr < SYSCALL_NR_SLOTS) {
+                let _ = index.set(slot * SYSCALL_NR_SLOTS + nr, 0, 0);
+            }
+            let mut used_map: Array<_, u32> = self.array_mut("SYSCALL_SLOT_USED")?;
+            let _ = used_map.set(slot, 0, 0);
+            let mut owners: HashMap<_, u32, u32> = self.hash_mut("SYSCALL_SLOT_OWNER")?;
+            let _ = owners.remove(&slot);
+        }
+        Ok(())
+    }
+
+    /// Per-thread per-syscall statistics: the array regions of the claimed
+    /// thread slots merged with the hash-map fallback.
+    fn syscall_stats(&self) -> Result<Vec<(SyscallKey, SyscallAcc)>, ProbeError> {
+        let owners: HashMap<_, u32, u32> = self.hash("SYSCALL_SLOT_OWNER")?;
+        let used: Array<_, u32> = self.array("SYSCALL_SLOT_USED")?;
+        let keys: Array<_, SyscallKey> = self.array("SYSCALL_POOL_KEY")?;
+        let pool: Array<_, SyscallAcc> = self.array("SYSCALL_POOL")?;
+        let mut pooled = Vec::new();
+        for slot in owners.keys().filter_map(Result::ok) {
+            let in_use = used.get(&slot, 0).unwrap_or(0).min(SYSCALL_SLOT_ENTRIES);
+            for i in slot * SYSCALL_SLOT_ENTRIES..slot * SYSCALL_SLOT_ENTRIES + in_use {
+                if let (Ok(key), Ok(acc)) = (keys.get(&i, 0), pool.get(&i, 0)) {
+                    pooled.push((key, acc));
+                }
+            }
+        }
+        let sys_map: HashMap<_, SyscallKey, SyscallAcc> = self.hash("SYSCALLS")?;
+        let hashed = sys_map.iter().filter_map(Result::ok);
+        Ok(merge_syscall_stats(pooled.into_iter().chain(hashed)))
+    }
+
+    /// The wake-up edges summed so far (empty when the family did not attach).
+    pub fn wake_edges(&self) -> Result<Vec<(WakeKey, WakeAcc)>, ProbeError> {
+        if !self.attached(family::WAKEUPS) {
+            return Ok(Vec::new());
+        }
+        let edges: HashMap<_, WakeKey, WakeAcc> = self.hash("WAKE_EDGES")?;
+        Ok(edges.iter().filter_map(Result::ok).collect())
+    }
+
+    /// Frames (instruction pointers, leaf first) of a stack id.
+    pub fn stack(&self, id: i32) -> Vec<u64> {
+        let Ok(id) = u32::try_from(id) else {
+            return Vec::new();
+        };
+        // A poisoned lock only means a panic elsewhere; the cache holds
+        // whole entries either way.
+        let mut cache = self
+            .stack_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(known) = cache.get(&id) {
+            return known.to_vec();
+        }
+        let Some(map) = self.ebpf.map("STACK_FRAMES") else {
+            return Vec::new();
+        };
+        let Ok(stacks) = Array::<_, StackFrames>::try_from(map) else {
+            return Vec::new();
+        };
+        match stacks.get(&id, 0) {
+            Ok(stack) => {
+                let frames = stack.frames();
+                if !frames.is_empty() {
+                    cache.insert(id, std::sync::Arc::from(frames));
+                }
+                frames.to_vec()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// `MISSED_SWITCH_INS` summed over CPUs.
+    pub fn missed_switch_ins(&self) -> u64 {
+        self.ebpf
+            .map("MISSED_SWITCH_INS")
+            .and_then(|map| PerCpuArray::<_, u64>::try_from(map).ok())
+            .and_then(|array| array.get(&0, 0).ok())
+            .map_or(0, |values| values.iter().sum())
+    }
+
+    /// Drop counters summed over CPUs, by name.
+    pub fn lost_events(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        let Some(map) = self.ebpf.map("LOST") else {
+            return out;
+        };
+        let Ok(array) = PerCpuArray::<_, u64>::try_from(map) else {
+            return out;
+        };
+        for (i, name) in lost::NAMES.iter().enumerate() {
+            let total = array
+                .get(&(i as u32), 0)
+                .map(|values| values.iter().sum())
+                .unwrap_or(0);
+            out.insert((*name).to_string(), total);
+        }
+        for (name, program) in self.ebpf.programs() {
+            let Ok(fd) = program.fd() else { continue };
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(fd));
+            let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"));
+            if let Some(missed) = info.ok().as_deref().and_then(recursion_misses)
+                && missed > 0
+            {
+                out.insert(format!("skipped:{name}"), missed);
+            }
+        }
+        out
+    }
+}
+
+/// `recursion_misses` of a BPF program's `/proc/self/fdinfo` text: the
+/// runs the kernel skipped because the program fired while another ran on
+/// the same CPU (for classic tracepoints and perf events: any other such
+/// program; for raw tracepoints: itself).
+fn recursion_misses(fdinfo: &str) -> Option<u64> {
+    fdinfo.lines().find_map(|line| {
+        line.strip_prefix("recursion_misses:")
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+/// What [`ProbeSet::retire_threads`] moved out of the maps.
+#[derive(Clone, Debug, Default)]
+pub struct RetiredThreads {
+    pub threads: Vec<ThreadAcc>,
+    pub syscalls: Vec<(SyscallKey, SyscallAcc)>,
+    pub samples: Vec<(StackKey, u64)>,
+    pub offcpu: Vec<(StackKey, u64)>,
+    pub wake_edges: Vec<(WakeKey, WakeAcc)>,
+}
+
+/// Moves the entries of `map` whose key matches into `out`. Keys are
+/// listed first: deleting while walking would restart the walk.
+fn take_matching<K: aya::Pod + Ord, V: aya::Pod>(
+    map: &mut HashMap<&mut MapData, K, V>,
+    matches: impl Fn(&K) -> bool,
+    out: &mut Vec<(K, V)>,
+) {
+    let keys: Vec<K> = map
+        .keys()
+        .filter_map(Result::ok)
+        .filter(|k| matches(k))
+        .collect();
+    for key in keys {
+        if let Ok(value) = map.get(&key, 0) {
+            out.push((key, value));
+        }
+        let _ = map.remove(&key);
+    }
+}
+
+/// Sums entries with the same key (a tid reused during the recording, or a
+/// thread whose calls went partly to the fallback map), ordered by key.
+pub fn merge_syscall_stats(
+    entries: impl IntoIterator<Item = (SyscallKey, SyscallAcc)>,
+) -> Vec<(SyscallKey, SyscallAcc)> {
+    let mut merged: BTreeMap<SyscallKey, SyscallAcc> = BTreeMap::new();
+    for (key, acc) in entries {
+        let slot = merged.entry(key).or_insert(SyscallAcc::ZERO);
+        slot.count += acc.count;
+        slot.errors += acc.errors;
+        slot.total_ns += acc.total_ns;
+        slot.bytes += acc.bytes;
+        for (sum, add) in slot.latency_log2_ns.iter_mut().zip(acc.latency_log2_ns) {
+            *sum += add;
+        }
+    }
+    merged.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn recursion_misses_from_fdinfo() {
+        let text = "pos:\t0\nflags:\t02000002\nprog_type:\t5\nrun_cnt:\t0\nrecursion_misses:\t17\nverified_insns:\t99\n";
+        assert_eq!(recursion_misses(text), Some(17));
+        assert_eq!(recursion_misses("prog_type:\t5\n"), None);
+    }
+
+    use super::*;
+
+    /// A reader that returns `values` one call after another (the last one
+    /// again when they run out).
+    fn reads<T: Copy>(values: &[T]) -> impl FnMut() -> Option<T> + '_ {
+        let mut next = 0;
+        move || {
+            let v = values.get(next).or(values.last()).copied();
+            next += 1;
+            v
+        }
+    }
+
+    fn off(ts: u64) -> OffCpuStart {
+        OffCpuStart {
+            ts,
+            ..OffCpuStart::default()
+        }
+    }
+
+    #[test]
+    fn a_sleeper_woken_between_its_two_slot_reads_is_not_paired_with_its_old_switch_in() {
+        // Switched in at 100, asleep since 200: the first switch-in read
+        // sees 100; it is woken at 900 before the slot read, which sees the
+        // new slice (ts 0); the second switch-in read sees 900. Taken as
+        // read first, it would be on a CPU since 100, its sleep included.
+        let got = consistent_slots(reads(&[100, 900, 900, 900]), reads(&[off(0), off(0)]));
+        assert_eq!(got, Some((900, off(0))));
+        // Asleep through both reads: its open off-CPU slot is kept.
+        let got = consistent_slots(reads(&[100, 100]), reads(&[off(200)]));
+        assert_eq!(got, Some((100, off(200))));
+    }
+
+    #[test]
+    fn a_thread_switched_in_at_every_try_has_no_slice_in_progress() {
+        let got = consistent_slots(reads(&[1, 2, 3, 4, 5, 6, 7]), reads(&[off(0)]));
+        assert_eq!(got, Some((0, off(0))));
+        // An unreadable slot is no pair at all.
+        assert_eq!(consistent_slots(reads(&[1, 1]), || None), None);
+    }
+
+    fn acc(count: u64, bytes: u64, bucket: usize) -> SyscallAcc {
+        let mut a = SyscallAcc {
+            count,
+            bytes,
+            total_ns: count * 10,
+            ..SyscallAcc::ZERO
+        };
+        a.latency_log2_ns[bucket] = count;
+        a
+    }
+
+    #[test]
+    fn merges_pool_and_fallback_entries_of_one_key() {
+        let key = |tid, nr| SyscallKey {
+            tgid: 7,
+            tid,
+            nr,
+            _pad: 0,
+        };
+        let merged = merge_syscall_stats([
+            (key(8, 17), acc(3, 1536, 9)),
+            (key(7, 0), acc(1, 10, 4)),
+            (key(8, 17), acc(2, 1024, 10)),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].0, key(7, 0));
+        let (k, a) = merged[1];
+        assert_eq!(k, key(8, 17));
+        assert_eq!((a.count, a.bytes, a.total_ns), (5, 2560, 50));
+        assert_eq!(a.latency_log2_ns[9], 3);
+        assert_eq!(a.latency_log2_ns[10], 2);
+    }
+}
