@@ -503,6 +503,17 @@ fn doctor_passes_on_this_machine() {
     ] {
         assert!(stdout.contains(check), "no {check} line in:\n{stdout}");
     }
+    // The same checks as JSON, for scripts.
+    let out = Command::new(STORPROF)
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), stdout.lines().count() - 1, "{v}\n{stdout}");
+    assert!(checks.iter().all(|c| c["ok"] == true && c["name"].is_string()));
 }
 
 #[test]

@@ -164,7 +164,8 @@ Examples:
 
 const DOCTOR_EXAMPLES: &str = "\
 Examples:
-  sudo storprof doctor          one line per check; exit 0 when recording can work";
+  sudo storprof doctor          one line per check; exit 0 when recording can work
+  sudo storprof doctor --json | jq '.checks[] | select(.ok | not)'";
 
 const DEMO_EXAMPLES: &str = "\
 Examples:
@@ -447,7 +448,12 @@ impl RecordArgs {
 
 /// `storprof doctor` (no options).
 #[derive(clap::Args, Debug, Clone)]
-pub struct DoctorArgs {}
+pub struct DoctorArgs {
+    /// Print a JSON object instead of the lines: `ok`, and `checks`, one
+    /// object per check with `name`, `ok` and `detail`.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// `--thresholds FILE`, shared by report, diagnose and merge.
 #[derive(clap::Args, Debug, Clone, Default)]

@@ -10,7 +10,7 @@ use std::path::Path;
 use storprof_record::probes::{self, Attach, PROGRAMS, ProbeOptions, ProbeSet, tracefs};
 
 /// Result of one check.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Check {
     pub name: String,
     pub ok: bool,
