@@ -164,6 +164,28 @@ fn cli_writes_report_json_and_bundle_of_every_host() {
 }
 
 #[test]
+fn cli_json_prints_merged_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("merged");
+    let o = Command::new(BIN)
+        .arg("merge")
+        .arg(fixture("netns", "h1"))
+        .arg(fixture("netns", "h2"))
+        .arg("-o")
+        .arg(&out)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join(files::MERGED_JSON)).unwrap())
+            .unwrap();
+    assert_eq!(printed, written);
+    assert_eq!(printed["stragglers"][0]["host"], "h2");
+}
+
+#[test]
 fn cli_bad_input_is_a_usage_error() {
     let tmp = tempfile::tempdir().unwrap();
     let o = Command::new(BIN)

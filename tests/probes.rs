@@ -513,7 +513,11 @@ fn doctor_passes_on_this_machine() {
     assert_eq!(v["ok"], true, "{v}");
     let checks = v["checks"].as_array().unwrap();
     assert_eq!(checks.len(), stdout.lines().count() - 1, "{v}\n{stdout}");
-    assert!(checks.iter().all(|c| c["ok"] == true && c["name"].is_string()));
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["ok"] == true && c["name"].is_string())
+    );
 }
 
 #[test]

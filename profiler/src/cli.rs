@@ -203,7 +203,8 @@ Examples:
 
 const MERGE_EXAMPLES: &str = "\
 Examples:
-  storprof merge -o cluster host1/run1 host2/run1 host3/run1";
+  storprof merge -o cluster host1/run1 host2/run1 host3/run1
+  storprof merge -o cluster --json host*/run1 | jq .stragglers";
 
 const THRESHOLDS_EXAMPLES: &str = "\
 Examples:
@@ -638,6 +639,9 @@ pub struct MergeArgs {
     pub force: bool,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
+    /// Print merged.json on stdout instead of the per-host table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[cfg(test)]

@@ -100,6 +100,23 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
     }
     write_outputs(&merged, &args.sessions, &args.output)?;
     give_outputs_to_invoking_user(&args.output);
+    if args.json {
+        print!("{}", serde_json::to_string_pretty(&merged)? + "\n");
+    } else {
+        print_table(&merged);
+    }
+    for w in &merged.warnings {
+        eprintln!("storprof: warning: {w}");
+    }
+    eprintln!(
+        "storprof: merged report written to {}",
+        args.output.join(files::REPORT).display()
+    );
+    Ok(exit::OK)
+}
+
+/// The cluster verdict and one line per host.
+fn print_table(merged: &Merged) {
     println!(
         "cluster verdict: {} — {}",
         merged.cluster_verdict, merged.cluster_headline
@@ -117,14 +134,6 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
             }
         );
     }
-    for w in &merged.warnings {
-        eprintln!("storprof: warning: {w}");
-    }
-    eprintln!(
-        "storprof: merged report written to {}",
-        args.output.join(files::REPORT).display()
-    );
-    Ok(exit::OK)
 }
 
 /// Through sudo, hands the files written into `out` to the invoking user,
