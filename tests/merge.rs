@@ -15,6 +15,20 @@ fn fixture(set: &str, host: &str) -> PathBuf {
     session_fixture("multihost").join(set).join(host)
 }
 
+/// `storprof merge` of the netns fixture's two hosts into `out`, with
+/// `extra` arguments.
+fn merge_netns(out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .arg("merge")
+        .arg(fixture("netns", "h1"))
+        .arg(fixture("netns", "h2"))
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 /// The report names each session's path; golden files hold `<repo>` in
 /// place of this checkout's location so they match in any clone.
 fn golden(name: &str, got: &str) {
@@ -103,14 +117,7 @@ fn balanced_hosts_give_the_majority_verdict_and_no_straggler() {
 fn cli_writes_report_json_and_bundle_of_every_host() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("merged");
-    let o = Command::new(BIN)
-        .arg("merge")
-        .arg(fixture("netns", "h1"))
-        .arg(fixture("netns", "h2"))
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = merge_netns(&out, &[]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
@@ -167,15 +174,7 @@ fn cli_writes_report_json_and_bundle_of_every_host() {
 fn cli_json_prints_merged_json() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("merged");
-    let o = Command::new(BIN)
-        .arg("merge")
-        .arg(fixture("netns", "h1"))
-        .arg(fixture("netns", "h2"))
-        .arg("-o")
-        .arg(&out)
-        .arg("--json")
-        .output()
-        .unwrap();
+    let o = merge_netns(&out, &["--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let printed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let written: serde_json::Value =
