@@ -141,12 +141,7 @@ pub fn threads_stacks(per_thread: &FoldedStacks, threads: &[(u32, u32, f64)]) ->
             continue;
         };
         let rest = parts.next().unwrap_or("");
-        let Some((pid, tid)) = ids
-            .strip_prefix('[')
-            .and_then(|s| s.strip_suffix(']'))
-            .and_then(|s| s.split_once('/'))
-            .and_then(|(p, t)| Some((p.parse().ok()?, t.parse().ok()?)))
-        else {
+        let Some((pid, tid)) = storprof_session::load::thread_ids(ids) else {
             continue;
         };
         *samples.entry((pid, tid)).or_insert(0) += n;

@@ -120,10 +120,8 @@ pub fn lock_site(stacks: &FoldedStacks, keep: &dyn Fn(&str, u32, u32) -> bool) -
 
 /// `comm;[pid/tid];...` → (comm, pid, tid).
 fn thread_of<'a>(frames: &[&'a str]) -> Option<(&'a str, u32, u32)> {
-    let comm = frames.first()?;
-    let ids = frames.get(1)?.strip_prefix('[')?.strip_suffix(']')?;
-    let (pid, tid) = ids.split_once('/')?;
-    Some((comm, pid.parse().ok()?, tid.parse().ok()?))
+    let (pid, tid) = storprof_session::load::thread_ids(frames.get(1)?)?;
+    Some((frames.first()?, pid, tid))
 }
 
 #[cfg(test)]

@@ -57,6 +57,16 @@ pub enum LoadError {
     },
 }
 
+/// `[PID/TID]`, the second frame of the per-thread folded files
+/// (`comm;[pid/tid];frames...`); None for any other frame.
+pub fn thread_ids(frame: &str) -> Option<(u32, u32)> {
+    let (pid, tid) = frame
+        .strip_prefix('[')?
+        .strip_suffix(']')?
+        .split_once('/')?;
+    Some((pid.parse().ok()?, tid.parse().ok()?))
+}
+
 /// Folded stacks of one file: `(stack, count)` in file order; frames are
 /// separated by `;`, the first frame is the thread's comm.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -300,12 +300,7 @@ pub fn site_of<'a>(frames: impl DoubleEndedIterator<Item = &'a str> + Clone) -> 
 fn thread_and_frames(stack: &str) -> Option<(ThreadId, std::str::Split<'_, char>)> {
     let mut parts = stack.split(';');
     let (_comm, ids) = (parts.next()?, parts.next()?);
-    let id = ids
-        .strip_prefix('[')
-        .and_then(|s| s.strip_suffix(']'))
-        .and_then(|s| s.split_once('/'))
-        .and_then(|(p, t)| Some((p.parse().ok()?, t.parse().ok()?)))?;
-    Some((id, parts))
+    Some((storprof_session::load::thread_ids(ids)?, parts))
 }
 
 /// Frames of a consumer's own work for its loader: starting an epoch's

@@ -24,7 +24,7 @@ pub mod trace;
 use std::collections::BTreeMap;
 
 use storprof_analysis::{Thresholds, waitgraph};
-use storprof_session::load::{FoldedStacks, Session};
+use storprof_session::load::{FoldedStacks, Session, thread_ids};
 
 /// The formats `storprof export` writes.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,15 +164,6 @@ pub struct Stack<'a> {
     pub count: u64,
 }
 
-/// `[PID/TID]`, the second frame of the per-thread folded files.
-fn parse_ids(frame: &str) -> Option<(u32, u32)> {
-    let (pid, tid) = frame
-        .strip_prefix('[')?
-        .strip_suffix(']')?
-        .split_once('/')?;
-    Some((pid.parse().ok()?, tid.parse().ok()?))
-}
-
 /// The stacks of `per_thread` when it has any, else of `whole`: the
 /// per-thread file holds the same stacks and counts with the thread's ids.
 pub fn stacks<'a>(per_thread: &'a FoldedStacks, whole: &'a FoldedStacks) -> Vec<Stack<'a>> {
@@ -189,7 +180,7 @@ pub fn stacks<'a>(per_thread: &'a FoldedStacks, whole: &'a FoldedStacks) -> Vec<
             let mut parts = line.split(';');
             let comm = parts.next().unwrap_or_default();
             let mut frames: Vec<&str> = parts.collect();
-            let ids = frames.first().and_then(|f| parse_ids(f));
+            let ids = frames.first().and_then(|f| thread_ids(f));
             if ids.is_some() {
                 frames.remove(0);
             }

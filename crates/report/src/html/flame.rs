@@ -57,13 +57,7 @@ pub(crate) enum ReaderSide<'a> {
 }
 
 /// `[pid/tid]`, the second frame of per-thread folded stacks.
-pub(crate) fn thread_frame(frame: &str) -> Option<(u32, u32)> {
-    let (pid, tid) = frame
-        .strip_prefix('[')?
-        .strip_suffix(']')?
-        .split_once('/')?;
-    Some((pid.parse().ok()?, tid.parse().ok()?))
-}
+pub(crate) use storprof_session::load::thread_ids as thread_frame;
 
 /// Builds the tree of `stacks`; for the differential view, `side` says
 /// which stacks are the reader side and which leading frames (the thread's
