@@ -66,18 +66,8 @@ pub fn load_session_dir(dir: &Path) -> Result<storprof_session::load::Session, i
 pub fn load_session_arg(
     path: &Path,
 ) -> anyhow::Result<Result<storprof_session::load::Session, i32>> {
-    use storprof_session::load::{self, LoadError};
     if path.is_file() {
         return Ok(Ok(storprof_report::bundle::load_bundle(path)?));
     }
-    match load::load(path) {
-        Ok(s) => Ok(Ok(s)),
-        Err(
-            e @ (LoadError::MissingDir(_) | LoadError::NotADir(_) | LoadError::NotASession { .. }),
-        ) => {
-            eprintln!("storprof: error: {e}");
-            Ok(Err(crate::cli::exit::USAGE))
-        }
-        Err(e) => Err(e.into()),
-    }
+    Ok(load_session_dir(path))
 }

@@ -131,8 +131,9 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
     let nothing_recorded = f.threads_total == 0;
     // Too short to decide from: the recording, or the readers' (writers')
     // time a verdict on them rests on. A stall is decided by its quiet
-    // time; compute-bound by the consumer, with or without readers.
-    let too_little = (!nothing_recorded && stall.is_none())
+    // time; compute-bound by the consumer, with or without readers; a
+    // session that does not say its length is not judged by it.
+    let too_little = (!nothing_recorded && stall.is_none() && f.duration_s > 0.0)
         .then(|| {
             if primary.verdict == VerdictId::ComputeBound {
                 f.duration_s
@@ -140,7 +141,6 @@ pub fn decide(f: &Features, hot_oncpu: &HotFrames, t: &Thresholds) -> Decision {
                 basis_s(&primary, f).min(f.duration_s)
             }
         })
-        .filter(|s| *s > 0.0 || f.duration_s > 0.0)
         .filter(|s| *s < t.min_decision_thread_s);
     let confidence = if nothing_recorded || too_little.is_some() {
         0.0

@@ -92,23 +92,21 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
     let v = &analysis.verdict;
     let f = &analysis.features;
     let mut out = String::new();
-    if v.inconclusive {
-        let _ = writeln!(out, "# storprof report: inconclusive\n");
-        let _ = writeln!(out, "> **{}**\n", v.headline);
-        let _ = writeln!(
-            out,
-            "Verdict **inconclusive** (the closest match is `{}`), confidence {} ({:.2}).\n",
-            v.verdict, v.confidence_label, v.confidence,
-        );
+    let (title, named) = if v.inconclusive {
+        (
+            "inconclusive".to_string(),
+            format!("**inconclusive** (the closest match is `{}`)", v.verdict),
+        )
     } else {
-        let _ = writeln!(out, "# storprof report: `{}`\n", v.verdict);
-        let _ = writeln!(out, "> **{}**\n", v.headline);
-        let _ = writeln!(
-            out,
-            "Verdict **`{}`**, confidence {} ({:.2}).\n",
-            v.verdict, v.confidence_label, v.confidence,
-        );
-    }
+        (format!("`{}`", v.verdict), format!("**`{}`**", v.verdict))
+    };
+    let _ = writeln!(out, "# storprof report: {title}\n");
+    let _ = writeln!(out, "> **{}**\n", v.headline);
+    let _ = writeln!(
+        out,
+        "Verdict {named}, confidence {} ({:.2}).\n",
+        v.confidence_label, v.confidence,
+    );
     if !v.threshold_overrides.is_empty() {
         let list: Vec<String> = v
             .threshold_overrides
