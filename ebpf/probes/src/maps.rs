@@ -56,8 +56,11 @@ pub(crate) const STACK_BUF_TRACE: u32 = 1;
 #[map]
 pub(crate) static SAMPLES: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
 
+/// Threads the per-thread hash maps hold.
+pub(crate) const THREAD_ENTRIES: u32 = 16384;
+
 #[map]
-pub(crate) static THREADS: HashMap<u32, ThreadAcc> = HashMap::with_max_entries(16384, 0);
+pub(crate) static THREADS: HashMap<u32, ThreadAcc> = HashMap::with_max_entries(THREAD_ENTRIES, 0);
 
 /// tid → time it was last switched in (every task, not only traced ones:
 /// the tgid of `next` is not known at switch-in).
@@ -72,9 +75,13 @@ pub(crate) static OFFCPU_START: Array<OffCpuStart> = Array::with_max_entries(PID
 pub(crate) static OFFCPU_STACKS: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
 
 /// tid → the stacks its last switch-out inside a syscall took, and what
-/// they were taken for (`sched::switch_out_stacks`).
+/// they were taken for (`sched::switch_out_stacks`). A hash map of traced
+/// threads (removed at their exit), not a per-pid array: at 80 B a slot,
+/// an array sized to a systemd host's pid_max (4194304) pinned 320 MiB.
+/// Full, a switch-out takes its stacks anew (this is only a cache).
 #[map]
-pub(crate) static SWITCH_STACKS: Array<SwitchStacks> = Array::with_max_entries(PID_SLOTS, 0);
+pub(crate) static SWITCH_STACKS: HashMap<u32, SwitchStacks> =
+    HashMap::with_max_entries(THREAD_ENTRIES, 0);
 
 /// The stack ids a thread's switch-outs took, for its next switch-outs
 /// from the same places: two ways, for a thread that blocks in turn at

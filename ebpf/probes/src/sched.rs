@@ -17,8 +17,8 @@ use crate::{
     maps::{
         CONFIG, DWARF_PROCS, MISSED_SWITCH_INS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS,
         OFFCPU_START, ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
-        PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SYSCALL_START, SYSCALL_THREAD, THREADS,
-        TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced, thread_acc,
+        PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SWITCH_STACKS, SYSCALL_START, SYSCALL_THREAD,
+        THREADS, TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced, thread_acc,
     },
     python::python_frames,
     stacks::{capture_user_stack, scratch_slot, stack_ids},
@@ -534,6 +534,8 @@ pub(crate) fn process_exit(ctx: &TracePointContext) -> u32 {
             (*slot).blocked_ns = 0;
         }
     }
+    // ... keeps no stacks of this one's switch-outs ...
+    let _ = SWITCH_STACKS.remove(tid);
     // ... and has no blocked time pending.
     if let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) {
         // SAFETY: per-tid slot of the exiting thread.

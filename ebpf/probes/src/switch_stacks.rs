@@ -7,7 +7,7 @@ use storprof_common::{NO_SYSCALL, offcpu_state, tracepoint_offsets as offsets};
 
 use crate::{
     kernel::{field_again, pt_regs, pt_regs_word},
-    maps::{STACK_BUF_TRACE, SWITCH_STACKS, SwitchStackWay},
+    maps::{STACK_BUF_TRACE, SWITCH_STACKS, SwitchStackWay, SwitchStacks},
     sched::syscall_slept_in,
     stacks::stack_ids,
 };
@@ -80,7 +80,9 @@ fn reusable_stacks(tid: u32, prev_state: i64, now: u64) -> Option<(i32, i32)> {
     if syscall == NO_SYSCALL {
         return None;
     }
-    let slot = SWITCH_STACKS.get(tid)?;
+    // SAFETY: the value of `tid`, written only at that thread's own
+    // switch-outs (this one, on this CPU) and removed at its exit.
+    let slot = unsafe { SWITCH_STACKS.get(tid) }?;
     let (ip, sp) = user_ip_sp();
     let [a, b] = &slot.ways;
     if a.stands_for(ip, sp, syscall, state, now, STACK_REUSE_NS) {
@@ -100,9 +102,6 @@ fn remember_stacks(tid: u32, prev_state: i64, now: u64, ids: (i32, i32)) {
     if syscall == NO_SYSCALL {
         return;
     }
-    let Some(slot) = SWITCH_STACKS.get_ptr_mut(tid) else {
-        return;
-    };
     let (ip, sp) = user_ip_sp();
     let way = SwitchStackWay {
         ip,
@@ -113,7 +112,19 @@ fn remember_stacks(tid: u32, prev_state: i64, now: u64, ids: (i32, i32)) {
         user_stack: ids.0,
         kernel_stack: ids.1,
     };
-    // SAFETY: per-tid slot of the thread leaving this CPU; written only at
+    let Some(slot) = SWITCH_STACKS.get_ptr_mut(tid) else {
+        // The thread's first switch-out from a syscall: its entry, the
+        // other way empty (`ip` 0 never stands for a switch-out). A full
+        // map keeps nothing: the next switch-out takes its stacks anew.
+        let empty = SwitchStackWay {
+            ip: 0,
+            taken_ns: 0,
+            ..way
+        };
+        let _ = SWITCH_STACKS.insert(tid, SwitchStacks { ways: [way, empty] }, 0);
+        return;
+    };
+    // SAFETY: the value of the thread leaving this CPU; written only at
     // its own switch-outs.
     unsafe {
         let older = usize::from((*slot).ways[1].taken_ns < (*slot).ways[0].taken_ns);

@@ -237,7 +237,6 @@ impl ProbeSet {
             .map_max_entries("TRACED", pid_slots)
             .map_max_entries("ONCPU_START", pid_slots)
             .map_max_entries("OFFCPU_START", pid_slots)
-            .map_max_entries("SWITCH_STACKS", pid_slots)
             .map_max_entries("SYSCALL_START", pid_slots)
             .map_max_entries("SYSCALL_THREAD", pid_slots)
             .map_max_entries("PY_OFFCPU_PENDING", pid_slots)
