@@ -284,7 +284,8 @@ pub struct RecordArgs {
     pub force: bool,
     /// Write the session as it stands every SECS seconds while recording,
     /// so a storprof killed with SIGKILL leaves a partial session that
-    /// `report` reads (0: only at the end).
+    /// `report` reads (0: only at the end). Less often once checkpoints,
+    /// which grow with the session, would take over 1% of one CPU.
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub checkpoint: f64,
     /// How each syscall's time is measured: `blocked` (default: the time

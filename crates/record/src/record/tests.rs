@@ -739,3 +739,14 @@ fn a_process_leaves_the_live_set_at_its_exit_and_stays_listed() {
     assert!(recorder.live.contains(&main));
     assert!(recorder.tracked.contains(&worker) && recorder.tracked.contains(&main));
 }
+
+#[test]
+fn checkpoints_come_less_often_once_they_cost_more_than_the_budget() {
+    // Cheap checkpoints keep their interval.
+    assert_eq!(super::next_checkpoint_s(60.0, 30.0, 0.1), 90.0);
+    // Having cost 3 s in all, the next waits until 1% of the time since
+    // the start has paid for them: 300 s, not 90 + 30.
+    assert_eq!(super::next_checkpoint_s(90.0, 30.0, 3.0), 300.0);
+    // A negative reading (clock skew) costs nothing.
+    assert_eq!(super::next_checkpoint_s(10.0, 30.0, -1.0), 40.0);
+}

@@ -89,7 +89,31 @@ impl Live<'_> {
 pub(super) struct Checkpoints<'a> {
     pub(super) ctx: LiveContext<'a>,
     pub(super) every: Duration,
-    pub(super) next: Instant,
+    /// Seconds since the recording began.
+    pub(super) next_s: f64,
+    /// CPU seconds the checkpoints took so far.
+    pub(super) spent_s: f64,
+}
+
+impl Checkpoints<'_> {
+    pub(super) fn due(&self, recorder: &Recorder) -> bool {
+        elapsed_s(recorder) >= self.next_s
+    }
+
+    /// Counts a checkpoint that cost `cost_s` of CPU (None: unknown) and
+    /// schedules the next.
+    pub(super) fn written(&mut self, recorder: &Recorder, cost_s: Option<f64>) {
+        let elapsed = elapsed_s(recorder);
+        self.spent_s += cost_s.unwrap_or(0.0).max(0.0);
+        self.next_s =
+            super::super::next_checkpoint_s(elapsed, self.every.as_secs_f64(), self.spent_s);
+        log::debug!(
+            "checkpoint at {elapsed:.1} s cost {:.3} s of CPU ({:.3} s so far); the next at {:.1} s",
+            cost_s.unwrap_or(0.0),
+            self.spent_s,
+            self.next_s
+        );
+    }
 }
 
 /// Writes the session as it stands (`end_reason` "checkpoint"), for a

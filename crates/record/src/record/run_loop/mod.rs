@@ -165,7 +165,8 @@ pub(super) fn run_loop_live(
     let mut checkpoints = ctx.zip(options.checkpoint).map(|(ctx, every)| Checkpoints {
         ctx,
         every,
-        next: Instant::now() + every,
+        next_s: elapsed_s(recorder) + every.as_secs_f64(),
+        spent_s: 0.0,
     });
     let mut early: Option<Reached> = None;
     let mut parts: Option<SessionParts> = None;
@@ -242,16 +243,20 @@ fn run_turns(
             .is_some_and(|l| l.next_s <= elapsed_s(recorder) + options.live.interval.as_secs_f64());
         if let Some(c) = checkpoints.as_mut()
             && !analysis_soon
-            && Instant::now() >= c.next
+            && c.due(recorder)
             && early.is_none()
             && interrupted_at.is_none()
             && terminated_at.is_none()
         {
+            let cpu_before = procfs::own_cpu_s();
             // A failed checkpoint costs the partial session only.
             if let Err(err) = write_checkpoint(recorder, options, &c.ctx) {
                 log::warn!("checkpoint of the session failed: {err}");
             }
-            c.next = Instant::now() + c.every;
+            let cost_s = cpu_before
+                .zip(procfs::own_cpu_s())
+                .map(|(before, after)| after - before);
+            c.written(recorder, cost_s);
             super::recorder::return_freed_memory();
         }
         if let Some(l) = live.as_mut()
@@ -270,12 +275,18 @@ fn run_turns(
                         .map(|t| (t.tid, t.comm.clone()))
                         .collect();
                     if let Some(c) = checkpoints.as_mut()
-                        && Instant::now() >= c.next
+                        && c.due(recorder)
                     {
+                        // The build is the analysis's: only the write is
+                        // the checkpoint's.
+                        let cpu_before = procfs::own_cpu_s();
                         if let Err(err) = write_checkpoint_from_live(built, &c.ctx) {
                             log::warn!("checkpoint of the session failed: {err}");
                         }
-                        c.next = Instant::now() + c.every;
+                        let cost_s = cpu_before
+                            .zip(procfs::own_cpu_s())
+                            .map(|(before, after)| after - before);
+                        c.written(recorder, cost_s);
                     }
                     let mut status = status;
                     l.smoother.settle(&mut status);
