@@ -126,6 +126,15 @@ fixture_tests! { real_recording, REAL_FIXTURES;
     // (61%) until a thread waiting almost only in a pool's idle loop
     // stopped counting as a contender.
     real_arrow_workers_crowded => "real-arrow-workers-crowded", CpuBoundReader;
+    // tests/python/pipeline.py (two forked workers, files, 5 ms steps) on
+    // this 2-CPU VM with two untraced `yes` hogging the CPUs. Its control,
+    // the same job on an idle machine, is compute-bound (kernel AU 93.4%).
+    // In both the trainer never waited for data (0.00 s): here its AU fell
+    // to 87.2% because it sat queued for a CPU 1.37 s of the 1.78 s it
+    // spent taking its batches. It was called inconclusive ("too short",
+    // 0 s of reader time) until a consumer that fetches for itself became
+    // its own reader, and its CPU demand came from the other load.
+    real_consumer_fetch_other_load => "real-consumer-fetch-other-load", CpuBoundReader;
     // The real DLIO 2.0.0, the #330 reader with two workers and 20 ms steps
     // (scripts/check-whatif.sh dlio-compute): DLIO's AU 92%. Stacks emptied
     // to keep it small: the wait-for graph and the time series decide.

@@ -98,7 +98,15 @@ pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
         if readers_only {
             features.apply_reader_time(w, &stacks);
         } else {
-            features.apply_critical_path(w, &stacks);
+            features.apply_critical_path(w, &stacks, thresholds);
+        }
+        if features.reader_selection == Some(features::ReaderSelection::ConsumerFetch) {
+            // The consumer is its own reader: its stacks are the path's.
+            let own: Vec<(u32, u32, f64)> =
+                w.consumers.iter().map(|c| (c.pid, c.tid, 1.0)).collect();
+            let own_stacks = threads_stacks(&session.oncpu_threads, &own);
+            features.apply_consumer_fetch_stacks(&own_stacks);
+            return Some(own_stacks);
         }
         Some(stacks)
     });

@@ -10,6 +10,7 @@
 use crate::wording::basis_text;
 use storprof_analysis::{
     Features,
+    features::ReaderSelection,
     stall::StallKind,
     verdict::{AuSource, Decision, Detail, Note, StorageLimit},
 };
@@ -19,9 +20,21 @@ fn pct(x: f64) -> String {
 }
 
 /// CPUs the job left idle, when it used fewer than it had.
-fn idle_cpus(f: &Features) -> f64 {
-    (f64::from(f.num_cpus) - f.cpus_used).max(0.0)
+/// CPUs busy on average: the machine's (work outside the job included)
+/// when it was read, else the job's.
+fn busy_cpus(f: &Features) -> f64 {
+    f.host_cpus_busy
+        .unwrap_or(0.0)
+        .max(f.cpus_used)
+        .min(f64::from(f.num_cpus))
 }
+
+fn idle_cpus(f: &Features) -> f64 {
+    (f64::from(f.num_cpus) - busy_cpus(f)).max(0.0)
+}
+
+/// Other load takes this many CPUs or more: worth naming.
+const OTHER_LOAD_CPUS: f64 = 0.5;
 
 /// The actions for `d`'s primary finding, most specific first. Empty when
 /// the rules found nothing to act on (an inconclusive verdict gets one
@@ -194,7 +207,19 @@ fn cpu_bound_reader(
         ));
     }
     let idle = idle_cpus(f);
-    if idle >= 1.0 {
+    let others = (busy_cpus(f) - f.cpus_used).max(0.0);
+    let consumer_fetches = f.reader_selection == Some(ReaderSelection::ConsumerFetch);
+    if others >= OTHER_LOAD_CPUS && idle < 1.0 {
+        out.push(format!(
+            "{:.1} of the {} CPUs were busy, {others:.1} of them with work outside the traced \
+             job: the readers wait for a CPU it takes. Move that work elsewhere, or give the \
+             job CPUs of its own (cpuset, taskset).",
+            busy_cpus(f),
+            f.num_cpus
+        ));
+    } else if consumer_fetches {
+        // More workers or CPUs are not the consumer's lever.
+    } else if idle >= 1.0 {
         out.push(format!(
             "{idle:.1} of the {} CPUs are idle: add loader workers (DataLoader num_workers, \
              tf.data num_parallel_calls, read threads); {} reader thread(s) today.",
@@ -207,6 +232,15 @@ fn cpu_bound_reader(
             f.cpus_used.min(f64::from(f.num_cpus)),
             f.num_cpus
         ));
+    }
+    if consumer_fetches {
+        out.push(
+            "No loader kept the consumer waiting: its own work taking each batch \
+             (unpickling, collating, copying) did. More loader workers will not help; move \
+             that work into them (collate there, hand over fewer and larger objects) or make \
+             it cheaper."
+                .to_string(),
+        );
     }
     if let Some((name, share)) = hot.first() {
         out.push(format!(

@@ -25,6 +25,7 @@ pub fn basis_text(basis: ShareBasis) -> &'static str {
     match basis {
         ShareBasis::ConsumerDataWait => "of the consumer's data wait",
         ShareBasis::ReaderTime => "of their time",
+        ShareBasis::ConsumerFetch => "of the consumer's own fetching",
     }
 }
 
@@ -214,7 +215,7 @@ fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
                      lock that another loader held{at}",
                     pct(*futex_share)
                 ),
-                ShareBasis::ReaderTime => format!(
+                ShareBasis::ReaderTime | ShareBasis::ConsumerFetch => format!(
                     "Lock contention: workers sleep on futexes {} {basis_text} rather than doing \
                      I/O{at}",
                     pct(*futex_share)
@@ -613,6 +614,25 @@ fn note_text(note: &Note, d: &Decision) -> String {
              so its own AU reads higher.",
             pct(*share)
         ),
+        Note::ConsumerFetch {
+            fetch_s,
+            queued_s,
+            au,
+            consumers,
+        } => {
+            let names: Vec<String> = consumers
+                .iter()
+                .map(|(comm, tid)| format!("{comm} (tid {tid})"))
+                .collect();
+            format!(
+                "The consumer {} never waited for data, yet its AU is {au:.1}%: it fetched \
+                 for itself {fetch_s:.2} s over the training window (on a CPU taking its \
+                 batches {:.2} s, queued for a CPU {queued_s:.2} s), and figures about \
+                 \"reader\" time are shares of that.",
+                names.join(", "),
+                (fetch_s - queued_s).max(0.0)
+            )
+        }
         Note::ConsumerDataWait {
             wait_s,
             gil_s,

@@ -225,6 +225,18 @@ impl Features {
             } else {
                 0.0
             },
+            host_cpus_busy: session
+                .timeseries
+                .as_ref()
+                .and_then(|ts| ts.host_cpu.as_ref())
+                .filter(|_| duration_s > 0.0)
+                .map(|h| {
+                    let ns: u64 = h.busy_ns.iter().chain(&h.steal_ns).sum();
+                    // storprof's own CPU is not the job's competition.
+                    let info = &session.info;
+                    let observer_s = info.recorder_cpu_recording_s.or(info.recorder_cpu_s);
+                    ((ns as f64 / 1e9 - observer_s.unwrap_or(0.0)) / duration_s).max(0.0)
+                }),
             busy_threads,
             cpu_demand_threads: if duration_s > 0.0 {
                 threads

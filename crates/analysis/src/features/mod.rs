@@ -212,6 +212,11 @@ pub enum ReaderSelection {
     /// The threads on the critical path of the consumer's data waits
     /// (wake-up graph); shares are of the consumer's data wait.
     CriticalPath,
+    /// The consumer never waited for data, yet its AU is short of
+    /// `compute_bound_au_percentage`: it fetches for itself (on a CPU
+    /// taking batches, or queued for a CPU), and is its own reader; shares
+    /// are of that time.
+    ConsumerFetch,
     /// No consumer: the readers and their worker processes' threads, with
     /// their waits sorted by what ended them (wake-up graph); shares are of
     /// what they did and waited on, less waiting on each other.
@@ -324,6 +329,11 @@ pub struct Features {
     pub oom_killed: bool,
     /// Σ on-CPU of all traced threads / duration: CPUs kept busy.
     pub cpus_used: f64,
+    /// CPUs the whole machine kept busy (and its hypervisor took: steal)
+    /// on average, traced or not, storprof's own left out; None without a
+    /// host CPU series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpus_busy: Option<f64>,
     /// Threads on CPU or runnable at least `busy_thread_share` of their life.
     pub busy_threads: u32,
     /// Σ (on CPU + runnable) of all traced threads / duration: threads wanting

@@ -7,7 +7,14 @@ impl Features {
     /// data waits: each share is then of the time the consumer waited for
     /// data, spent in that state by the threads it waited on (directly or
     /// through their own waits). Idle pool threads weigh nothing.
-    pub fn apply_critical_path(&mut self, w: &WaitAnalysis, path_oncpu: &FoldedStacks) {
+    /// A consumer that fetches for itself takes the readers' place
+    /// (see `apply_consumer_fetch`).
+    pub fn apply_critical_path(
+        &mut self,
+        w: &WaitAnalysis,
+        path_oncpu: &FoldedStacks,
+        t: &Thresholds,
+    ) {
         let Some(au) = w.kernel_au_percentage else {
             return;
         };
@@ -41,6 +48,69 @@ impl Features {
                 writes: consumer_writes(&w.consumers),
             });
         }
+        self.apply_consumer_fetch(w, t);
+    }
+
+    /// The reader figures of a consumer that never waited for data (its
+    /// data and GIL waits under `min_decision_thread_s`) and whose AU is
+    /// still short of `compute_bound_au_percentage`: no loader held it
+    /// up, its own fetching did (on a CPU taking and unpickling batches,
+    /// or queued for a CPU that other work took), so it is the one reader
+    /// and the shares are of that time. A consumer whose AU passes is
+    /// compute-bound, and one that waited on its loaders is judged by them.
+    fn apply_consumer_fetch(&mut self, w: &WaitAnalysis, t: &Thresholds) {
+        // The AU and bar compute-bound judges by: a bench's own when it
+        // has them.
+        let bench = self.bench.as_ref();
+        let au = bench
+            .and_then(|b| b.au_percentage)
+            .or(w.kernel_au_percentage)
+            .unwrap_or(100.0);
+        let bar = bench
+            .and_then(|b| b.au_expected_percentage)
+            .unwrap_or(t.compute_bound_au_percentage);
+        // Only a consumer that emulates compute with timed sleeps: all its
+        // CPU is then fetching. A real trainer's is mostly its compute.
+        let emulated = !w.consumers.is_empty() && w.consumers.iter().all(|c| c.emulated_compute);
+        if !emulated || self.reader_thread_s >= t.min_decision_thread_s || au >= bar {
+            return;
+        }
+        let fetch_ns: u64 = w.consumers.iter().map(|c| c.own_fetch_ns()).sum();
+        let queued_ns: u64 = w.consumers.iter().map(|c| c.own_fetch_queued_ns()).sum();
+        let fetch_s = fetch_ns as f64 / 1e9;
+        if fetch_s < t.min_decision_thread_s {
+            return;
+        }
+        self.reader_selection = Some(ReaderSelection::ConsumerFetch);
+        self.reader_threads = w.consumers.len();
+        let comms: BTreeSet<String> = w.consumers.iter().map(|c| c.comm.clone()).collect();
+        self.reader_comms = comms.into_iter().collect();
+        self.reader_thread_s = fetch_s;
+        let queued = queued_ns as f64 / fetch_ns as f64;
+        self.reader_runnable_share = queued;
+        self.reader_on_cpu_share = 1.0 - queued;
+    }
+
+    /// The user-space and page-cache-copy shares of a consumer that
+    /// fetches for itself, from its on-CPU stacks (`oncpu`).
+    pub fn apply_consumer_fetch_stacks(&mut self, oncpu: &FoldedStacks) {
+        let total = oncpu.total();
+        if total == 0 {
+            return;
+        }
+        let kernel: u64 = oncpu
+            .stacks
+            .iter()
+            .filter(|(stack, _)| {
+                stack
+                    .rsplit(';')
+                    .next()
+                    .is_some_and(|f| f.ends_with("_[k]"))
+            })
+            .map(|(_, n)| n)
+            .sum();
+        self.reader_user_share = Some(1.0 - kernel as f64 / total as f64);
+        self.reader_cache_copy_share = frames::share_matching(oncpu, CACHE_COPY_FRAMES, true);
     }
 
     /// The readers' shares by state from a wait analysis's path (of the

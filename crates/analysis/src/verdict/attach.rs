@@ -29,18 +29,27 @@ impl Decision {
             return;
         }
         self.rules = RuleSet::WaitGraph;
-        self.notes.push(Note::ConsumerDataWait {
-            wait_s: w
-                .consumers
-                .iter()
-                .map(|c| c.data_wait_ns as f64 / 1e9)
-                .sum(),
-            gil_s: w.consumers.iter().map(|c| c.gil_ns as f64 / 1e9).sum(),
-            consumers: w
-                .consumers
-                .iter()
-                .map(|c| (c.comm.clone(), c.tid))
-                .collect(),
+        let consumers = w
+            .consumers
+            .iter()
+            .map(|c| (c.comm.clone(), c.tid))
+            .collect();
+        let sum_s = |ns: &dyn Fn(&crate::waitgraph::ConsumerTime) -> u64| {
+            w.consumers.iter().map(|c| ns(c) as f64 / 1e9).sum::<f64>()
+        };
+        self.notes.push(if self.basis == ShareBasis::ConsumerFetch {
+            Note::ConsumerFetch {
+                fetch_s: sum_s(&|c| c.own_fetch_ns()),
+                queued_s: sum_s(&|c| c.own_fetch_queued_ns()),
+                au: w.kernel_au_percentage.unwrap_or(100.0),
+                consumers,
+            }
+        } else {
+            Note::ConsumerDataWait {
+                wait_s: sum_s(&|c| c.data_wait_ns),
+                gil_s: sum_s(&|c| c.gil_ns),
+                consumers,
+            }
         });
         for c in &w.consumers {
             let window = c.window_ns.max(1) as f64;

@@ -241,14 +241,17 @@ pub fn round4(x: f64) -> f64 {
 pub enum ShareBasis {
     ReaderTime,
     ConsumerDataWait,
+    /// The consumer's own fetching: it never waited for data.
+    ConsumerFetch,
 }
 
 impl ShareBasis {
     pub fn of(f: &Features) -> Self {
-        if f.reader_selection == Some(super::features::ReaderSelection::CriticalPath) {
-            Self::ConsumerDataWait
-        } else {
-            Self::ReaderTime
+        use super::features::ReaderSelection as S;
+        match f.reader_selection {
+            Some(S::CriticalPath) => Self::ConsumerDataWait,
+            Some(S::ConsumerFetch) => Self::ConsumerFetch,
+            _ => Self::ReaderTime,
         }
     }
 }
@@ -459,6 +462,17 @@ pub enum Note {
     ConsumerGil {
         comm: String,
         share: f64,
+    },
+    /// Reader figures are shares of the consumers' own fetching: they
+    /// never waited for data (`ShareBasis::ConsumerFetch`).
+    ConsumerFetch {
+        /// Their own fetching and, of it, queued for a CPU, s.
+        fetch_s: f64,
+        queued_s: f64,
+        /// Their AU (%), the mean over the consumers.
+        au: f64,
+        /// (comm, tid) of each consumer.
+        consumers: Vec<(String, u32)>,
     },
     /// Reader figures are shares of the consumers' data wait (and of their
     /// waits for a GIL the loaders held).

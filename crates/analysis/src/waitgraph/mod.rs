@@ -146,6 +146,25 @@ pub struct ConsumerTime {
     pub epoch_start_wait_ns: u64,
 }
 
+impl ConsumerTime {
+    /// What keeps its AU under 100% besides its waits for data and the
+    /// GIL: its own fetching (on a CPU taking and unpickling batches, and
+    /// for a consumer that emulates compute, queued for a CPU), ns.
+    pub fn own_fetch_ns(&self) -> u64 {
+        let not_computing = self.window_ns as f64 * (1.0 - self.au_percentage / 100.0);
+        (not_computing.max(0.0).round() as u64).saturating_sub(self.data_wait_ns + self.gil_ns)
+    }
+
+    /// Of [`Self::own_fetch_ns`], the time queued for a CPU, ns.
+    pub fn own_fetch_queued_ns(&self) -> u64 {
+        if self.emulated_compute {
+            self.queued_ns.min(self.own_fetch_ns())
+        } else {
+            0
+        }
+    }
+}
+
 fn is_zero_u32(x: &u32) -> bool {
     *x == 0
 }

@@ -635,3 +635,25 @@ fn the_first_batch_wait_is_start_up() {
     assert_eq!(w.window.as_ref().unwrap().buckets, None);
     assert_eq!(w.consumers[0].data_wait_ns, 6 * S);
 }
+
+#[test]
+fn a_consumers_own_fetching_is_what_its_au_loses_besides_its_waits() {
+    let consumer = |emulated: bool, queued_ns: u64| -> ConsumerTime {
+        serde_json::from_value(serde_json::json!({
+            "pid": 1, "tid": 1, "comm": "python3",
+            // 10 s of window at AU 80%: 2 s not computing, 0.5 s of it
+            // waiting for data and 0.25 s for the GIL.
+            "window_ns": 10_000_000_000u64, "au_percentage": 80.0,
+            "data_wait_ns": 500_000_000u64, "gil_ns": 250_000_000u64,
+            "compute_ns": 8_000_000_000u64, "emulated_compute": emulated,
+            "queued_ns": queued_ns,
+        }))
+        .unwrap()
+    };
+    let sleeper = consumer(true, 2_000_000_000);
+    assert_eq!(sleeper.own_fetch_ns(), 1_250_000_000);
+    // Queued for a CPU longer than it fetched: the queue counts up to it.
+    assert_eq!(sleeper.own_fetch_queued_ns(), 1_250_000_000);
+    // A real trainer's queueing is not fetching.
+    assert_eq!(consumer(false, 2_000_000_000).own_fetch_queued_ns(), 0);
+}
