@@ -129,7 +129,12 @@ fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
             } else {
                 String::new()
             };
-            format!("CPU-bound in the reader{headline_hot}{gil}; {storage}")
+            // A consumer that fetches for itself is the reader.
+            let reader = match basis {
+                ShareBasis::ConsumerFetch => "the consumer's own fetching",
+                _ => "the reader",
+            };
+            format!("CPU-bound in {reader}{headline_hot}{gil}; {storage}")
         }
         Detail::StorageBound {
             blocked_share,
