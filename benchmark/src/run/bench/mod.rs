@@ -12,7 +12,9 @@
 //!          ─► [METRIC] block, results dir files
 //! ```
 //! Both rank sets hand the reporter the same `TrainResult`, so one code path
-//! computes DLIO's metrics. With `handle_signals`, Ctrl-C stops the run at a
+//! computes DLIO's metrics (`outcome`). Beside this file: `dataset` (the
+//! training files), `validity` (the run rules), `memory_guard`, `console`
+//! and `records` (the results directory's files). With `handle_signals`, Ctrl-C stops the run at a
 //! step boundary and the metrics cover the steps that completed.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -40,8 +42,16 @@ use crate::reader::{self, ReaderKind, ReaderOptions, SampleReader};
 use crate::storage::{DEFAULT_POOL_BYTES, Storage};
 
 mod console;
+mod dataset;
 mod memory_guard;
+mod outcome;
 mod records;
+mod validity;
+
+pub use dataset::{list_training_files, train_dir};
+pub use outcome::epochs_in_metrics;
+use outcome::{checkpoint_metrics_of, dlio_metrics, interruption_at};
+pub use validity::{run_validity, validity_messages};
 
 use console::ConsoleObserver;
 pub use memory_guard::reader_memory;
@@ -255,98 +265,6 @@ pub struct Prepared {
     pub dataset_bytes: u64,
 }
 
-/// The dataset's training directory, `DIR/<model>/train`.
-pub fn train_dir(data_dir: &Path, model: &str) -> PathBuf {
-    data_dir.join(model).join("train")
-}
-
-/// The first `num_files_train` training files under `dir` (DLIO's layout:
-/// directly in `train/`, or spread over `num_subfolders_train` subfolders),
-/// ordered by file name as DLIO orders them, and their total size. Sizes come
-/// from the listing, so a million-file dataset is not opened file by file,
-/// and each path is built once from its listing entry.
-pub fn list_training_files(
-    storage: &dyn Storage,
-    cfg: &DlioConfig,
-    dir: &Path,
-) -> Result<(Vec<String>, u64), BenchError> {
-    let remote = storage.is_remote();
-    let dir_s = dir.to_string_lossy().to_string();
-    let ext = format!(".{}", cfg.format.extension());
-    let folders: Vec<PathBuf> = if cfg.num_subfolders_train > 1 {
-        (0..cfg.num_subfolders_train)
-            .filter_map(|k| subfolder_of(k, cfg.num_subfolders_train))
-            .map(|sub| dir.join(sub))
-            .collect()
-    } else {
-        vec![dir.to_path_buf()]
-    };
-    // (file name, index of its folder, size)
-    let mut entries: Vec<(String, u32, u64)> = Vec::new();
-    for (k, folder) in folders.iter().enumerate() {
-        let folder_s = folder.to_string_lossy().to_string();
-        if !remote && !folder.is_dir() {
-            let hint = if cfg.num_subfolders_train > 1 {
-                format!(
-                    "; dataset.num_subfolders_train={} needs {}/0.. subfolders",
-                    cfg.num_subfolders_train, dir_s
-                )
-            } else {
-                String::new()
-            };
-            return Err(BenchError::Config(format!(
-                "no {ext} files in {folder_s} (generate them with `storprof datagen`){hint}"
-            )));
-        }
-        let k = u32::try_from(k).map_err(|_| bad_subfolders(cfg))?;
-        entries.extend(
-            storage
-                .list_sized(&folder_s)?
-                .into_iter()
-                .filter(|(n, _)| n.ends_with(&ext))
-                .map(|(n, len)| (n, k, len)),
-        );
-    }
-    if entries.is_empty() {
-        return Err(BenchError::Config(format!(
-            "no {ext} files in {dir_s} (generate them with `storprof datagen`)"
-        )));
-    }
-    let want = usize::try_from(cfg.num_files_train).unwrap_or(usize::MAX);
-    if entries.len() < want {
-        return Err(BenchError::BadParam {
-            key: "dataset.num_files_train".into(),
-            reason: format!(
-                "the workload expects {want} files but {dir_s} has {}; pass --param dataset.num_files_train={} \
-                 or generate more data",
-                entries.len(),
-                entries.len()
-            ),
-        });
-    }
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    entries.truncate(want);
-    let mut bytes = 0u64;
-    let files = entries
-        .into_iter()
-        .map(|(name, k, len)| {
-            bytes = bytes.saturating_add(len);
-            folders[k as usize]
-                .join(name)
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    Ok((files, bytes))
-}
-
-fn bad_subfolders(cfg: &DlioConfig) -> BenchError {
-    BenchError::BadParam {
-        key: "dataset.num_subfolders_train".into(),
-        reason: format!("{} subfolders is too many", cfg.num_subfolders_train),
-    }
-}
-
 /// Validate options, configuration and dataset. Errors name the key or path.
 pub fn prepare(opts: &BenchOptions, storage: &dyn Storage) -> Result<Prepared, BenchError> {
     prepare_for(opts, storage, opts.accelerators)
@@ -449,41 +367,11 @@ pub fn run_bench_on(
     let result = trained.result;
     let end = Local::now();
 
-    // Metrics, exactly DLIO's.
-    let per_rank_blocks: Vec<Vec<BlockMetrics>> = result
-        .ranks
-        .iter()
-        .map(|r| {
-            r.epochs
-                .iter()
-                .map(|e| block_metrics(&e.block, p.plan.batch_size, exclude))
-                .collect()
-        })
-        .collect();
-    let counted = epochs_in_metrics(&result, p.plan.steps_per_epoch);
-    let per_rank_epochs: Vec<_> = per_rank_blocks
-        .iter()
-        .map(|bs| {
-            bs.iter()
-                .take(counted)
-                .map(|b| epoch_metrics(std::slice::from_ref(b)))
-                .collect()
-        })
-        .collect();
-    let metrics = run_metrics(&per_rank_epochs, p.cfg.record_size_dlio(), p.cfg.au);
+    let (per_rank_blocks, counted, metrics) = dlio_metrics(&p, &result, exclude);
     let interrupted_by = result
         .interrupted
         .then(|| interrupt::received().unwrap_or(libc::SIGINT));
-    let interruption = interrupted_by.map(|sig| {
-        let last = result.ranks.first().and_then(|r| r.epochs.last());
-        Interruption {
-            signal: interrupt::signal_name(sig),
-            epoch: last.map_or(1, |e| e.epoch),
-            steps_completed_in_epoch: last.map_or(0, |e| e.block.compute.len()),
-            steps_per_epoch: p.plan.steps_per_epoch,
-            epochs_in_metrics: counted,
-        }
-    });
+    let interruption = interrupted_by.map(|sig| interruption_at(&p, &result, sig, counted));
     let measured = Measured::new(
         opts.reader.name().to_string(),
         p.cfg.odirect,
@@ -511,17 +399,7 @@ pub fn run_bench_on(
         .checkpoints
         .as_ref()
         .map_or(0, |c| c.checkpoint_bytes(p.plan.comm_size));
-    // DLIO's summary reads rank 0's per-epoch stats.
-    let checkpoint_metrics: Option<TrainingCheckpointMetrics> =
-        p.plan.checkpoints.as_ref().map(|_| {
-            let saves: Vec<CheckpointSave> = result
-                .ranks
-                .iter()
-                .filter(|r| r.rank == 0)
-                .flat_map(|r| r.epochs.iter().flat_map(|e| e.checkpoints.iter().cloned()))
-                .collect();
-            training_checkpoint_metrics(&saves, checkpoint_bytes)
-        });
+    let checkpoint_metrics = checkpoint_metrics_of(&p, &result, checkpoint_bytes);
     let host_of_rank = |rank: usize| {
         trained
             .rank_hosts
@@ -636,76 +514,6 @@ fn log_plan(p: &Prepared) {
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
     let path = path.to_path_buf();
     move |source| BenchError::Io { path, source }
-}
-
-/// The run rules' verdict on a prepared run (dataset-size rule for the
-/// client memory and hosts of `opts`, or this host's memory; read-thread cap).
-pub fn run_validity(opts: &BenchOptions, p: &Prepared) -> rules::RunValidity {
-    let memory_gb = opts
-        .client_memory_gb
-        .unwrap_or_else(|| HostFacts::read().memory_gb);
-    let rule = config::dataset_size_rule(
-        memory_gb,
-        opts.num_client_hosts.max(1),
-        p.plan.comm_size as u64,
-        p.cfg.batch_size,
-        p.cfg.num_samples_per_file,
-        p.cfg.record_size_real(),
-    );
-    rules::assess(&p.cfg, rule, opts.division)
-}
-
-/// The lines a run prints about the run rules: the rule's figures and
-/// mlpstorage's `RESULT:` line, then INVALID with each reason (the run goes on).
-pub fn validity_messages(v: &rules::RunValidity) -> Vec<String> {
-    let r = &v.size_rule;
-    let mut out = vec![
-        format!(
-            "Dataset size rule: max(ceil(5 × memory / record) = {}, ceil(500 × accelerators × batch / samples per file) = {}) = {} files",
-            r.min_files_bytes, r.min_files_samples, r.num_files_train
-        ),
-        r.result_line().to_string(),
-    ];
-    if v.valid {
-        out.push(match v.division {
-            Some(d) => format!("Run rules ({d} division): checks before the run passed"),
-            None => "Run rules: checks before the run passed".to_string(),
-        });
-    } else {
-        for reason in &v.reasons {
-            out.push(format!("INVALID for a submission: {reason}"));
-        }
-    }
-    out
-}
-
-/// How many epochs (from the first) DLIO's aggregation covers. A complete
-/// run: all. An interrupted one: the completed epochs, plus the interrupted
-/// epoch when it completed at least 3 steps (DLIO's throughput needs
-/// `len − 2 > 0`) or when nothing else would be left.
-pub fn epochs_in_metrics(result: &TrainResult, steps_per_epoch: u64) -> usize {
-    let epochs = result
-        .ranks
-        .iter()
-        .map(|r| r.epochs.len())
-        .min()
-        .unwrap_or(0);
-    if !result.interrupted || epochs == 0 {
-        return epochs;
-    }
-    let last_steps = result
-        .ranks
-        .iter()
-        .filter_map(|r| r.epochs.get(epochs - 1))
-        .map(|e| e.block.compute.len())
-        .min()
-        .unwrap_or(0);
-    let partial = (last_steps as u64) < steps_per_epoch;
-    if partial && last_steps < 3 && epochs > 1 {
-        epochs - 1
-    } else {
-        epochs
-    }
 }
 
 /// The reader of one rank for a config: `reader::make_reader` over the
