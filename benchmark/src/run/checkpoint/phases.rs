@@ -103,28 +103,13 @@ pub(super) fn save(
     sources: &mut [BlockSource],
     mode: WriteMode,
 ) -> Result<Vec<RankIo>, BenchError> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = local
-            .iter()
-            .zip(sources.iter_mut())
-            .map(|(&rank, src)| {
-                let files = &plans[rank];
-                s.spawn(move || -> Result<RankIo, BenchError> {
-                    let t = Instant::now();
-                    let mut total = IoBytes::default();
-                    for f in files {
-                        total.add(target.write(k, f, src, mode)?);
-                    }
-                    total.fsyncs += target.sync_dir(k, mode)?;
-                    Ok(RankIo {
-                        rank,
-                        seconds: t.elapsed().as_secs_f64(),
-                        io: total,
-                    })
-                })
-            })
-            .collect();
-        join(handles)
+    on_every_rank(local, sources, |rank, src| {
+        let mut total = IoBytes::default();
+        for f in &plans[rank] {
+            total.add(target.write(k, f, src, mode)?);
+        }
+        total.fsyncs += target.sync_dir(k, mode)?;
+        Ok(total)
     })
 }
 
@@ -138,40 +123,47 @@ pub(super) fn load(
     buffers: &mut [AlignedBuf],
     odirect: bool,
 ) -> Result<Vec<RankIo>, BenchError> {
+    on_every_rank(local, buffers, |rank, buf| {
+        let mut total = IoBytes::default();
+        for f in &plans[rank] {
+            total.add(IoBytes {
+                bytes: target.read(k, f, buf, odirect)?,
+                files: 1,
+                ..IoBytes::default()
+            });
+        }
+        Ok(total)
+    })
+}
+
+/// Runs `work` for every local rank in a thread of its own, with the
+/// rank's own state from `states` (in `local`'s order), and times it; the
+/// first error (a panicked rank's too) ends the phase.
+fn on_every_rank<S: Send>(
+    local: &[usize],
+    states: &mut [S],
+    work: impl Fn(usize, &mut S) -> Result<IoBytes, BenchError> + Sync,
+) -> Result<Vec<RankIo>, BenchError> {
+    let work = &work;
     std::thread::scope(|s| {
         let handles: Vec<_> = local
             .iter()
-            .zip(buffers.iter_mut())
-            .map(|(&rank, buf)| {
-                let files = &plans[rank];
+            .zip(states.iter_mut())
+            .map(|(&rank, state)| {
                 s.spawn(move || -> Result<RankIo, BenchError> {
                     let t = Instant::now();
-                    let mut total = IoBytes::default();
-                    for f in files {
-                        total.add(IoBytes {
-                            bytes: target.read(k, f, buf, odirect)?,
-                            files: 1,
-                            ..IoBytes::default()
-                        });
-                    }
+                    let io = work(rank, state)?;
                     Ok(RankIo {
                         rank,
                         seconds: t.elapsed().as_secs_f64(),
-                        io: total,
+                        io,
                     })
                 })
             })
             .collect();
-        join(handles)
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| BenchError::RankPanicked { rank: 0 })?)
+            .collect()
     })
-}
-
-/// The ranks' timings, or the first error (a panicked rank's too).
-fn join(
-    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<RankIo, BenchError>>>,
-) -> Result<Vec<RankIo>, BenchError> {
-    handles
-        .into_iter()
-        .map(|h| h.join().map_err(|_| BenchError::RankPanicked { rank: 0 })?)
-        .collect()
 }

@@ -86,16 +86,13 @@ pub(super) fn note_text(note: &Note, d: &Decision) -> String {
             au,
             consumers,
         } => {
-            let names: Vec<String> = consumers
-                .iter()
-                .map(|(comm, tid)| format!("{comm} (tid {tid})"))
-                .collect();
+            let names = consumer_names(consumers);
             format!(
                 "The consumer {} never waited for data, yet its AU is {au:.1}%: it fetched \
                  for itself {fetch_s:.2} s over the training window (on a CPU taking its \
                  batches {:.2} s, queued for a CPU {queued_s:.2} s), and figures about \
                  \"reader\" time are shares of that.",
-                names.join(", "),
+                names,
                 (fetch_s - queued_s).max(0.0)
             )
         }
@@ -104,10 +101,7 @@ pub(super) fn note_text(note: &Note, d: &Decision) -> String {
             gil_s,
             consumers,
         } => {
-            let names: Vec<String> = consumers
-                .iter()
-                .map(|(comm, tid)| format!("{comm} (tid {tid})"))
-                .collect();
+            let names = consumer_names(consumers);
             if *gil_s > 0.005 {
                 format!(
                     "Figures about \"reader\" time are shares of the time the consumer waited on \
@@ -115,16 +109,25 @@ pub(super) fn note_text(note: &Note, d: &Decision) -> String {
                      {gil_s:.2} s for the GIL they held; consumer {}), spent by the threads it \
                      waited on, directly or through their own waits.",
                     wait_s + gil_s,
-                    names.join(", ")
+                    names
                 )
             } else {
                 format!(
                     "Figures about \"reader\" time are shares of the consumer's data wait \
                      ({wait_s:.2} s over the training window, consumer {}), spent by the threads \
                      it waited on, directly or through their own waits.",
-                    names.join(", ")
+                    names
                 )
             }
         }
     }
+}
+
+/// `comm (tid N), ...` of the consumers.
+fn consumer_names(consumers: &[(String, u32)]) -> String {
+    consumers
+        .iter()
+        .map(|(comm, tid)| format!("{comm} (tid {tid})"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
