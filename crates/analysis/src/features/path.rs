@@ -94,22 +94,10 @@ impl Features {
     /// The user-space and page-cache-copy shares of a consumer that
     /// fetches for itself, from its on-CPU stacks (`oncpu`).
     pub fn apply_consumer_fetch_stacks(&mut self, oncpu: &FoldedStacks) {
-        let total = oncpu.total();
-        if total == 0 {
+        let Some(kernel) = frames::kernel_leaf_share(oncpu) else {
             return;
-        }
-        let kernel: u64 = oncpu
-            .stacks
-            .iter()
-            .filter(|(stack, _)| {
-                stack
-                    .rsplit(';')
-                    .next()
-                    .is_some_and(|f| f.ends_with("_[k]"))
-            })
-            .map(|(_, n)| n)
-            .sum();
-        self.reader_user_share = Some(1.0 - kernel as f64 / total as f64);
+        };
+        self.reader_user_share = Some(1.0 - kernel);
         self.reader_cache_copy_share = frames::share_matching(oncpu, CACHE_COPY_FRAMES, true);
     }
 

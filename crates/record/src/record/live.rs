@@ -149,9 +149,10 @@ impl LiveOptions {
     /// analyses that cost `spent_s` seconds of CPU in all, the last ending
     /// at `elapsed_s` (see `cpu_budget`).
     pub fn next_analysis_s(&self, elapsed_s: f64, spent_s: f64) -> f64 {
-        let soonest = elapsed_s + self.interval.as_secs_f64();
-        self.budget()
-            .map_or(soonest, |b| (spent_s.max(0.0) / b).max(soonest))
+        let interval = self.interval.as_secs_f64();
+        self.budget().map_or(elapsed_s + interval, |b| {
+            super::budgeted_next_s(elapsed_s, interval, spent_s, b)
+        })
     }
 }
 

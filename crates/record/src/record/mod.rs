@@ -61,7 +61,15 @@ pub const CHECKPOINT_CPU_BUDGET: f64 = 0.01;
 /// `spent_s` seconds of CPU in all: not before the budget has earned that
 /// back.
 pub fn next_checkpoint_s(elapsed_s: f64, every_s: f64, spent_s: f64) -> f64 {
-    (elapsed_s + every_s).max(spent_s.max(0.0) / CHECKPOINT_CPU_BUDGET)
+    budgeted_next_s(elapsed_s, every_s, spent_s, CHECKPOINT_CPU_BUDGET)
+}
+
+/// The rule the live analyses and the checkpoints keep to: the next one
+/// `interval_s` after the last (ending at `elapsed_s`) at the soonest, and
+/// not before `budget` of one CPU since the start has paid for the
+/// `spent_s` seconds of CPU the ones so far cost.
+pub(crate) fn budgeted_next_s(elapsed_s: f64, interval_s: f64, spent_s: f64, budget: f64) -> f64 {
+    (elapsed_s + interval_s).max(spent_s.max(0.0) / budget)
 }
 
 /// Options of one recording. Defaults are documented per field.
