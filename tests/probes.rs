@@ -400,7 +400,14 @@ fn direct_read_reaches_the_device() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let file = tmp.path().join("direct");
     let mib = 16u64;
-    std::fs::write(&file, vec![1u8; (mib << 20) as usize]).unwrap();
+    // Synced: a write-back of the new file that began before the probes
+    // were up would mix writes, some unseen, into what dd does.
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&file).unwrap();
+        f.write_all(&vec![1u8; (mib << 20) as usize]).unwrap();
+        f.sync_all().unwrap();
+    }
     let disk = disk_of(&file);
     let session = tmp.path().join("session");
     record(
@@ -414,16 +421,20 @@ fn direct_read_reaches_the_device() {
         ],
     );
     let io: IoStats = read_json(&session, "io.json");
+    let info: SessionInfo = read_json(&session, "session.json");
     let dev = io
         .devices
         .iter()
         .find(|d| d.dev == disk)
         .unwrap_or_else(|| panic!("device {disk} missing from {:?}", io.devices));
-    assert!(dev.read_bytes >= mib << 20, "{dev:?}");
-    assert!(dev.traced_read_bytes >= mib << 20, "{dev:?}");
+    let context = format!(
+        "{dev:?}\nall devices: {:?}\nlost: {:?}",
+        io.devices, info.lost_events
+    );
+    assert!(dev.read_bytes >= mib << 20, "{context}");
+    assert!(dev.traced_read_bytes >= mib << 20, "{context}");
     // Attributed to dd itself, even for requests a kblockd worker issued
     // (plug flush): the owner is taken where the request is created.
-    let info: SessionInfo = read_json(&session, "session.json");
     let dd_bytes: u64 = info
         .tracked_pids
         .iter()
