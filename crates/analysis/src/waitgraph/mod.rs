@@ -347,6 +347,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         mut side,
         readers,
         trainers,
+        spawners,
         how,
     } = roles::data_side(session, &whole, readers, how);
     let mut consumers: Vec<Found> = by_stacks
@@ -376,7 +377,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         return Some(without_consumer(session, &whole, &side, &readers, &how, t));
     }
     Some(with_consumers(
-        session, &whole, &consumers, &side, &readers, t,
+        session, &whole, &consumers, &side, &readers, &spawners, t,
     ))
 }
 
@@ -387,15 +388,18 @@ fn with_consumers(
     consumers: &[Found],
     side: &BTreeSet<ThreadId>,
     readers: &BTreeSet<ThreadId>,
+    spawners: &BTreeSet<u32>,
     t: &Thresholds,
 ) -> WaitAnalysis {
     let mut out = WaitAnalysis::default();
     let consumer_ids: BTreeSet<ThreadId> = consumers.iter().map(|(id, _)| *id).collect();
-    // Relays: non-side threads that feed a consumer and are fed by the side.
+    // Relays: non-side threads that feed a consumer and are fed by the side
+    // (a spawner answers with pids and exit codes, not data).
     let relays: BTreeSet<ThreadId> = whole
         .states
         .keys()
         .filter(|id| !side.contains(id) && !consumer_ids.contains(id))
+        .filter(|id| !spawners.contains(&id.0))
         .filter(|&&id| consumer_ids.iter().any(|&c| whole.wakes(id, c).1 > 0))
         .filter(|&&id| whole.feeders(id).keys().any(|w| side.contains(w)))
         .copied()

@@ -39,8 +39,12 @@ pub struct DataSide {
     /// processes' pipeline stage threads.
     pub side: BTreeSet<ThreadId>,
     pub readers: BTreeSet<ThreadId>,
-    /// Parents of the readers' processes.
+    /// The processes that started the readers' processes and hand them
+    /// work: their parents, or a spawner's parent.
     pub trainers: BTreeSet<u32>,
+    /// Parents of the readers' processes that only fork them for their
+    /// own parent and hand them nothing (Python's forkserver).
+    pub spawners: BTreeSet<u32>,
     /// How the readers were chosen, in words.
     pub how: String,
 }
@@ -225,7 +229,7 @@ pub fn data_side(
     // parents are trainers, whose threads are never data side (a trainer
     // reads its modules and listings at start-up too).
     let workers = parents(session);
-    let trainers: BTreeSet<u32> = readers
+    let starters: BTreeSet<u32> = readers
         .iter()
         .filter_map(|r| workers.get(&r.0))
         .copied()
@@ -233,13 +237,14 @@ pub fn data_side(
     let worker_pids: BTreeSet<u32> = readers
         .iter()
         .map(|r| r.0)
-        .filter(|p| workers.contains_key(p) && !trainers.contains(p))
+        .filter(|p| workers.contains_key(p) && !starters.contains(p))
         .collect();
     let mut side: BTreeSet<ThreadId> = readers
         .iter()
-        .filter(|r| !trainers.contains(&r.0))
+        .filter(|r| !starters.contains(&r.0))
         .copied()
         .collect();
+    let (trainers, spawners) = resolve_spawners(session, &workers, &starters, &worker_pids);
     side.extend(
         session
             .threads
@@ -261,8 +266,43 @@ pub fn data_side(
         side,
         readers,
         trainers,
+        spawners,
         how,
     }
+}
+
+/// The trainers among `starters` (the workers' parents): a starter that
+/// wakes none of its workers and has a traced parent forks them on that
+/// parent's behalf (a forkserver answers with a pid, the parent sends the
+/// work), so the parent is the trainer and the starter a spawner.
+fn resolve_spawners(
+    session: &Session,
+    parent_of: &BTreeMap<u32, u32>,
+    starters: &BTreeSet<u32>,
+    worker_pids: &BTreeSet<u32>,
+) -> (BTreeSet<u32>, BTreeSet<u32>) {
+    let feeds_a_worker = |p: u32| {
+        session.waits.iter().flat_map(|w| &w.edges).any(|e| {
+            e.waker_pid == p
+                && e.wakee_pid != p
+                && worker_pids.contains(&e.wakee_pid)
+                && parent_of.get(&e.wakee_pid) == Some(&p)
+        })
+    };
+    let mut trainers = BTreeSet::new();
+    let mut spawners = BTreeSet::new();
+    for &p in starters {
+        match parent_of.get(&p) {
+            Some(&grand) if !worker_pids.contains(&p) && !feeds_a_worker(p) => {
+                spawners.insert(p);
+                trainers.insert(grand);
+            }
+            _ => {
+                trainers.insert(p);
+            }
+        }
+    }
+    (trainers, spawners)
 }
 
 /// Every thread's role: the consumers; loaders (the side threads that feed

@@ -620,6 +620,53 @@ fn the_window_starts_at_the_first_delivery_not_at_a_spawned_workers_start() {
 }
 
 #[test]
+fn a_forkservers_reply_with_a_workers_pid_is_not_a_data_delivery() {
+    // Python's forkserver (a child of the trainer) forks the worker and
+    // answers the trainer's request with the new pid at 0.5 s; the
+    // worker wakes the forkserver (its exit status pipe); data arrives
+    // from 3.5 s on.
+    const FORKSERVER: (u32, u32) = (300, 300);
+    let mut s = dataloader(600, 700);
+    let edges = &mut s.waits.as_mut().unwrap().edges;
+    for e in edges.iter_mut() {
+        if (e.wakee_pid, e.wakee_tid) == TRAINER && e.syscall.as_deref() == Some("poll") {
+            e.first_s = 3.5;
+        }
+    }
+    let mut reply = edge(FORKSERVER, TRAINER, "poll", 0, 0);
+    reply.blocked_ns = 2 * S;
+    reply.count = 1;
+    reply.first_s = 0.5;
+    reply.last_s = 0.5;
+    reply.series = vec![(0, 2 * S, 1)];
+    let mut child = edge(WORKER, FORKSERVER, "read", 0, 0);
+    child.blocked_ns = 9 * S;
+    child.count = 1;
+    child.first_s = 9.5;
+    child.last_s = 9.5;
+    child.series = vec![(9, 9 * S, 1)];
+    edges.extend([reply, child]);
+    s.info.processes = [(100, 0), (300, 100), (200, 300)]
+        .iter()
+        .map(|&(pid, ppid)| ProcessInfo {
+            pid,
+            ppid,
+            comm: "python".into(),
+        })
+        .collect();
+    s.threads.push(ThreadStats {
+        pid: FORKSERVER.0,
+        tid: FORKSERVER.1,
+        comm: "python".into(),
+        ..ThreadStats::default()
+    });
+    let w = analyze(&s, &Thresholds::default()).unwrap();
+    assert_eq!(w.window.as_ref().unwrap().start_s, 3.5);
+    assert_ne!(w.role_of(FORKSERVER.0, FORKSERVER.1), Some(Role::Loader));
+    assert_eq!(w.role_of(WORKER.0, WORKER.1), Some(Role::Loader));
+}
+
+#[test]
 fn the_first_batch_wait_is_start_up() {
     // No per-bucket states: the whole-run figures, less the first wait.
     let mut s = dataloader(600, 700);
