@@ -493,7 +493,7 @@ pub fn run_checkpoint(args: &CheckpointArgs) -> anyhow::Result<i32> {
     let usage = |e: &BenchError| {
         matches!(
             e,
-            BenchError::BadLayout { .. } | BenchError::BadParam { .. }
+            BenchError::BadLayout { .. } | BenchError::BadParam { .. } | BenchError::Usage { .. }
         )
     };
     let result = match mpi::launched_world_size() {
@@ -527,7 +527,7 @@ fn run_checkpoint_mpi(
 fn run_checkpoint_mpi(
     _: &crate::run::checkpoint::CheckpointOptions,
 ) -> Result<Option<crate::run::checkpoint::CheckpointReport>, crate::error::BenchError> {
-    Err(crate::error::BenchError::Config(
+    Err(crate::error::BenchError::Mpi(
         "started by mpirun with several ranks, but this storprof was built without MPI support; \
          rebuild with `cargo build --release --features storprof/mpi`"
             .into(),

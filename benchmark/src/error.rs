@@ -20,8 +20,34 @@ pub enum BenchError {
     UnknownParam { key: String, hint: String },
     #[error("bad value for '{key}': {reason}")]
     BadParam { key: String, reason: String },
+    /// An option, or a combination of options or configuration keys, the
+    /// benchmark cannot run (a usage error: exit 2 at the CLI).
+    #[error("{reason}")]
+    Usage {
+        /// The option or key at fault (`--accelerators`, `--division`).
+        option: &'static str,
+        reason: String,
+    },
+    /// The dataset is missing or empty, does not match its configuration,
+    /// or holds files the run would overwrite.
     #[error("{0}")]
-    Config(String),
+    Dataset(String),
+    /// A sample, file or checkpoint larger than its format (or 64 bits)
+    /// can hold.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A record, manifest or rank's results that did not encode or decode.
+    #[error("{0}")]
+    Encoding(String),
+    /// MPI cannot run the ranks as the benchmark needs.
+    #[error("{0}")]
+    Mpi(String),
+    /// The system refused a resource: memory, a signal handler, `/proc`.
+    #[error("{0}")]
+    System(String),
+    /// A broken invariant of the benchmark itself: a bug to report.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// Rank `rank` stopped because another simulated accelerator failed
     /// (the collective was aborted); the failing rank's own error is the one
     /// reported when there is one.
@@ -86,6 +112,11 @@ pub enum BenchError {
 }
 
 impl BenchError {
+    /// A usage error about `option`.
+    pub fn usage(option: &'static str, reason: String) -> Self {
+        Self::Usage { option, reason }
+    }
+
     /// A usage error: the command line or configuration asked for something
     /// the benchmark cannot do (the CLI exits 2 on these).
     pub fn is_usage(&self) -> bool {
@@ -93,6 +124,7 @@ impl BenchError {
             self,
             Self::UnknownParam { .. }
                 | Self::BadParam { .. }
+                | Self::Usage { .. }
                 | Self::MemoryGuard { .. }
                 | Self::BadLayout { .. }
         )

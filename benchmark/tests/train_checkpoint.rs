@@ -222,7 +222,7 @@ fn nonsense_checkpoint_keys_are_refused_before_training() {
         let text = e.to_string();
         assert!(text.contains(key), "{param}: {text}");
         assert!(
-            matches!(e, BenchError::BadParam { .. } | BenchError::Config(_)),
+            matches!(e, BenchError::BadParam { .. } | BenchError::Usage { .. }),
             "{param}: {e:?}"
         );
     }

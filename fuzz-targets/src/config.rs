@@ -47,7 +47,9 @@ fn flux_b200() -> Result<RawConfig, BenchError> {
     static FLUX: OnceLock<Option<RawConfig>> = OnceLock::new();
     FLUX.get_or_init(|| RawConfig::embedded(Workload::Flux, Accelerator::B200).ok())
         .clone()
-        .ok_or_else(|| BenchError::Config("the embedded flux_b200 workload does not parse".into()))
+        .ok_or_else(|| {
+            BenchError::Internal("the embedded flux_b200 workload does not parse".into())
+        })
 }
 
 pub fn run(data: &[u8]) {

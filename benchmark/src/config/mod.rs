@@ -195,15 +195,23 @@ pub fn load(
     let mut raw = match (config_file, workload) {
         (Some(path), _) => RawConfig::from_file(path)?,
         (None, Some(w)) => RawConfig::embedded(w, acc)?,
-        (None, None) => return Err(BenchError::Config("give --workload or --config".into())),
+        (None, None) => {
+            return Err(BenchError::usage(
+                "--workload",
+                "give --workload or --config".into(),
+            ));
+        }
     };
     if let (Some(_), Some(w)) = (config_file, workload) {
         let model = raw.get("model.name").and_then(Value::as_str).unwrap_or("");
         if model != w.model_name() {
-            return Err(BenchError::Config(format!(
-                "{}: model.name is '{model}' but --workload is {w}",
-                raw.source
-            )));
+            return Err(BenchError::usage(
+                "--workload",
+                format!(
+                    "{}: model.name is '{model}' but --workload is {w}",
+                    raw.source
+                ),
+            ));
         }
     }
     for p in params {

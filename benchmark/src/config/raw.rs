@@ -30,14 +30,15 @@ impl RawConfig {
     /// Parse YAML text; `source` names it in errors. Every key is validated.
     pub fn parse(text: &str, source: &str) -> Result<Self, BenchError> {
         let value: Value = serde_yaml::from_str(text)
-            .map_err(|e| BenchError::Config(format!("{source}: not valid YAML: {e}")))?;
+            .map_err(|e| BenchError::usage("--config", format!("{source}: not valid YAML: {e}")))?;
         let root = match value {
             Value::Mapping(m) => m,
             Value::Null => Mapping::new(),
             _ => {
-                return Err(BenchError::Config(format!(
-                    "{source}: a DLIO workload YAML must be a mapping"
-                )));
+                return Err(BenchError::usage(
+                    "--config",
+                    format!("{source}: a DLIO workload YAML must be a mapping"),
+                ));
             }
         };
         // Hydra configs nest the workload under `workload:`; accept both.
@@ -99,7 +100,7 @@ impl RawConfig {
                 }
             }
             let Value::Mapping(m) = entry else {
-                return Err(BenchError::Config(format!("cannot set '{key}'")));
+                return Err(BenchError::usage("--param", format!("cannot set '{key}'")));
             };
             node = m;
         }

@@ -91,26 +91,36 @@ pub fn check_overrides(
     params: &[String],
 ) -> Result<(), BenchError> {
     if custom_config {
-        return Err(BenchError::Config(format!(
-            "--division {division} runs the workload's own configuration; a --config file cannot be checked \
+        return Err(BenchError::usage(
+            "--division",
+            format!(
+                "--division {division} runs the workload's own configuration; a --config file cannot be checked \
              against the division's rules (drop --division to run it)"
-        )));
+            ),
+        ));
     }
     let Some(workload) = workload else {
-        return Err(BenchError::Config(format!(
-            "--division {division} needs --workload"
-        )));
+        return Err(BenchError::usage(
+            "--division",
+            format!("--division {division} needs --workload"),
+        ));
     };
     if !DIVISION_WORKLOADS.contains(&workload) {
-        return Err(BenchError::Config(format!(
-            "MLPerf Storage v3.0's {division} division runs unet3d and retinanet; {workload} is what-if only \
+        return Err(BenchError::usage(
+            "--division",
+            format!(
+                "MLPerf Storage v3.0's {division} division runs unet3d and retinanet; {workload} is what-if only \
              (drop --division to run it)"
-        )));
+            ),
+        ));
     }
     if !DIVISION_ACCELERATORS.contains(&accelerator) {
-        return Err(BenchError::Config(format!(
-            "MLPerf Storage v3.0's {division} division emulates b200 and mi355, not {accelerator}"
-        )));
+        return Err(BenchError::usage(
+            "--division",
+            format!(
+                "MLPerf Storage v3.0's {division} division emulates b200 and mi355, not {accelerator}"
+            ),
+        ));
     }
     for param in params {
         let key = param_key(param);

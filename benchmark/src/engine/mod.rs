@@ -201,7 +201,7 @@ pub fn run_training_until(
     stop: &AtomicBool,
 ) -> Result<TrainResult, BenchError> {
     if readers.len() != plan.comm_size {
-        return Err(BenchError::Config(format!(
+        return Err(BenchError::Internal(format!(
             "{} readers for {} accelerators",
             readers.len(),
             plan.comm_size
@@ -293,7 +293,7 @@ fn read_batch(
     let mut stats = ReadStats::default();
     for fr in batch.files() {
         let path = plan.files.get(fr.file).ok_or_else(|| {
-            BenchError::Config(format!(
+            BenchError::Internal(format!(
                 "sample index beyond the {} training files",
                 plan.files.len()
             ))
@@ -495,7 +495,7 @@ fn consume(
         } else {
             receivers[step as usize % receivers.len()]
                 .recv()
-                .map_err(|_| BenchError::Config("a reader worker stopped early".into()))??
+                .map_err(|_| BenchError::Internal("a reader worker stopped early".into()))??
         };
         if let Ok(mut t) = read_total.lock() {
             *t += stats;

@@ -276,7 +276,7 @@ pub fn write_jpeg(
     let mut flush = |buf: &mut Vec<u8>, out: &mut dyn FnMut(&[u8]) -> Result<(), BenchError>| {
         written = written
             .checked_add(buf.len() as u64)
-            .ok_or_else(|| BenchError::Config("JPEG writer: size overflow".into()))?;
+            .ok_or_else(|| BenchError::TooLarge("JPEG writer: size overflow".into()))?;
         out(buf)?;
         buf.clear();
         Ok::<(), BenchError>(())
@@ -291,7 +291,7 @@ pub fn write_jpeg(
             let seg = if i < extra { base + 1 } else { base };
             // seg ∈ [4, 65,537], so the payload fits the 16-bit length field.
             let payload = usize::try_from(seg - MIN_SEGMENT)
-                .map_err(|_| BenchError::Config("JPEG writer: segment size".into()))?;
+                .map_err(|_| BenchError::TooLarge("JPEG writer: segment size".into()))?;
             buf.extend_from_slice(&[0xFF, M_COM]);
             buf.extend_from_slice(&((payload + 2) as u16).to_be_bytes());
             fill_bytes(wyrand(&mut s), payload, &mut buf);
@@ -307,7 +307,7 @@ pub fn write_jpeg(
     buf.extend_from_slice(&[0xFF, M_EOI]);
     flush(&mut buf, out)?;
     if written != total {
-        return Err(BenchError::Config(format!(
+        return Err(BenchError::Internal(format!(
             "JPEG writer produced {written} bytes instead of {total}"
         )));
     }

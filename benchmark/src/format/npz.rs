@@ -107,7 +107,7 @@ pub fn write_npz_file(
     let n = shape
         .iter()
         .try_fold(1usize, |a, d| a.checked_mul(*d))
-        .ok_or_else(|| BenchError::Config(format!("{path}: NPZ dimensions overflow")))?;
+        .ok_or_else(|| BenchError::TooLarge(format!("{path}: NPZ dimensions overflow")))?;
     let mut x = npy_header("|u1", &shape);
     let xh = x.len();
     x.reserve(n);

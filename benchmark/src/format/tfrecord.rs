@@ -243,7 +243,7 @@ pub fn write_tfrecord_file(
 ) -> Result<u64, BenchError> {
     let payload = file_record_size(mean, stdev, seed);
     let too_big = || {
-        BenchError::Config(format!(
+        BenchError::TooLarge(format!(
             "{path}: TFRecord sample of {payload} B is too large"
         ))
     };
@@ -255,7 +255,7 @@ pub fn write_tfrecord_file(
         .ok_or_else(too_big)?;
     let total = record_len
         .checked_mul(samples)
-        .ok_or_else(|| BenchError::Config(format!("{path}: TFRecord file size overflows")))?;
+        .ok_or_else(|| BenchError::TooLarge(format!("{path}: TFRecord file size overflows")))?;
     let cap = usize::try_from(record_len).map_err(|_| too_big())?;
 
     // Every record of a file has the same size (see the module doc), so

@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn failed_load_is_not_cached() {
         let cache = LoadCache::<u32>::new(250);
-        let e = cache.get_or_load(("f", 0), || Err(BenchError::Config("boom".into())));
+        let e = cache.get_or_load(("f", 0), || Err(BenchError::Internal("boom".into())));
         assert!(e.is_err());
         assert_eq!(
             cache.get_or_load(("f", 0), || Ok((1, 1))).unwrap(),

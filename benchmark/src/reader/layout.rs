@@ -131,7 +131,7 @@ pub fn selected_leaves(
             .filter(|n| !found.contains(n))
             .collect();
         missing.sort_unstable();
-        return Err(BenchError::Config(format!(
+        return Err(BenchError::Dataset(format!(
             "{file}: dataset.parquet.columns marks {} to be read (read: true) but the file has no such column",
             missing
                 .iter()

@@ -170,18 +170,21 @@ pub fn make_reader(
             Arc::new(TfrecordReader::new(storage, &options, true))
         }
         (format, kind) => {
-            return Err(BenchError::Config(format!(
-                "--reader {} is not available for {} files: {}",
-                kind.name(),
-                format.extension(),
-                match format {
-                    FormatKind::Jpeg => {
-                        "JPEG samples are read whole and not pixel-decoded (DLIO's retinanet reader \
+            return Err(BenchError::usage(
+                "--reader",
+                format!(
+                    "--reader {} is not available for {} files: {}",
+                    kind.name(),
+                    format.extension(),
+                    match format {
+                        FormatKind::Jpeg => {
+                            "JPEG samples are read whole and not pixel-decoded (DLIO's retinanet reader \
                          skips the decode too); use --reader raw"
+                        }
+                        _ => "use --reader raw or decode",
                     }
-                    _ => "use --reader raw or decode",
-                }
-            )));
+                ),
+            ));
         }
     })
 }

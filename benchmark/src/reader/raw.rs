@@ -223,7 +223,7 @@ impl RawParquet {
                 m.into_inner()
                     .unwrap_or_else(|e| e.into_inner())
                     .unwrap_or_else(|| {
-                        Err(BenchError::Config("a prefetch read did not run".into()))
+                        Err(BenchError::Internal("a prefetch read did not run".into()))
                     })
             })
             .collect()
@@ -281,7 +281,7 @@ impl SampleReader for RawParquet {
         for (rg, rs) in groups {
             let u = rg / self.coalesce;
             let Some(unit) = loaded.get(&u) else {
-                return Err(BenchError::Config(format!(
+                return Err(BenchError::Internal(format!(
                     "{file}: row group {rg} was not loaded"
                 )));
             };

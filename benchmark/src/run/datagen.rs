@@ -182,7 +182,8 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
     )?;
     let cfg = raw.to_config()?;
     if opts.threads == 0 {
-        return Err(BenchError::Config(
+        return Err(BenchError::usage(
+            "--threads",
             "datagen needs at least 1 writer thread".into(),
         ));
     }
@@ -205,7 +206,7 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
             None => dir.clone(),
         };
         if has_data(&first_dir, &format!(".{ext}")) && !opts.force {
-            return Err(BenchError::Config(format!(
+            return Err(BenchError::Dataset(format!(
                 "{} already holds .{ext} files; refusing to overwrite them without --force",
                 first_dir.display()
             )));
@@ -229,7 +230,8 @@ pub fn plan(opts: &DatagenOptions) -> Result<DatagenPlan, BenchError> {
     let host_gb = crate::output::HostFacts::read().memory_gb;
     let memory_gb = opts.client_memory_gb.unwrap_or(host_gb);
     if !(memory_gb.is_finite() && memory_gb > 0.0) {
-        return Err(BenchError::Config(
+        return Err(BenchError::usage(
+            "--client-memory-gb",
             "--client-memory-gb must be a positive number".into(),
         ));
     }
@@ -297,9 +299,8 @@ fn write_file(
     let spf = cfg.num_samples_per_file;
     match cfg.format {
         FormatKind::Parquet => {
-            let schema = schema.ok_or_else(|| {
-                BenchError::Config("internal: Parquet datagen without a schema".into())
-            })?;
+            let schema = schema
+                .ok_or_else(|| BenchError::Internal("Parquet datagen without a schema".into()))?;
             format::write_parquet_file(
                 storage,
                 &job.path,
@@ -399,7 +400,7 @@ fn write_record(
     });
     let path = dir.join("datagen.json");
     let text = serde_json::to_string_pretty(&summary)
-        .map_err(|e| BenchError::Config(format!("{}: {e}", path.display())))?;
+        .map_err(|e| BenchError::Encoding(format!("{}: {e}", path.display())))?;
     std::fs::write(&path, text + "\n").map_err(|source| BenchError::Io { path, source })?;
     if opts.print {
         println!("Recorded the run in {}", dir.display());
@@ -505,7 +506,7 @@ pub fn run_datagen_shard(
         let ext = format!(".{}", p.cfg.format.extension());
         for dir in &first_dirs {
             if storage.list(dir)?.iter().any(|n| n.ends_with(&ext)) {
-                return Err(BenchError::Config(format!(
+                return Err(BenchError::Dataset(format!(
                     "{dir} already holds {ext} objects; refusing to overwrite them without --force"
                 )));
             }

@@ -36,7 +36,7 @@ pub fn install() -> Result<(), BenchError> {
             libc::sigaction(sig, &act, std::ptr::null_mut())
         };
         if rc != 0 {
-            return Err(BenchError::Config(format!(
+            return Err(BenchError::System(format!(
                 "cannot install the handler for signal {sig}: {}",
                 std::io::Error::last_os_error()
             )));

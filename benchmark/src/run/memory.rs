@@ -241,7 +241,7 @@ pub fn mem_available() -> Result<u64, BenchError> {
         source,
     })?;
     parse_mem_available(&text).ok_or_else(|| {
-        BenchError::Config("/proc/meminfo has no MemAvailable line (kernel < 3.14?)".into())
+        BenchError::System("/proc/meminfo has no MemAvailable line (kernel < 3.14?)".into())
     })
 }
 

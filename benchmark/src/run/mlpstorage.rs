@@ -125,6 +125,6 @@ pub fn write_run_record(dir: &Path, r: &RunRecord<'_>) -> Result<(), BenchError>
     });
     let path = dir.join(format!("training_{stamp}_metadata.json"));
     let text = serde_json::to_string_pretty(&metadata)
-        .map_err(|e| BenchError::Config(format!("{}: {e}", path.display())))?;
+        .map_err(|e| BenchError::Encoding(format!("{}: {e}", path.display())))?;
     write(path, text + "\n")
 }

@@ -111,9 +111,9 @@ mod imp {
         /// `MPI_Init_thread(SERIALIZED)`, rank, size, and every rank's host label.
         pub fn init(timeout: Duration) -> Result<Self, BenchError> {
             let (universe, provided) = mpi::initialize_with_threading(Threading::Serialized)
-                .ok_or_else(|| BenchError::Config("MPI was already initialized".into()))?;
+                .ok_or_else(|| BenchError::Mpi("MPI was already initialized".into()))?;
             if provided < Threading::Serialized {
-                return Err(BenchError::Config(format!(
+                return Err(BenchError::Mpi(format!(
                     "the MPI library provides thread level {provided:?}, storprof needs Serialized"
                 )));
             }
@@ -370,7 +370,7 @@ mod imp {
             stop: &AtomicBool,
         ) -> Result<Option<Trained>, BenchError> {
             let Some(reader) = readers.first() else {
-                return Err(BenchError::Config("no reader for this MPI rank".into()));
+                return Err(BenchError::Mpi("no reader for this MPI rank".into()));
             };
             let collective = MpiCollective(self);
             // Start the clocks together (within one barrier's latency).
@@ -414,7 +414,7 @@ mod imp {
                     .collect(),
             };
             let bytes = serde_json::to_vec(&wire)
-                .map_err(|e| BenchError::Config(format!("encoding rank results: {e}")))?;
+                .map_err(|e| BenchError::Encoding(format!("encoding rank results: {e}")))?;
             let Some(all) = self.gather(bytes) else {
                 return Ok(None);
             };
@@ -424,7 +424,7 @@ mod imp {
             let mut elapsed: f64 = 0.0;
             for (i, bytes) in all.iter().enumerate() {
                 let w: WireRank = serde_json::from_slice(bytes).map_err(|e| {
-                    BenchError::Config(format!(
+                    BenchError::Encoding(format!(
                         "results of rank {i} (host {}) do not decode: {e}",
                         self.host_of(i)
                     ))

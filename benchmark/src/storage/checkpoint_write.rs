@@ -53,7 +53,7 @@ impl BlockSource {
         let mut pool = Vec::with_capacity(pool_blocks.max(1));
         for _ in 0..pool_blocks.max(1) {
             let mut buf = AlignedBuf::with_huge_pages(block, huge_pages).ok_or_else(|| {
-                BenchError::Config(format!("cannot map a {block}-byte write buffer"))
+                BenchError::System(format!("cannot map a {block}-byte write buffer"))
             })?;
             for chunk in buf.as_mut_full()[..block].chunks_mut(8) {
                 state ^= state << 13;

@@ -212,9 +212,10 @@ pub struct StorageOptions {
 pub fn open(data_dir: &str, options: &StorageOptions) -> Result<Arc<dyn Storage>, BenchError> {
     if let Some(url) = S3Url::parse(data_dir) {
         if options.odirect {
-            return Err(BenchError::Config(format!(
-                "{data_dir}: --odirect applies to local files, not to S3"
-            )));
+            return Err(BenchError::usage(
+                "--odirect",
+                format!("{data_dir}: --odirect applies to local files, not to S3"),
+            ));
         }
         return Ok(Arc::new(S3Storage::new(url?, &options.s3)?));
     }

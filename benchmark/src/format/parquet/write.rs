@@ -86,16 +86,17 @@ pub fn write_parquet_file(
     seed: u64,
 ) -> Result<u64, BenchError> {
     if schema.columns.is_empty() || schema.columns.iter().any(|c| c.size == 0) {
-        return Err(BenchError::Config(format!(
-            "{path}: Parquet schema needs at least one column, each with size >= 1"
-        )));
+        return Err(BenchError::usage(
+            "dataset.parquet.columns",
+            format!("{path}: Parquet schema needs at least one column, each with size >= 1"),
+        ));
     }
     if schema
         .columns
         .iter()
         .any(|c| c.size.saturating_mul(c.elem.stored_bytes()) > i32::MAX as usize)
     {
-        return Err(BenchError::Config(format!(
+        return Err(BenchError::TooLarge(format!(
             "{path}: a Parquet column row is larger than a page can hold"
         )));
     }
@@ -146,7 +147,7 @@ pub fn write_parquet_file(
                 h.begin();
                 h.i32(1, PAGE_DATA);
                 let size = i32::try_from(body_len)
-                    .map_err(|_| BenchError::Config(format!("{path}: page too large")))?;
+                    .map_err(|_| BenchError::TooLarge(format!("{path}: page too large")))?;
                 h.i32(2, size);
                 h.i32(3, size);
                 h.begin_struct(5);

@@ -41,7 +41,7 @@ pub fn list_training_files(
             } else {
                 String::new()
             };
-            return Err(BenchError::Config(format!(
+            return Err(BenchError::Dataset(format!(
                 "no {ext} files in {folder_s} (generate them with `storprof datagen`){hint}"
             )));
         }
@@ -55,7 +55,7 @@ pub fn list_training_files(
         );
     }
     if entries.is_empty() {
-        return Err(BenchError::Config(format!(
+        return Err(BenchError::Dataset(format!(
             "no {ext} files in {dir_s} (generate them with `storprof datagen`)"
         )));
     }

@@ -15,7 +15,7 @@ pub fn reader_memory(
         .plan
         .files
         .first()
-        .ok_or_else(|| BenchError::Config("no training files".into()))?;
+        .ok_or_else(|| BenchError::Dataset("no training files".into()))?;
     let ra = storage.open(first)?;
     let coalesce = usize::try_from(p.cfg.coalesce_rgs.max(1)).unwrap_or(1);
     let bytes_per_fetch = match p.cfg.format {

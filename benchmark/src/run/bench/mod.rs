@@ -277,7 +277,8 @@ pub fn prepare_for(
     comm_size: usize,
 ) -> Result<Prepared, BenchError> {
     if comm_size == 0 {
-        return Err(BenchError::Config(
+        return Err(BenchError::usage(
+            "--accelerators",
             "--accelerators must be at least 1".into(),
         ));
     }
@@ -306,7 +307,7 @@ pub fn run_bench(
     make_reader: &ReaderFactory<'_>,
 ) -> Result<BenchReport, BenchError> {
     run_bench_on(opts, storage, make_reader, &InProcess(opts.accelerators))?
-        .ok_or_else(|| BenchError::Config("the in-process run produced no report".into()))
+        .ok_or_else(|| BenchError::Internal("the in-process run produced no report".into()))
 }
 
 /// Run the benchmark over `ranks`; the reporting process gets the report, the others `None`.
@@ -547,7 +548,7 @@ pub(crate) fn missing_data_dir(
     if storage.is_remote() || opts.data_dir.is_dir() {
         return Ok(());
     }
-    Err(BenchError::Config(format!(
+    Err(BenchError::Dataset(format!(
         "data dir {} does not exist (generate it with `{}`)",
         opts.data_dir.display(),
         datagen_command(opts)

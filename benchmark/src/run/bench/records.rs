@@ -73,7 +73,7 @@ pub(super) fn rank_facts_json(
 
 pub(super) fn write_json(path: &Path, v: &serde_json::Value) -> Result<(), BenchError> {
     let text = serde_json::to_string_pretty(v)
-        .map_err(|e| BenchError::Config(format!("{}: {e}", path.display())))?;
+        .map_err(|e| BenchError::Encoding(format!("{}: {e}", path.display())))?;
     std::fs::write(path, text + "\n").map_err(|source| BenchError::Io {
         path: path.to_path_buf(),
         source,

@@ -121,7 +121,7 @@ pub fn drop_caches(files: &[PathBuf]) -> Result<CacheDrop, BenchError> {
 /// Bytes available to an unprivileged writer on the file system of `path`.
 pub fn free_bytes(path: &Path) -> Result<u64, BenchError> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| BenchError::Config(format!("{}: path contains a NUL byte", path.display())))?;
+        .map_err(|_| BenchError::System(format!("{}: path contains a NUL byte", path.display())))?;
     // SAFETY: statvfs is plain old data; zeroed is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: c is a valid C string, st a valid out-pointer.
@@ -168,7 +168,7 @@ impl Manifest {
     pub fn write(&self, folder: &Path) -> Result<(), BenchError> {
         let path = folder.join(MANIFEST);
         let text = serde_json::to_vec_pretty(self)
-            .map_err(|e| BenchError::Config(format!("manifest: {e}")))?;
+            .map_err(|e| BenchError::Encoding(format!("manifest: {e}")))?;
         std::fs::write(&path, text).map_err(io_err(&path))
     }
 

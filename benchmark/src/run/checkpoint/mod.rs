@@ -284,7 +284,7 @@ pub fn run_checkpoint(
     let mut buffers = (0..local.len())
         .map(|_| {
             crate::storage::AlignedBuf::new(opts.block_size).ok_or_else(|| {
-                BenchError::Config(format!("cannot map a {}-byte read buffer", opts.block_size))
+                BenchError::System(format!("cannot map a {}-byte read buffer", opts.block_size))
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -450,7 +450,7 @@ fn gather(
     opts: &CheckpointOptions,
 ) -> Result<Option<(Vec<Vec<RankIo>>, Vec<Vec<RankIo>>)>, BenchError> {
     let mine = serde_json::to_vec(results)
-        .map_err(|e| BenchError::Config(format!("rank results: {e}")))?;
+        .map_err(|e| BenchError::Encoding(format!("rank results: {e}")))?;
     let Some(all) = ranks.gather(mine) else {
         return Ok(None);
     };
@@ -458,7 +458,7 @@ fn gather(
     let mut loads: Vec<Vec<RankIo>> = vec![Vec::new(); opts.num_checkpoints_read as usize];
     for bytes in &all {
         let p: ProcessResults = serde_json::from_slice(bytes)
-            .map_err(|e| BenchError::Config(format!("gather: {e}")))?;
+            .map_err(|e| BenchError::Encoding(format!("gather: {e}")))?;
         for (k, v) in p.saves.into_iter().enumerate() {
             if let Some(slot) = saves.get_mut(k) {
                 slot.extend(v);

@@ -35,10 +35,12 @@ impl Plan {
             .iter()
             .flatten()
             .try_fold(0u64, |acc, f| acc.checked_add(f.bytes))
-            .ok_or_else(|| BenchError::Config("checkpoint size overflows 64 bits".into()))?;
+            .ok_or_else(|| BenchError::TooLarge("checkpoint size overflows 64 bits".into()))?;
         let needed = checkpoint_bytes
             .checked_mul(u64::from(opts.num_checkpoints_write))
-            .ok_or_else(|| BenchError::Config("total checkpoint bytes overflow 64 bits".into()))?;
+            .ok_or_else(|| {
+                BenchError::TooLarge("total checkpoint bytes overflow 64 bits".into())
+            })?;
         let dirs: Vec<String> = (1..=opts.num_checkpoints_write)
             .map(checkpoint_dir_name)
             .collect();

@@ -202,9 +202,9 @@ fn write_results(
         ("per_checkpoint.json", serde_json::to_value(details)),
     ] {
         let path = dir.join(name);
-        let value = value.map_err(|e| BenchError::Config(format!("{name}: {e}")))?;
+        let value = value.map_err(|e| BenchError::Encoding(format!("{name}: {e}")))?;
         let text = serde_json::to_string_pretty(&value)
-            .map_err(|e| BenchError::Config(format!("{name}: {e}")))?;
+            .map_err(|e| BenchError::Encoding(format!("{name}: {e}")))?;
         std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
     }
     Ok(())

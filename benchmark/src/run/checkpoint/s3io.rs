@@ -127,7 +127,7 @@ impl S3Folder {
             });
         }
         let text = serde_json::to_vec_pretty(manifest)
-            .map_err(|e| BenchError::Config(format!("manifest: {e}")))?;
+            .map_err(|e| BenchError::Encoding(format!("manifest: {e}")))?;
         self.storage.put(MANIFEST, &text)
     }
 }

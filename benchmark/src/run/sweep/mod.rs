@@ -136,7 +136,8 @@ fn gib(b: u64) -> String {
 /// Run the grid. Errors only when no cell could run (the first cell's error).
 pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
     if opts.nps.is_empty() || opts.rts.is_empty() || opts.nps.contains(&0) {
-        return Err(BenchError::Config(
+        return Err(BenchError::usage(
+            "--np",
             "--np and --rt need at least one value each, NP ≥ 1".into(),
         ));
     }
@@ -302,7 +303,7 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
 /// One cell: a bench run with all ranks in this process.
 fn run_cell(opts: &BenchOptions, storage: &Arc<dyn Storage>) -> Result<BenchReport, BenchError> {
     super::run_bench_over(opts, storage, &bench::InProcess(opts.accelerators))?
-        .ok_or_else(|| BenchError::Config("the in-process run produced no report".into()))
+        .ok_or_else(|| BenchError::Internal("the in-process run produced no report".into()))
 }
 
 /// Write the table, CSVs, plot and JSON for the cells so far.

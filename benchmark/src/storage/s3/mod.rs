@@ -157,7 +157,7 @@ impl S3Storage {
             });
         let store = b
             .build()
-            .map_err(|e| BenchError::Config(format!("{}: {e}", url.url())))?;
+            .map_err(|e| BenchError::usage("--data-dir", format!("{}: {e}", url.url())))?;
         Self::with_store(url, endpoint, Arc::new(store), opts)
     }
 

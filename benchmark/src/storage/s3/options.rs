@@ -85,9 +85,10 @@ impl S3Url {
         let rest = url.strip_prefix("s3://")?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
-            return Some(Err(BenchError::Config(format!(
-                "{url}: an S3 data dir needs a bucket: s3://BUCKET/PREFIX"
-            ))));
+            return Some(Err(BenchError::usage(
+                "--data-dir",
+                format!("{url}: an S3 data dir needs a bucket: s3://BUCKET/PREFIX"),
+            )));
         }
         Some(Ok(Self {
             bucket: bucket.to_owned(),
