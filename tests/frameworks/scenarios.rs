@@ -17,6 +17,7 @@ pub const ALL: &[(&str, Run)] = &[
     ("torch-npy-epochs", torch_npy_epochs),
     ("torch-jpeg-spawn", torch_jpeg_spawn),
     ("torch-jpeg-forkserver", torch_jpeg_forkserver),
+    ("torch-jpeg-in-process", torch_jpeg_in_process),
     ("torch-stopped-workers", torch_stopped_workers),
     ("tfdata-short-step", tfdata_short_step),
     ("tfdata-long-step", tfdata_long_step),
@@ -100,6 +101,18 @@ fn torch_jpeg_forkserver(ctx: &Ctx, name: &str) -> Outcome {
             "--epochs",
             "3",
         ],
+    )
+}
+
+/// The same JPEGs loaded by the trainer's own thread (`num_workers=0`,
+/// PyTorch's default): no worker and no data wait, the fetching is the
+/// trainer's own CPU inside the DataLoader's `next()`.
+fn torch_jpeg_in_process(ctx: &Ctx, name: &str) -> Outcome {
+    torch(
+        ctx,
+        name,
+        &["--data-kind", "jpeg", "--workers", "0"],
+        &["--data-kind", "jpeg", "--workers", "0", "--epochs", "3"],
     )
 }
 

@@ -69,10 +69,14 @@ impl Features {
         let bar = bench
             .and_then(|b| b.au_expected_percentage)
             .unwrap_or(t.compute_bound_au_percentage);
-        // Only a consumer that emulates compute with timed sleeps: all its
-        // CPU is then fetching. A real trainer's is mostly its compute.
-        let emulated = !w.consumers.is_empty() && w.consumers.iter().all(|c| c.emulated_compute);
-        if !emulated || self.reader_thread_s >= t.min_decision_thread_s || au >= bar {
+        // A consumer that emulates compute with timed sleeps: all its CPU
+        // is then fetching. A real trainer's is mostly its compute, but for
+        // what its stacks put inside the loader's batch API.
+        let measured = !w.consumers.is_empty()
+            && w.consumers
+                .iter()
+                .all(|c| c.emulated_compute || c.fetch_cpu_ns > 0);
+        if !measured || self.reader_thread_s >= t.min_decision_thread_s || au >= bar {
             return;
         }
         let fetch_ns: u64 = w.consumers.iter().map(|c| c.own_fetch_ns()).sum();

@@ -10,7 +10,7 @@ use super::{
     classify::{self, EdgeKind},
     graph::{Graph, InEdge, window_accounted_ns},
     path::{PathAcc, Walk, attribute},
-    sites::WaitSite,
+    sites::{OwnCpu, WaitSite},
     window::data_waits,
 };
 use crate::Thresholds;
@@ -44,8 +44,8 @@ pub struct ConsumerCtx<'s> {
     /// The window in seconds and, when it has per-bucket states, buckets.
     pub span_s: (f64, f64),
     pub buckets: Option<(usize, usize)>,
-    /// Per thread, on-CPU samples taking batches, and all samples.
-    pub fetch_cpu: &'s BTreeMap<ThreadId, (u64, u64)>,
+    /// Per thread, its on-CPU samples by what they were doing.
+    pub fetch_cpu: &'s BTreeMap<ThreadId, OwnCpu>,
 }
 
 /// Of `c`'s timeouts (futex, poll or select waits a timer ended, outside
@@ -193,7 +193,7 @@ pub fn consumer_time(
     // consumer's own accounted time in the window is the denominator
     // that matches its data waits, not the window's length.
     let own = g.states.get(&c).copied().unwrap_or_default();
-    let window_ns = match ctx.buckets {
+    let mut window_ns = match ctx.buckets {
         Some(_) => window_accounted_ns(whole, g, c, own),
         None => ((ctx.span_s.1 - ctx.span_s.0).max(0.0) * 1e9) as u64,
     };
@@ -209,12 +209,19 @@ pub fn consumer_time(
             || compute_ns as f64 >= t.consumer_sleep_share * window_ns as f64);
     // A trainer's CPU inside its loader's API (unpickling a batch,
     // starting an epoch's workers) is fetching, not its compute.
-    let fetch_cpu_ns = match ctx.fetch_cpu.get(&c) {
-        Some(&(fetch, all)) if all > 0 && !emulated => {
-            (own.on_cpu as f64 * fetch as f64 / all as f64) as u64
+    let cpu_share = |samples: u64| match ctx.fetch_cpu.get(&c) {
+        Some(cpu) if cpu.all > 0 && !emulated => {
+            (own.on_cpu as f64 * samples as f64 / cpu.all as f64) as u64
         }
         _ => 0,
     };
+    let own_cpu = ctx.fetch_cpu.get(&c).copied().unwrap_or_default();
+    let fetch_cpu_ns = cpu_share(own_cpu.fetch);
+    // A trainer that loads its samples itself has no deliveries to start
+    // its window at: its imports are start-up, not training.
+    if waits.is_empty() {
+        window_ns = window_ns.saturating_sub(cpu_share(own_cpu.startup));
+    }
     let not_computing = if emulated {
         wait_ns + own.on_cpu + own.runnable + gil_ns
     } else {

@@ -355,6 +355,15 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         .filter(|(id, _)| !side.contains(id))
         .collect();
     if consumers.is_empty() {
+        // A consumer that loads for itself is its own reader: the data
+        // side is what is left (other readers, if any).
+        let own_cpu = sites::fetch_cpu(&session.oncpu_threads);
+        consumers = search::consumers_by_own_fetch(&own_cpu, session.info.freq_hz, t);
+        for (id, _) in &consumers {
+            side.remove(id);
+        }
+    }
+    if consumers.is_empty() {
         consumers = search::consumers_by_graph(&whole, &side, &trainers, t);
     }
     if consumers.is_empty() && !trainers.is_empty() {

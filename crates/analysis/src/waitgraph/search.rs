@@ -9,7 +9,7 @@ use super::{
     Found, ThreadId,
     classify::EdgeKind,
     graph::{Graph, StateTime, is_main_thread},
-    sites::WaitSite,
+    sites::{OwnCpu, WaitSite},
 };
 use crate::Thresholds;
 
@@ -217,6 +217,44 @@ pub fn consumers_by_stacks(g: &Graph, t: &Thresholds) -> Vec<(ThreadId, String, 
         .into_iter()
         .filter(|s| s.1 >= 0.5 * best)
         .map(|(id, _, why, site)| (id, why, site))
+        .collect()
+}
+
+/// Consumers that take their batches on their own CPU (a DataLoader with
+/// no workers, PyTorch's default): threads that spent at least
+/// `min_decision_thread_s` and a tenth of their samples outside imports
+/// inside a loader's batch API, which they never block in (else
+/// [`consumers_by_stacks`] finds them). The one with the most such time,
+/// and any with at least half of it.
+pub fn consumers_by_own_fetch(
+    own_cpu: &BTreeMap<ThreadId, OwnCpu>,
+    freq_hz: u64,
+    t: &Thresholds,
+) -> Vec<Found> {
+    let hz = freq_hz.max(1) as f64;
+    let found: Vec<(ThreadId, u64, f64)> = own_cpu
+        .iter()
+        .filter_map(|(&id, cpu)| {
+            let outside_imports = cpu.all.saturating_sub(cpu.startup);
+            let share = cpu.fetch as f64 / outside_imports.max(1) as f64;
+            (cpu.fetch as f64 / hz >= t.min_decision_thread_s && share >= 0.1)
+                .then_some((id, cpu.fetch, share))
+        })
+        .collect();
+    let best = found.iter().map(|f| f.1).max().unwrap_or(0);
+    found
+        .into_iter()
+        .filter(|f| 2 * f.1 >= best)
+        .map(|(id, fetch, share)| {
+            (
+                id,
+                format!(
+                    "takes its batches on its own CPU: {:.1} s inside the loader's batch API,                      {:.0}% of its time on a CPU after start-up",
+                    fetch as f64 / hz,
+                    share * 100.0
+                ),
+            )
+        })
         .collect()
 }
 

@@ -329,20 +329,38 @@ fn in_fetch<'a>(frames: impl Iterator<Item = &'a str>) -> bool {
     })
 }
 
+/// A thread's on-CPU samples by what its stacks were doing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnCpu {
+    /// Inside taking a batch (or setting up the iterator).
+    pub fetch: u64,
+    /// Outside training and a fetch: under Python's import machinery
+    /// (start-up) or the interpreter's finalization (tear-down).
+    pub startup: u64,
+    pub all: u64,
+}
+
 /// Per thread, its on-CPU samples inside taking a batch (or setting up
-/// its iterator), and all its samples: a consumer's CPU for its loader
-/// (unpickling a batch, starting workers) is not its compute.
-pub fn fetch_cpu(oncpu_threads: &FoldedStacks) -> BTreeMap<ThreadId, (u64, u64)> {
-    let mut out: BTreeMap<ThreadId, (u64, u64)> = BTreeMap::new();
+/// its iterator), in imports, and all its samples: a consumer's CPU for
+/// its loader (unpickling a batch, starting workers, or loading the
+/// samples itself) is not its compute.
+pub fn fetch_cpu(oncpu_threads: &FoldedStacks) -> BTreeMap<ThreadId, OwnCpu> {
+    let mut out: BTreeMap<ThreadId, OwnCpu> = BTreeMap::new();
     for (stack, n) in &oncpu_threads.stacks {
         let Some((id, frames)) = thread_and_frames(stack) else {
             continue;
         };
         let e = out.entry(id).or_default();
-        if in_fetch(frames) {
-            e.0 += n;
+        let frames: Vec<&str> = frames.collect();
+        if in_fetch(frames.iter().copied()) {
+            e.fetch += n;
+        } else if frames
+            .iter()
+            .any(|f| is_import_frame(f) || *f == "Py_FinalizeEx")
+        {
+            e.startup += n;
         }
-        e.1 += n;
+        e.all += n;
     }
     out
 }

@@ -704,3 +704,55 @@ fn a_consumers_own_fetching_is_what_its_au_loses_besides_its_waits() {
     // A real trainer's queueing is not fetching.
     assert_eq!(consumer(false, 2_000_000_000).own_fetch_queued_ns(), 0);
 }
+
+#[test]
+fn a_trainer_loading_its_own_batches_is_its_own_cpu_bound_reader() {
+    // A DataLoader without workers: the trainer's main thread decodes
+    // inside the loader's next() 8 s of 10, trains 1 s, imported 1 s; it
+    // never blocks. A short-lived child (ldconfig at torch's import)
+    // wrote to it once.
+    let threads = [
+        T {
+            pid: 100,
+            tid: 100,
+            comm: "python",
+            per_bucket: [1000 * MS, 0, 0, 0],
+            read_bytes: 100 << 20,
+        },
+        T {
+            pid: 100,
+            tid: 101,
+            comm: "python",
+            per_bucket: [0, 0, 1000 * MS, 0],
+            read_bytes: 0,
+        },
+    ];
+    let mut child = edge((300, 300), TRAINER, "read", 0, 0);
+    child.count = 8;
+    child.series = vec![(0, MS, 8)];
+    let mut s = session(&threads, &[(100, 0), (300, 100)], vec![child]);
+    let stack = |frames: &str, n: u64| {
+        (
+            format!("python;[100/100];<module> (/t/train.py:9);{frames}"),
+            n,
+        )
+    };
+    s.oncpu_threads.stacks = vec![
+        stack(
+            "_BaseDataLoaderIter.__next__ (/v/torch/utils/data/dataloader.py:733);ImageFile.load (/v/PIL/ImageFile.py:290);decode",
+            792,
+        ),
+        stack("train_step (/t/train.py:40);sgemm", 99),
+        stack(
+            "_find_and_load (<frozen importlib._bootstrap>:1176);read",
+            99,
+        ),
+    ];
+    let w = analyze(&s, &Thresholds::default()).unwrap();
+    assert_eq!((w.consumers[0].pid, w.consumers[0].tid), TRAINER);
+    // 1 s of training in the 9 s after its imports.
+    let au = w.kernel_au_percentage.unwrap();
+    assert!((au - 11.1).abs() < 1.0, "{au}");
+    let a = crate::analyze(&s, &Thresholds::default());
+    assert_verdict(&a, VerdictId::CpuBoundReader);
+}
