@@ -17,7 +17,7 @@
 //! recordings (CPython 3.10-3.13, PyTorch, TensorFlow, pyarrow, OpenMP,
 //! glibc, Rust's std); a stack that matches none is `Other`, and a thread
 //! without stacks has no sites: roles then rest on the wake-up graph alone.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use storprof_session::load::FoldedStacks;
 
@@ -318,15 +318,34 @@ const ITERATOR_SETUP: &[Pattern] = &[
 
 /// Whether a stack (frames outermost first) runs a pipeline's consumer
 /// side: taking a batch, or setting up the iterator that yields them.
-fn in_fetch<'a>(frames: impl Iterator<Item = &'a str>) -> bool {
-    frames.into_iter().any(|f| {
-        role_of(f) == Some(W::Fetch)
-            || python_frame(f).is_some_and(|(name, file)| {
-                ITERATOR_SETUP
-                    .iter()
-                    .any(|p| p.name == name && p.file.is_some_and(|pf| file.contains(pf)))
-            })
-    })
+fn in_fetch<'a>(mut frames: impl Iterator<Item = &'a str>) -> bool {
+    frames.any(is_fetch_frame)
+}
+
+fn is_fetch_frame(f: &str) -> bool {
+    role_of(f) == Some(W::Fetch)
+        || python_frame(f).is_some_and(|(name, file)| {
+            ITERATOR_SETUP
+                .iter()
+                .any(|p| p.name == name && p.file.is_some_and(|pf| file.contains(pf)))
+        })
+}
+
+/// A Python frame as (function, file without its line number).
+fn python_function(frame: &str) -> Option<(&str, &str)> {
+    let (name, file) = python_frame(frame)?;
+    let file = match file.rsplit_once(':') {
+        Some((path, line)) if line.bytes().all(|b| b.is_ascii_digit()) => path,
+        _ => file,
+    };
+    Some((name, file))
+}
+
+/// The Python function that called the loader in a stack (frames
+/// outermost first): the training loop.
+fn loop_function<'a>(frames: &[&'a str]) -> Option<(&'a str, &'a str)> {
+    let at = frames.iter().position(|f| is_fetch_frame(f))?;
+    frames[..at].iter().rev().find_map(|f| python_function(f))
 }
 
 /// A thread's on-CPU samples by what its stacks were doing.
@@ -334,8 +353,9 @@ fn in_fetch<'a>(frames: impl Iterator<Item = &'a str>) -> bool {
 pub struct OwnCpu {
     /// Inside taking a batch (or setting up the iterator).
     pub fetch: u64,
-    /// Outside training and a fetch: under Python's import machinery
-    /// (start-up) or the interpreter's finalization (tear-down).
+    /// Outside training: under Python's import machinery (start-up) or the
+    /// interpreter's finalization (tear-down), or outside the function
+    /// that takes the batches (the training loop) when the stacks show it.
     pub startup: u64,
     pub all: u64,
 }
@@ -345,19 +365,36 @@ pub struct OwnCpu {
 /// its loader (unpickling a batch, starting workers, or loading the
 /// samples itself) is not its compute.
 pub fn fetch_cpu(oncpu_threads: &FoldedStacks) -> BTreeMap<ThreadId, OwnCpu> {
+    let stacks: Vec<(ThreadId, Vec<&str>, u64)> = oncpu_threads
+        .stacks
+        .iter()
+        .filter_map(|(stack, n)| {
+            let (id, frames) = thread_and_frames(stack)?;
+            Some((id, frames.collect(), *n))
+        })
+        .collect();
+    let mut loops: BTreeMap<ThreadId, BTreeSet<(&str, &str)>> = BTreeMap::new();
+    for (id, frames, _) in &stacks {
+        if let Some(function) = loop_function(frames) {
+            loops.entry(*id).or_default().insert(function);
+        }
+    }
     let mut out: BTreeMap<ThreadId, OwnCpu> = BTreeMap::new();
-    for (stack, n) in &oncpu_threads.stacks {
-        let Some((id, frames)) = thread_and_frames(stack) else {
-            continue;
-        };
-        let e = out.entry(id).or_default();
-        let frames: Vec<&str> = frames.collect();
-        if in_fetch(frames.iter().copied()) {
-            e.fetch += n;
-        } else if frames
+    for (id, frames, n) in &stacks {
+        let e = out.entry(*id).or_default();
+        // Imports (lazy ones inside the loop too) and the interpreter's
+        // finalization are start-up and tear-down wherever they run.
+        let outside = frames
             .iter()
             .any(|f| is_import_frame(f) || *f == "Py_FinalizeEx")
-        {
+            || loops.get(id).is_some_and(|functions| {
+                !frames
+                    .iter()
+                    .any(|f| python_function(f).is_some_and(|pf| functions.contains(&pf)))
+            });
+        if in_fetch(frames.iter().copied()) {
+            e.fetch += n;
+        } else if outside {
             e.startup += n;
         }
         e.all += n;
