@@ -318,8 +318,18 @@ const ITERATOR_SETUP: &[Pattern] = &[
 
 /// Whether a stack (frames outermost first) runs a pipeline's consumer
 /// side: taking a batch, or setting up the iterator that yields them.
-fn in_fetch<'a>(mut frames: impl Iterator<Item = &'a str>) -> bool {
-    frames.any(is_fetch_frame)
+/// A loader's own loop (a DataLoader worker's) is never the consumer side,
+/// though a forked worker's stacks keep the frames its parent forked it
+/// from (`DataLoader.__iter__`).
+fn in_fetch<'a>(frames: impl Iterator<Item = &'a str>) -> bool {
+    let mut fetch = false;
+    for f in frames {
+        if role_of(f) == Some(W::PipelineStage) {
+            return false;
+        }
+        fetch |= is_fetch_frame(f);
+    }
+    fetch
 }
 
 fn is_fetch_frame(f: &str) -> bool {
@@ -344,6 +354,9 @@ fn python_function(frame: &str) -> Option<(&str, &str)> {
 /// The Python function that called the loader in a stack (frames
 /// outermost first): the training loop.
 fn loop_function<'a>(frames: &[&'a str]) -> Option<(&'a str, &'a str)> {
+    if !in_fetch(frames.iter().copied()) {
+        return None;
+    }
     let at = frames.iter().position(|f| is_fetch_frame(f))?;
     frames[..at].iter().rev().find_map(|f| python_function(f))
 }

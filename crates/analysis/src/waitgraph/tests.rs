@@ -752,8 +752,17 @@ fn a_trainer_loading_its_own_batches_is_its_own_cpu_bound_reader() {
             99,
         ),
         stack("build_model (/t/train.py:20);init_weights", 99),
+        // A forked worker's stacks keep the frames it was forked from.
+        (
+            "pt_data_worker;[200/200];<module> (/t/train.py:9);train (/t/train.py:60);\
+             DataLoader.__iter__ (/v/torch/utils/data/dataloader.py:491);\
+             _worker_loop (/v/torch/utils/data/_utils/worker.py:337);decode"
+                .to_string(),
+            900,
+        ),
     ];
     let w = analyze(&s, &Thresholds::default()).unwrap();
+    assert_eq!(w.consumers.len(), 1);
     assert_eq!((w.consumers[0].pid, w.consumers[0].tid), TRAINER);
     // 1 s of training in the 9 s of its loop.
     let au = w.kernel_au_percentage.unwrap();
