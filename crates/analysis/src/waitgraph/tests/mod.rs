@@ -2,6 +2,9 @@
 //! workers, pool threads that are idle or fork-joined, a lock among
 //! loader threads, a plain reader. Figures are per 1-second bucket
 //! over 10 buckets; the window is buckets 1..9.
+//!
+//! `locks`: loader threads at a lock, the GIL, a fork-join pool, a plain
+//! reader; `windows`: the training window and what a consumer's AU counts.
 use super::{consumer::emulates_compute, *};
 use crate::{
     VerdictId,
@@ -71,6 +74,25 @@ fn futex(waker: (u32, u32), wakee: (u32, u32), shared: bool, ns: u64) -> WakeEdg
     WakeEdge {
         futex_shared: shared,
         ..edge(waker, wakee, "futex", ns, 100)
+    }
+}
+
+/// Wake-ups from `waker` to `wakee` between `span_s`, with per-bucket
+/// (bucket, blocked ns, count); the totals are their sums.
+fn wakes(
+    waker: (u32, u32),
+    wakee: (u32, u32),
+    syscall: &str,
+    span_s: (f64, f64),
+    series: Vec<(u32, u64, u64)>,
+) -> WakeEdge {
+    WakeEdge {
+        blocked_ns: series.iter().map(|s| s.1).sum(),
+        count: series.iter().map(|s| s.2).sum(),
+        first_s: span_s.0,
+        last_s: span_s.1,
+        series,
+        ..edge(waker, wakee, syscall, 0, 0)
     }
 }
 
@@ -440,333 +462,5 @@ fn benchmarks_are_known_through_a_shell_or_by_their_process_name() {
     assert!(emulates_compute(&s));
 }
 
-const LOCK_MAIN: (u32, u32) = (300, 300);
-
-/// A main thread fed by four loader threads of its process, each reading
-/// and on CPU `cpu_ms[i]` of each second, with the lock waits
-/// `lock_edges(i, loaders)` gives for loader `i`.
-fn four_loaders(
-    cpu_ms: [u64; 4],
-    lock_edges: impl Fn(usize, &[(u32, u32)]) -> Vec<WakeEdge>,
-) -> Session {
-    let loaders: Vec<(u32, u32)> = (301..=304).map(|t| (300, t)).collect();
-    let mut threads = vec![T {
-        pid: 300,
-        tid: 300,
-        comm: "python",
-        per_bucket: [10 * MS, 0, 990 * MS, 0],
-        read_bytes: 0,
-    }];
-    let mut edges = vec![timer(LOCK_MAIN, 200 * MS)];
-    for (i, &l) in loaders.iter().enumerate() {
-        threads.push(T {
-            pid: 300,
-            tid: l.1,
-            comm: "loader",
-            per_bucket: [cpu_ms[i] * MS, 0, (1000 - cpu_ms[i]) * MS, 0],
-            read_bytes: 50 << 20,
-        });
-        edges.push(edge(l, LOCK_MAIN, "futex", 195 * MS, 5));
-        edges.extend(lock_edges(i, &loaders));
-    }
-    session(&threads, &[(300, 0)], edges)
-}
-
-#[test]
-fn loader_threads_serialized_by_one_lock_are_lock_contention() {
-    // Each waits on the one lock, released by the next, which waited on
-    // it too.
-    let s = four_loaders([250; 4], |i, loaders| {
-        vec![futex(
-            loaders[(i + 1) % loaders.len()],
-            loaders[i],
-            true,
-            700 * MS,
-        )]
-    });
-    let a = crate::analyze(&s, &Thresholds::default());
-    let w = a.wait.as_ref().unwrap();
-    assert_eq!((w.consumers[0].pid, w.consumers[0].tid), LOCK_MAIN);
-    assert!(w.share(&[PathKind::Lock]) > 0.6, "{:?}", w.critical_path);
-    assert_verdict(&a, VerdictId::LockContention);
-}
-
-#[test]
-fn a_worker_and_its_feeder_taking_turns_at_the_gil_are_not_lock_contention() {
-    // DLIO #330: the worker formats on CPU holding the GIL; its feeder
-    // waits for the GIL to send the last batch, and the worker waited on
-    // the same word when the feeder had it. Both are loaders.
-    let mut s = dataloader(600, 900);
-    for e in &mut s.waits.as_mut().unwrap().edges {
-        if (e.waker_pid, e.waker_tid) == WORKER && (e.wakee_pid, e.wakee_tid) == FEEDER {
-            e.futex_shared = true;
-        }
-    }
-    s.waits
-        .as_mut()
-        .unwrap()
-        .edges
-        .push(futex(FEEDER, WORKER, true, 20 * MS));
-    let a = crate::analyze(&s, &Thresholds::default());
-    let w = a.wait.as_ref().unwrap();
-    assert_eq!(w.role_of(FEEDER.0, FEEDER.1), Some(Role::Loader));
-    assert_eq!(w.share(&[PathKind::Lock]), 0.0, "{:?}", w.critical_path);
-    assert_verdict(&a, VerdictId::CpuBoundReader);
-    // A feeder that does a third of the pair's work under the same lock
-    // is contention: without the lock the pair could go 1.5x faster.
-    let mut shared = s.clone();
-    for series in &mut shared.timeseries.as_mut().unwrap().threads {
-        if (series.pid, series.tid) == FEEDER {
-            series.on_cpu_ns = vec![450 * MS; BUCKETS];
-        }
-    }
-    let w = analyze(&shared, &Thresholds::default()).unwrap();
-    assert!(w.share(&[PathKind::Lock]) > 0.3, "{:?}", w.critical_path);
-}
-
-#[test]
-fn readers_starved_at_an_unfair_lock_are_lock_contention() {
-    // One of four readers wins the lock nearly every time: it does most
-    // of the CPU work, the others wait to do theirs.
-    let s = four_loaders([900, 30, 30, 30], |i, loaders| {
-        if i == 0 {
-            return Vec::new();
-        }
-        vec![
-            futex(loaders[0], loaders[i], true, 900 * MS),
-            futex(loaders[i], loaders[0], true, 50 * MS),
-        ]
-    });
-    let a = crate::analyze(&s, &Thresholds::default());
-    let w = a.wait.as_ref().unwrap();
-    assert!(w.share(&[PathKind::Lock]) > 0.3, "{:?}", w.critical_path);
-}
-
-#[test]
-fn fork_join_on_a_pool_is_not_lock_contention() {
-    // The pool thread never waits on the word the worker waits on: a
-    // hand-off. A shared word between a loader and a helper is not
-    // contention among loaders either.
-    let mut s = dataloader(600, 300);
-    let w = analyze(&s, &Thresholds::default()).unwrap();
-    assert_eq!(w.share(&[PathKind::Lock]), 0.0);
-    for e in &mut s.waits.as_mut().unwrap().edges {
-        if (e.waker_pid, e.waker_tid) == (200, 202) {
-            e.futex_shared = true;
-        }
-    }
-    let w = analyze(&s, &Thresholds::default()).unwrap();
-    assert_eq!(w.share(&[PathKind::Lock]), 0.0, "{:?}", w.critical_path);
-}
-
-#[test]
-fn a_plain_reader_has_no_consumer() {
-    let threads = [T {
-        pid: 400,
-        tid: 400,
-        comm: "cat",
-        per_bucket: [900 * MS, 0, 0, 100 * MS],
-        read_bytes: 500 << 20,
-    }];
-    let s = session(&threads, &[(400, 0)], Vec::new());
-    let a = crate::analyze(&s, &Thresholds::default());
-    let w = a.wait.as_ref().unwrap();
-    assert!(w.consumers.is_empty());
-    assert!(w.notes.iter().any(|n| n.contains("no consumer")));
-    assert_eq!(a.decision.rules.as_str(), "readers");
-    assert!(
-        a.decision
-            .notes
-            .iter()
-            .any(|n| matches!(n, Note::WaitGraph(t) if t.contains("no consumer")))
-    );
-}
-
-#[test]
-fn the_window_starts_at_the_first_delivery_not_at_a_spawned_workers_start() {
-    // A spawned worker imports for 3 s while the trainer sits in a
-    // write to its full pipe (and a vfork before): data arrives from
-    // 3.5 s on.
-    let mut s = dataloader(600, 700);
-    let edges = &mut s.waits.as_mut().unwrap().edges;
-    for e in edges.iter_mut() {
-        if (e.wakee_pid, e.wakee_tid) == TRAINER && e.syscall.as_deref() == Some("poll") {
-            e.first_s = 3.5;
-        }
-    }
-    let mut spawn = edge(WORKER, TRAINER, "write", 0, 0);
-    spawn.blocked_ns = 3 * S;
-    spawn.count = 3;
-    spawn.first_s = 0.2;
-    spawn.last_s = 3.2;
-    spawn.series = vec![(0, S, 1), (1, S, 1), (2, S, 1)];
-    let mut vfork = edge(WORKER, TRAINER, "vfork", 0, 0);
-    vfork.first_s = 0.1;
-    vfork.last_s = 0.1;
-    vfork.series = vec![(0, MS, 1)];
-    edges.extend([spawn, vfork]);
-    let w = analyze(&s, &Thresholds::default()).unwrap();
-    let window = w.window.as_ref().unwrap();
-    assert_eq!(window.start_s, 3.5);
-    assert!(
-        window.source.contains("first data delivery"),
-        "{}",
-        window.source
-    );
-    assert_eq!(window.buckets, Some((4, 9)));
-    // Only the steady state counts: 600 ms of every 1000 waited.
-    let au = w.kernel_au_percentage.unwrap();
-    assert!((au - 38.0).abs() < 0.5, "{au}");
-}
-
-#[test]
-fn a_forkservers_reply_with_a_workers_pid_is_not_a_data_delivery() {
-    // Python's forkserver (a child of the trainer) forks the worker and
-    // answers the trainer's request with the new pid at 0.5 s; the
-    // worker wakes the forkserver (its exit status pipe); data arrives
-    // from 3.5 s on.
-    const FORKSERVER: (u32, u32) = (300, 300);
-    let mut s = dataloader(600, 700);
-    let edges = &mut s.waits.as_mut().unwrap().edges;
-    for e in edges.iter_mut() {
-        if (e.wakee_pid, e.wakee_tid) == TRAINER && e.syscall.as_deref() == Some("poll") {
-            e.first_s = 3.5;
-        }
-    }
-    let mut reply = edge(FORKSERVER, TRAINER, "poll", 0, 0);
-    reply.blocked_ns = 2 * S;
-    reply.count = 1;
-    reply.first_s = 0.5;
-    reply.last_s = 0.5;
-    reply.series = vec![(0, 2 * S, 1)];
-    let mut child = edge(WORKER, FORKSERVER, "read", 0, 0);
-    child.blocked_ns = 9 * S;
-    child.count = 1;
-    child.first_s = 9.5;
-    child.last_s = 9.5;
-    child.series = vec![(9, 9 * S, 1)];
-    edges.extend([reply, child]);
-    s.info.processes = [(100, 0), (300, 100), (200, 300)]
-        .iter()
-        .map(|&(pid, ppid)| ProcessInfo {
-            pid,
-            ppid,
-            comm: "python".into(),
-        })
-        .collect();
-    s.threads.push(ThreadStats {
-        pid: FORKSERVER.0,
-        tid: FORKSERVER.1,
-        comm: "python".into(),
-        ..ThreadStats::default()
-    });
-    let w = analyze(&s, &Thresholds::default()).unwrap();
-    assert_eq!(w.window.as_ref().unwrap().start_s, 3.5);
-    assert_ne!(w.role_of(FORKSERVER.0, FORKSERVER.1), Some(Role::Loader));
-    assert_eq!(w.role_of(WORKER.0, WORKER.1), Some(Role::Loader));
-}
-
-#[test]
-fn the_first_batch_wait_is_start_up() {
-    // No per-bucket states: the whole-run figures, less the first wait.
-    let mut s = dataloader(600, 700);
-    s.timeseries = None;
-    for e in &mut s.waits.as_mut().unwrap().edges {
-        e.series.clear();
-        if (e.wakee_pid, e.wakee_tid) == TRAINER && e.syscall.as_deref() == Some("poll") {
-            e.first_blocked_ns = 3 * S;
-            e.blocked_ns += 3 * S;
-        }
-    }
-    let w = analyze(&s, &Thresholds::default()).unwrap();
-    assert_eq!(w.window.as_ref().unwrap().buckets, None);
-    assert_eq!(w.consumers[0].data_wait_ns, 6 * S);
-}
-
-#[test]
-fn a_consumers_own_fetching_is_what_its_au_loses_besides_its_waits() {
-    let consumer = |emulated: bool, queued_ns: u64| -> ConsumerTime {
-        serde_json::from_value(serde_json::json!({
-            "pid": 1, "tid": 1, "comm": "python3",
-            // 10 s of window at AU 80%: 2 s not computing, 0.5 s of it
-            // waiting for data and 0.25 s for the GIL.
-            "window_ns": 10_000_000_000u64, "au_percentage": 80.0,
-            "data_wait_ns": 500_000_000u64, "gil_ns": 250_000_000u64,
-            "compute_ns": 8_000_000_000u64, "emulated_compute": emulated,
-            "queued_ns": queued_ns,
-        }))
-        .unwrap()
-    };
-    let sleeper = consumer(true, 2_000_000_000);
-    assert_eq!(sleeper.own_fetch_ns(), 1_250_000_000);
-    // Queued for a CPU longer than it fetched: the queue counts up to it.
-    assert_eq!(sleeper.own_fetch_queued_ns(), 1_250_000_000);
-    // A real trainer's queueing is not fetching.
-    assert_eq!(consumer(false, 2_000_000_000).own_fetch_queued_ns(), 0);
-}
-
-#[test]
-fn a_trainer_loading_its_own_batches_is_its_own_cpu_bound_reader() {
-    // A DataLoader without workers: the trainer's main thread decodes
-    // inside the loader's next() 8 s of 11, trains 1 s in the same loop,
-    // imported 1 s and built its model 1 s before the loop; it never
-    // blocks. A short-lived child (ldconfig at torch's import)
-    // wrote to it once.
-    let threads = [
-        T {
-            pid: 100,
-            tid: 100,
-            comm: "python",
-            per_bucket: [1000 * MS, 0, 0, 0],
-            read_bytes: 100 << 20,
-        },
-        T {
-            pid: 100,
-            tid: 101,
-            comm: "python",
-            per_bucket: [0, 0, 1000 * MS, 0],
-            read_bytes: 0,
-        },
-    ];
-    let mut child = edge((300, 300), TRAINER, "read", 0, 0);
-    child.count = 8;
-    child.series = vec![(0, MS, 8)];
-    let mut s = session(&threads, &[(100, 0), (300, 100)], vec![child]);
-    let stack = |frames: &str, n: u64| {
-        (
-            format!("python;[100/100];<module> (/t/train.py:9);{frames}"),
-            n,
-        )
-    };
-    s.oncpu_threads.stacks = vec![
-        stack(
-            "train (/t/train.py:61);_BaseDataLoaderIter.__next__ (/v/torch/utils/data/dataloader.py:733);ImageFile.load (/v/PIL/ImageFile.py:290);decode",
-            792,
-        ),
-        stack(
-            "train (/t/train.py:64);train_step (/t/train.py:40);sgemm",
-            99,
-        ),
-        stack(
-            "_find_and_load (<frozen importlib._bootstrap>:1176);read",
-            99,
-        ),
-        stack("build_model (/t/train.py:20);init_weights", 99),
-        // A forked worker's stacks keep the frames it was forked from.
-        (
-            "pt_data_worker;[200/200];<module> (/t/train.py:9);train (/t/train.py:60);\
-             DataLoader.__iter__ (/v/torch/utils/data/dataloader.py:491);\
-             _worker_loop (/v/torch/utils/data/_utils/worker.py:337);decode"
-                .to_string(),
-            900,
-        ),
-    ];
-    let w = analyze(&s, &Thresholds::default()).unwrap();
-    assert_eq!(w.consumers.len(), 1);
-    assert_eq!((w.consumers[0].pid, w.consumers[0].tid), TRAINER);
-    // 1 s of training in the 9 s of its loop.
-    let au = w.kernel_au_percentage.unwrap();
-    assert!((au - 11.1).abs() < 1.0, "{au}");
-    let a = crate::analyze(&s, &Thresholds::default());
-    assert_verdict(&a, VerdictId::CpuBoundReader);
-}
+mod locks;
+mod windows;
