@@ -209,13 +209,14 @@ pub fn consumer_time(
             || compute_ns as f64 >= t.consumer_sleep_share * window_ns as f64);
     // A trainer's CPU inside its loader's API (unpickling a batch,
     // starting an epoch's workers) is fetching, not its compute.
-    let cpu_share = |samples: u64| match ctx.fetch_cpu.get(&c) {
-        Some(cpu) if cpu.all > 0 && !emulated => {
-            (own.on_cpu as f64 * samples as f64 / cpu.all as f64) as u64
-        }
-        _ => 0,
-    };
     let own_cpu = ctx.fetch_cpu.get(&c).copied().unwrap_or_default();
+    let cpu_share = |samples: u64| {
+        if own_cpu.all > 0 && !emulated {
+            (own.on_cpu as f64 * samples as f64 / own_cpu.all as f64) as u64
+        } else {
+            0
+        }
+    };
     let fetch_cpu_ns = cpu_share(own_cpu.fetch);
     // A trainer that loads its samples itself has no deliveries to start
     // its window at: its imports are start-up, not training.

@@ -36,7 +36,7 @@ mod sites;
 mod tests;
 mod window;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -354,10 +354,10 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         .into_iter()
         .filter(|(id, _)| !side.contains(id))
         .collect();
+    let own_cpu = sites::fetch_cpu(&session.oncpu_threads);
     if consumers.is_empty() {
         // A consumer that loads for itself is its own reader: the data
         // side is what is left (other readers, if any).
-        let own_cpu = sites::fetch_cpu(&session.oncpu_threads);
         consumers = search::consumers_by_own_fetch(&own_cpu, session.info.freq_hz, t);
         for (id, _) in &consumers {
             side.remove(id);
@@ -386,8 +386,25 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         return Some(without_consumer(session, &whole, &side, &readers, &how, t));
     }
     Some(with_consumers(
-        session, &whole, &consumers, &side, &readers, &spawners, t,
+        session,
+        &whole,
+        &consumers,
+        Sides {
+            side: &side,
+            readers: &readers,
+            spawners: &spawners,
+        },
+        &own_cpu,
+        t,
     ))
+}
+
+/// The threads around the consumers: the data side, the readers among
+/// it, and the processes that only start workers.
+struct Sides<'a> {
+    side: &'a BTreeSet<ThreadId>,
+    readers: &'a BTreeSet<ThreadId>,
+    spawners: &'a BTreeSet<u32>,
 }
 
 /// The analysis around the consumers found.
@@ -395,11 +412,15 @@ fn with_consumers(
     session: &Session,
     whole: &graph::Graph,
     consumers: &[Found],
-    side: &BTreeSet<ThreadId>,
-    readers: &BTreeSet<ThreadId>,
-    spawners: &BTreeSet<u32>,
+    sides: Sides,
+    own_cpu: &BTreeMap<ThreadId, sites::OwnCpu>,
     t: &Thresholds,
 ) -> WaitAnalysis {
+    let Sides {
+        side,
+        readers,
+        spawners,
+    } = sides;
     let mut out = WaitAnalysis::default();
     let consumer_ids: BTreeSet<ThreadId> = consumers.iter().map(|(id, _)| *id).collect();
     // Relays: non-side threads that feed a consumer and are fed by the side
@@ -450,10 +471,9 @@ fn with_consumers(
         one_reader_groups: &one_reader_groups,
         max_depth: t.critical_path_max_depth,
     };
-    let fetch_cpu = sites::fetch_cpu(&session.oncpu_threads);
     let ctx = consumer::ConsumerCtx {
         session,
-        fetch_cpu: &fetch_cpu,
+        fetch_cpu: own_cpu,
         side,
         relays: &relays,
         span_s: (start_s, end_s),

@@ -249,7 +249,8 @@ pub fn consumers_by_own_fetch(
             (
                 id,
                 format!(
-                    "takes its batches on its own CPU: {:.1} s inside the loader's batch API,                      {:.0}% of its time on a CPU after start-up",
+                    "takes its batches on its own CPU: {:.1} s inside the loader's batch API, \
+                     {:.0}% of its time on a CPU after start-up",
                     fetch as f64 / hz,
                     share * 100.0
                 ),

@@ -351,12 +351,9 @@ fn python_function(frame: &str) -> Option<(&str, &str)> {
     Some((name, file))
 }
 
-/// The Python function that called the loader in a stack (frames
-/// outermost first): the training loop.
+/// The Python function that called the loader in a fetching stack
+/// (frames outermost first): the training loop.
 fn loop_function<'a>(frames: &[&'a str]) -> Option<(&'a str, &'a str)> {
-    if !in_fetch(frames.iter().copied()) {
-        return None;
-    }
     let at = frames.iter().position(|f| is_fetch_frame(f))?;
     frames[..at].iter().rev().find_map(|f| python_function(f))
 }
@@ -378,22 +375,25 @@ pub struct OwnCpu {
 /// its loader (unpickling a batch, starting workers, or loading the
 /// samples itself) is not its compute.
 pub fn fetch_cpu(oncpu_threads: &FoldedStacks) -> BTreeMap<ThreadId, OwnCpu> {
-    let stacks: Vec<(ThreadId, Vec<&str>, u64)> = oncpu_threads
+    // (thread, frames, samples, whether the stack is fetching)
+    let stacks: Vec<(ThreadId, Vec<&str>, u64, bool)> = oncpu_threads
         .stacks
         .iter()
         .filter_map(|(stack, n)| {
             let (id, frames) = thread_and_frames(stack)?;
-            Some((id, frames.collect(), *n))
+            let frames: Vec<&str> = frames.collect();
+            let fetch = in_fetch(frames.iter().copied());
+            Some((id, frames, *n, fetch))
         })
         .collect();
     let mut loops: BTreeMap<ThreadId, BTreeSet<(&str, &str)>> = BTreeMap::new();
-    for (id, frames, _) in &stacks {
+    for (id, frames, _, _) in stacks.iter().filter(|s| s.3) {
         if let Some(function) = loop_function(frames) {
             loops.entry(*id).or_default().insert(function);
         }
     }
     let mut out: BTreeMap<ThreadId, OwnCpu> = BTreeMap::new();
-    for (id, frames, n) in &stacks {
+    for (id, frames, n, fetch) in &stacks {
         let e = out.entry(*id).or_default();
         // Imports (lazy ones inside the loop too) and the interpreter's
         // finalization are start-up and tear-down wherever they run.
@@ -405,7 +405,7 @@ pub fn fetch_cpu(oncpu_threads: &FoldedStacks) -> BTreeMap<ThreadId, OwnCpu> {
                     .iter()
                     .any(|f| python_function(f).is_some_and(|pf| functions.contains(&pf)))
             });
-        if in_fetch(frames.iter().copied()) {
+        if *fetch {
             e.fetch += n;
         } else if outside {
             e.startup += n;
