@@ -228,7 +228,7 @@ const SPECIFIC: &[Category] = &[
         kernel_only: true,
     },
     Category {
-        name: "block I/O wait (kernel)",
+        name: BLOCK_IO_WAIT,
         patterns: &[
             "io_schedule",
             "blk_mq_",
@@ -257,7 +257,7 @@ const SPECIFIC: &[Category] = &[
         kernel_only: true,
     },
     Category {
-        name: "socket receive (kernel)",
+        name: SOCKET_RECEIVE,
         patterns: &[
             "tcp_recvmsg",
             "sk_wait_data",
@@ -319,6 +319,11 @@ const OTHER_KERNEL: &str = "other kernel";
 const OTHER_USER: &str = "other user code";
 
 /// True for kernel frames (`_[k]` suffix).
+/// The category of a stack blocked on a device (`categorize`).
+pub const BLOCK_IO_WAIT: &str = "block I/O wait (kernel)";
+/// The category of a stack blocked receiving from a socket.
+pub const SOCKET_RECEIVE: &str = "socket receive (kernel)";
+
 pub fn is_kernel_frame(frame: &str) -> bool {
     frame.ends_with("_[k]")
 }

@@ -75,7 +75,7 @@ impl Features {
         let measured = !w.consumers.is_empty()
             && w.consumers
                 .iter()
-                .all(|c| c.emulated_compute || c.fetch_cpu_ns > 0);
+                .all(|c| c.emulated_compute || c.fetch_cpu_ns + c.fetch_io_ns + c.fetch_net_ns > 0);
         if !measured || self.reader_thread_s >= t.min_decision_thread_s || au >= bar {
             return;
         }
@@ -90,9 +90,15 @@ impl Features {
         let comms: BTreeSet<String> = w.consumers.iter().map(|c| c.comm.clone()).collect();
         self.reader_comms = comms.into_iter().collect();
         self.reader_thread_s = fetch_s;
-        let queued = queued_ns as f64 / fetch_ns as f64;
-        self.reader_runnable_share = queued;
-        self.reader_on_cpu_share = 1.0 - queued;
+        // Its own fetching on a CPU, queued for one, or blocked on the
+        // device or a socket (a loader in its own thread).
+        let share = |ns: u64| (ns as f64 / fetch_ns as f64).min(1.0);
+        let io: u64 = w.consumers.iter().map(|c| c.fetch_io_ns).sum();
+        let net: u64 = w.consumers.iter().map(|c| c.fetch_net_ns).sum();
+        self.reader_runnable_share = share(queued_ns);
+        self.reader_blocked_io_share = share(io);
+        self.reader_socket_recv_share = share(net);
+        self.reader_on_cpu_share = (1.0 - share(queued_ns) - share(io) - share(net)).max(0.0);
     }
 
     /// The user-space and page-cache-copy shares of a consumer that

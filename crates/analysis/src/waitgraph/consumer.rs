@@ -8,9 +8,11 @@ use storprof_session::load::Session;
 use super::{
     ConsumerTime, ThreadId,
     classify::{self, EdgeKind},
-    graph::{Graph, InEdge, window_accounted_ns},
+    graph::{Graph, InEdge, StateTime, window_accounted_ns},
+    own_time,
+    own_time::OwnTime,
     path::{PathAcc, Walk, attribute},
-    sites::{OwnCpu, WaitSite},
+    sites::WaitSite,
     window::data_waits,
 };
 use crate::Thresholds;
@@ -44,8 +46,8 @@ pub struct ConsumerCtx<'s> {
     /// The window in seconds and, when it has per-bucket states, buckets.
     pub span_s: (f64, f64),
     pub buckets: Option<(usize, usize)>,
-    /// Per thread, its on-CPU samples by what they were doing.
-    pub fetch_cpu: &'s BTreeMap<ThreadId, OwnCpu>,
+    /// Per thread, its time by what its stacks were doing.
+    pub own_time: &'s BTreeMap<ThreadId, OwnTime>,
 }
 
 /// Of `c`'s timeouts (futex, poll or select waits a timer ended, outside
@@ -207,36 +209,33 @@ pub fn consumer_time(
     let emulated = window_ns > 0
         && (emulates_compute(ctx.session)
             || compute_ns as f64 >= t.consumer_sleep_share * window_ns as f64);
-    // A trainer's CPU inside its loader's API (unpickling a batch,
-    // starting an epoch's workers) is fetching, not its compute.
-    let own_cpu = ctx.fetch_cpu.get(&c).copied().unwrap_or_default();
-    let cpu_share = |samples: u64| {
-        if own_cpu.all > 0 && !emulated {
-            (own.on_cpu as f64 * samples as f64 / own_cpu.all as f64) as u64
-        } else {
-            0
-        }
-    };
-    let fetch_cpu_ns = cpu_share(own_cpu.fetch);
-    // A trainer that loads its samples itself has no deliveries to start
-    // its window at: its imports are start-up, not training.
-    if waits.is_empty() {
-        window_ns = window_ns.saturating_sub(cpu_share(own_cpu.startup));
+    let f = own_fetching(ctx, walk, c, own, emulated, waits.is_empty());
+    if let Some(loop_ns) = f.loop_ns {
+        window_ns = loop_ns;
     }
+    let own_fetch_blocked = f.io_ns + f.net_ns;
     let not_computing = if emulated {
-        wait_ns + own.on_cpu + own.runnable + gil_ns
+        wait_ns + own.on_cpu + own.runnable + gil_ns + own_fetch_blocked
     } else {
-        wait_ns + gil_ns + fetch_cpu_ns
+        wait_ns + gil_ns + f.cpu_ns + f.queued_ns + own_fetch_blocked
     };
     let au = if window_ns == 0 {
         100.0
     } else {
         (1.0 - not_computing as f64 / window_ns as f64).clamp(0.0, 1.0) * 100.0
     };
+    // Its own time besides fetching: a trainer's D-state I/O outside its
+    // loader (a checkpoint's fsync), or what a sleeping consumer does
+    // neither computing nor waiting.
     let own_ns = if emulated {
-        window_ns.saturating_sub(compute_ns.saturating_add(wait_ns).saturating_add(gil_ns))
+        window_ns.saturating_sub(
+            compute_ns
+                .saturating_add(wait_ns)
+                .saturating_add(gil_ns)
+                .saturating_add(own_fetch_blocked),
+        )
     } else {
-        own.io
+        f.own_io_ns
     };
     let write_bytes = ctx
         .session
@@ -255,16 +254,131 @@ pub fn consumer_time(
         au_percentage: au,
         write_bytes,
         own_ns,
-        own_io_ns: own.io.min(own_ns),
+        own_io_ns: f.own_io_ns.min(own_ns),
         timed_out_wait_ns: timed_out,
         gil_ns,
         lock_ns,
         queued_ns: own.runnable,
-        fetch_cpu_ns,
+        fetch_cpu_ns: f.cpu_ns,
+        fetch_queued_ns: f.queued_ns,
+        fetch_io_ns: f.io_ns,
+        fetch_net_ns: f.net_ns,
         steps: deliveries.max(g.blocked_by(c, |e| classify::is_timer_sleep(e.edge)).1),
         epoch_starts,
         epoch_start_wait_ns,
     }
+}
+
+/// A consumer's own fetching in the window, ns, from its stacks, and its
+/// time outside training to take off its window.
+#[derive(Default)]
+struct OwnFetching {
+    cpu_ns: u64,
+    queued_ns: u64,
+    io_ns: u64,
+    net_ns: u64,
+    /// A consumer without deliveries (they start and end a window): its
+    /// own time in its loop, after its start-up and before its tear-down.
+    loop_ns: Option<u64>,
+    /// Its time in D outside its loader, ns.
+    own_io_ns: u64,
+}
+
+fn own_fetching(
+    ctx: &ConsumerCtx,
+    walk: &Walk,
+    c: ThreadId,
+    own: StateTime,
+    emulated: bool,
+    no_deliveries: bool,
+) -> OwnFetching {
+    let (g, whole) = (walk.g, walk.whole);
+    let own_time = ctx.own_time.get(&c).copied().unwrap_or_default();
+    if emulated {
+        // Its CPU is all fetching already; its blocked time inside the
+        // loader (reading samples itself) is too.
+        let io_ns = (own_time.fetch_io_us * 1000).min(own.io);
+        return OwnFetching {
+            io_ns,
+            own_io_ns: own.io - io_ns,
+            ..OwnFetching::default()
+        };
+    }
+    // A trainer that loads its samples itself has no deliveries to start
+    // its window at: its loop is its time after its start-up (imports,
+    // building its model) and before its tear-down, which its samples
+    // measure on a CPU.
+    let period_ns = 1e9 / ctx.session.info.freq_hz.max(1) as f64;
+    let span = ctx
+        .session
+        .timeseries
+        .as_ref()
+        .and_then(|ts| ts.threads.iter().find(|t| (t.pid, t.tid) == c))
+        .filter(|_| no_deliveries && own_time.all > 0)
+        .and_then(|series| {
+            let cpu_ns = |samples: u64| (samples as f64 * period_ns) as u64;
+            let startup = own_time.startup - own_time.teardown;
+            own_time::loop_span(series, cpu_ns(startup), cpu_ns(own_time.teardown))
+        });
+    let in_window = |graph: &Graph<'_>| {
+        let st = graph.states.get(&c).copied().unwrap_or_default();
+        LoopSpanLike {
+            on_cpu: st.on_cpu as f64,
+            runnable: st.runnable as f64,
+            blocked: st.sleeping.saturating_add(st.io) as f64,
+            io: st.io as f64,
+            all_blocked: blocked_of(whole, c) as f64,
+        }
+    };
+    let w = match span {
+        Some(s) => LoopSpanLike {
+            on_cpu: s.on_cpu,
+            runnable: s.runnable,
+            blocked: s.blocked,
+            io: s.io,
+            all_blocked: s.blocked,
+        },
+        None => in_window(g),
+    };
+    // Its CPU inside its loader's API (unpickling a batch, starting an
+    // epoch's workers, decoding samples itself) is fetching, not its
+    // compute, and so is the time it was queued for a CPU there (a
+    // preempted thread resumes where it was sampled running).
+    let loop_samples = own_time.all - own_time.startup;
+    let cpu_ns = (own_time.fetch as f64 * period_ns).min(w.on_cpu);
+    let queued_ns = w.runnable * own_time.fetch as f64 / loop_samples.max(1) as f64;
+    // So are its own waits on a device or a socket inside that API (a
+    // loader in its own thread): no thread of the data side ends them, so
+    // they are no delivery. The stacks span the recording: the window
+    // holds its share of the thread's blocked time.
+    let in_span = (w.blocked / w.all_blocked.max(1.0)).min(1.0);
+    let io_ns = (own_time.fetch_io_us as f64 * 1e3 * in_span).min(w.blocked);
+    let net_ns = (own_time.fetch_net_us as f64 * 1e3 * in_span).min(w.blocked - io_ns);
+    OwnFetching {
+        cpu_ns: cpu_ns as u64,
+        queued_ns: queued_ns as u64,
+        io_ns: io_ns as u64,
+        net_ns: net_ns as u64,
+        loop_ns: span.map(|s| s.total() as u64),
+        own_io_ns: (w.io - io_ns).max(0.0) as u64,
+    }
+}
+
+/// A consumer's states over its window or its loop, ns.
+struct LoopSpanLike {
+    on_cpu: f64,
+    runnable: f64,
+    blocked: f64,
+    io: f64,
+    /// Its blocked time over the whole recording (the stacks' span).
+    all_blocked: f64,
+}
+
+fn blocked_of(graph: &Graph<'_>, c: ThreadId) -> u64 {
+    graph
+        .states
+        .get(&c)
+        .map_or(0, |st| st.sleeping.saturating_add(st.io))
 }
 
 /// Worker processes started within this long of each other are one

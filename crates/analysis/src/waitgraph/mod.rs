@@ -28,6 +28,7 @@
 mod classify;
 mod consumer;
 mod graph;
+mod own_time;
 mod path;
 mod roles;
 mod search;
@@ -132,6 +133,18 @@ pub struct ConsumerTime {
     /// not compute (the stacks' share of its CPU time in the window).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fetch_cpu_ns: u64,
+    /// Time queued for a CPU inside its loader's API, ns (its queued time
+    /// in the share of its CPU time there).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fetch_queued_ns: u64,
+    /// Time blocked on a device inside its loader's API (a loader running
+    /// in its own thread, reading files), ns: fetching, not compute, and
+    /// no wait that a thread of the data side ends.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fetch_io_ns: u64,
+    /// Time receiving from a socket inside its loader's API, ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fetch_net_ns: u64,
     /// Its steps in the window: data deliveries, or timed-sleep compute
     /// steps when it took more of those (a consumer that never waits).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -148,8 +161,9 @@ pub struct ConsumerTime {
 
 impl ConsumerTime {
     /// What keeps its AU under 100% besides its waits for data and the
-    /// GIL: its own fetching (on a CPU taking and unpickling batches, and
-    /// for a consumer that emulates compute, queued for a CPU), ns.
+    /// GIL: its own fetching (on a CPU or queued for one taking and
+    /// unpickling batches, blocked on the device or a socket reading
+    /// samples itself), ns.
     pub fn own_fetch_ns(&self) -> u64 {
         let not_computing = self.window_ns as f64 * (1.0 - self.au_percentage / 100.0);
         (not_computing.max(0.0).round() as u64).saturating_sub(self.data_wait_ns + self.gil_ns)
@@ -160,7 +174,7 @@ impl ConsumerTime {
         if self.emulated_compute {
             self.queued_ns.min(self.own_fetch_ns())
         } else {
-            0
+            self.fetch_queued_ns.min(self.own_fetch_ns())
         }
     }
 }
@@ -354,11 +368,11 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
         .into_iter()
         .filter(|(id, _)| !side.contains(id))
         .collect();
-    let own_cpu = sites::fetch_cpu(&session.oncpu_threads);
+    let own_time = own_time::own_time(&session.oncpu_threads, &session.offcpu_threads);
     if consumers.is_empty() {
         // A consumer that loads for itself is its own reader: the data
         // side is what is left (other readers, if any).
-        consumers = search::consumers_by_own_fetch(&own_cpu, session.info.freq_hz, t);
+        consumers = search::consumers_by_own_fetch(&own_time, session.info.freq_hz, t);
         for (id, _) in &consumers {
             side.remove(id);
         }
@@ -394,7 +408,7 @@ pub fn analyze(session: &Session, t: &Thresholds) -> Option<WaitAnalysis> {
             readers: &readers,
             spawners: &spawners,
         },
-        &own_cpu,
+        &own_time,
         t,
     ))
 }
@@ -413,7 +427,7 @@ fn with_consumers(
     whole: &graph::Graph,
     consumers: &[Found],
     sides: Sides,
-    own_cpu: &BTreeMap<ThreadId, sites::OwnCpu>,
+    own_time: &BTreeMap<ThreadId, own_time::OwnTime>,
     t: &Thresholds,
 ) -> WaitAnalysis {
     let Sides {
@@ -473,7 +487,7 @@ fn with_consumers(
     };
     let ctx = consumer::ConsumerCtx {
         session,
-        fetch_cpu: own_cpu,
+        own_time,
         side,
         relays: &relays,
         span_s: (start_s, end_s),

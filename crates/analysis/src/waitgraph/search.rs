@@ -9,7 +9,8 @@ use super::{
     Found, ThreadId,
     classify::EdgeKind,
     graph::{Graph, StateTime, is_main_thread},
-    sites::{OwnCpu, WaitSite},
+    own_time::OwnTime,
+    sites::WaitSite,
 };
 use crate::Thresholds;
 
@@ -227,12 +228,12 @@ pub fn consumers_by_stacks(g: &Graph, t: &Thresholds) -> Vec<(ThreadId, String, 
 /// [`consumers_by_stacks`] finds them). The one with the most such time,
 /// and any with at least half of it.
 pub fn consumers_by_own_fetch(
-    own_cpu: &BTreeMap<ThreadId, OwnCpu>,
+    own_time: &BTreeMap<ThreadId, OwnTime>,
     freq_hz: u64,
     t: &Thresholds,
 ) -> Vec<Found> {
     let hz = freq_hz.max(1) as f64;
-    let found: Vec<(ThreadId, u64, f64)> = own_cpu
+    let found: Vec<(ThreadId, u64, f64)> = own_time
         .iter()
         .filter_map(|(&id, cpu)| {
             let outside_imports = cpu.all.saturating_sub(cpu.startup);

@@ -17,7 +17,7 @@
 //! recordings (CPython 3.10-3.13, PyTorch, TensorFlow, pyarrow, OpenMP,
 //! glibc, Rust's std); a stack that matches none is `Other`, and a thread
 //! without stacks has no sites: roles then rest on the wake-up graph alone.
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use storprof_session::load::FoldedStacks;
 
@@ -240,7 +240,7 @@ const SLEEP_FRAMES: &[&str] = &[
 const JOIN_FRAMES: &[&str] = &["do_wait_[k]", "kernel_wait4_[k]", "kernel_waitid_[k]"];
 
 /// A Python frame `name (file:line)` as (name, file).
-fn python_frame(frame: &str) -> Option<(&str, &str)> {
+pub(super) fn python_frame(frame: &str) -> Option<(&str, &str)> {
     let (name, rest) = frame.split_once(" (")?;
     let file = rest.strip_suffix(')')?;
     (file.contains(".py") || file.starts_with('<')).then_some((name, file))
@@ -297,7 +297,7 @@ pub fn site_of<'a>(frames: impl DoubleEndedIterator<Item = &'a str> + Clone) -> 
 }
 
 /// A folded line's thread and its frames (after `comm;[pid/tid]`).
-fn thread_and_frames(stack: &str) -> Option<(ThreadId, std::str::Split<'_, char>)> {
+pub(super) fn thread_and_frames(stack: &str) -> Option<(ThreadId, std::str::Split<'_, char>)> {
     let mut parts = stack.split(';');
     let (_comm, ids) = (parts.next()?, parts.next()?);
     Some((storprof_session::load::thread_ids(ids)?, parts))
@@ -321,7 +321,7 @@ const ITERATOR_SETUP: &[Pattern] = &[
 /// A loader's own loop (a DataLoader worker's) is never the consumer side,
 /// though a forked worker's stacks keep the frames its parent forked it
 /// from (`DataLoader.__iter__`).
-fn in_fetch<'a>(frames: impl Iterator<Item = &'a str>) -> bool {
+pub(super) fn in_fetch<'a>(frames: impl Iterator<Item = &'a str>) -> bool {
     let mut fetch = false;
     for f in frames {
         if role_of(f) == Some(W::PipelineStage) {
@@ -332,87 +332,13 @@ fn in_fetch<'a>(frames: impl Iterator<Item = &'a str>) -> bool {
     fetch
 }
 
-fn is_fetch_frame(f: &str) -> bool {
+pub(super) fn is_fetch_frame(f: &str) -> bool {
     role_of(f) == Some(W::Fetch)
         || python_frame(f).is_some_and(|(name, file)| {
             ITERATOR_SETUP
                 .iter()
                 .any(|p| p.name == name && p.file.is_some_and(|pf| file.contains(pf)))
         })
-}
-
-/// A Python frame as (function, file without its line number).
-fn python_function(frame: &str) -> Option<(&str, &str)> {
-    let (name, file) = python_frame(frame)?;
-    let file = match file.rsplit_once(':') {
-        Some((path, line)) if line.bytes().all(|b| b.is_ascii_digit()) => path,
-        _ => file,
-    };
-    Some((name, file))
-}
-
-/// The Python function that called the loader in a fetching stack
-/// (frames outermost first): the training loop.
-fn loop_function<'a>(frames: &[&'a str]) -> Option<(&'a str, &'a str)> {
-    let at = frames.iter().position(|f| is_fetch_frame(f))?;
-    frames[..at].iter().rev().find_map(|f| python_function(f))
-}
-
-/// A thread's on-CPU samples by what its stacks were doing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OwnCpu {
-    /// Inside taking a batch (or setting up the iterator).
-    pub fetch: u64,
-    /// Outside training: under Python's import machinery (start-up) or the
-    /// interpreter's finalization (tear-down), or outside the function
-    /// that takes the batches (the training loop) when the stacks show it.
-    pub startup: u64,
-    pub all: u64,
-}
-
-/// Per thread, its on-CPU samples inside taking a batch (or setting up
-/// its iterator), in imports, and all its samples: a consumer's CPU for
-/// its loader (unpickling a batch, starting workers, or loading the
-/// samples itself) is not its compute.
-pub fn fetch_cpu(oncpu_threads: &FoldedStacks) -> BTreeMap<ThreadId, OwnCpu> {
-    // (thread, frames, samples, whether the stack is fetching)
-    let stacks: Vec<(ThreadId, Vec<&str>, u64, bool)> = oncpu_threads
-        .stacks
-        .iter()
-        .filter_map(|(stack, n)| {
-            let (id, frames) = thread_and_frames(stack)?;
-            let frames: Vec<&str> = frames.collect();
-            let fetch = in_fetch(frames.iter().copied());
-            Some((id, frames, *n, fetch))
-        })
-        .collect();
-    let mut loops: BTreeMap<ThreadId, BTreeSet<(&str, &str)>> = BTreeMap::new();
-    for (id, frames, _, _) in stacks.iter().filter(|s| s.3) {
-        if let Some(function) = loop_function(frames) {
-            loops.entry(*id).or_default().insert(function);
-        }
-    }
-    let mut out: BTreeMap<ThreadId, OwnCpu> = BTreeMap::new();
-    for (id, frames, n, fetch) in &stacks {
-        let e = out.entry(*id).or_default();
-        // Imports (lazy ones inside the loop too) and the interpreter's
-        // finalization are start-up and tear-down wherever they run.
-        let outside = frames
-            .iter()
-            .any(|f| is_import_frame(f) || *f == "Py_FinalizeEx")
-            || loops.get(id).is_some_and(|functions| {
-                !frames
-                    .iter()
-                    .any(|f| python_function(f).is_some_and(|pf| functions.contains(&pf)))
-            });
-        if *fetch {
-            e.fetch += n;
-        } else if outside {
-            e.startup += n;
-        }
-        e.all += n;
-    }
-    out
 }
 
 /// Kernel frames of a read syscall.
@@ -424,7 +350,7 @@ const READ_FRAMES: &[&str] = &[
     "__x64_sys_pread64_[k]",
 ];
 /// Python's import machinery: reads under it load code, not data.
-fn is_import_frame(frame: &str) -> bool {
+pub(super) fn is_import_frame(frame: &str) -> bool {
     python_frame(frame).is_some_and(|(name, file)| {
         file.starts_with("<frozen importlib") || name == "_find_and_load"
     })

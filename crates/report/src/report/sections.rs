@@ -134,6 +134,18 @@ pub(crate) fn consumer_time_split(
             pct(c.fetch_cpu_ns)
         ));
     }
+    if c.fetch_io_ns > 0 {
+        parts.push(format!(
+            "blocked on the device inside its loader (reading samples itself) {:.1}%",
+            pct(c.fetch_io_ns)
+        ));
+    }
+    if c.fetch_net_ns > 0 {
+        parts.push(format!(
+            "receiving from a socket inside its loader {:.1}%",
+            pct(c.fetch_net_ns)
+        ));
+    }
     if c.queued_ns > 0 {
         parts.push(format!("waiting for a CPU {:.1}%", pct(c.queued_ns)));
     }

@@ -1,0 +1,110 @@
+use super::*;
+
+const NEXT: &str = "_BaseDataLoaderIter.__next__ (/v/torch/utils/data/dataloader.py:733)";
+
+fn folded(stacks: &[(&str, u64)]) -> FoldedStacks {
+    FoldedStacks {
+        stacks: stacks
+            .iter()
+            .map(|(s, n)| (format!("python;[100/100];{s}"), *n))
+            .collect(),
+    }
+}
+
+#[test]
+fn a_trainers_samples_split_into_fetching_training_and_the_rest() {
+    let oncpu = folded(&[
+        (
+            &format!(
+                "<module> (/t/train.py:9);train (/t/train.py:61);{NEXT};np.load (/v/numpy/npyio.py:400);memcpy"
+            ),
+            50,
+        ),
+        (
+            "<module> (/t/train.py:9);train (/t/train.py:64);step (/t/train.py:40);sgemm",
+            30,
+        ),
+        (
+            "<module> (/t/train.py:2);_find_and_load (<frozen importlib._bootstrap>:1176);read",
+            7,
+        ),
+        // Outside the loop function: the model built before it.
+        (
+            "<module> (/t/train.py:8);build_model (/t/train.py:20);init",
+            5,
+        ),
+        // The interpreter's end and the process's exit handlers.
+        ("_start;Py_RunMain;Py_FinalizeEx;gc_collect_main", 3),
+        ("_start;exit;__run_exit_handlers;~TorchLibraryInit", 2),
+        // No Python frame read: nothing known of the loop.
+        ("_start;[libjpeg.so]", 4),
+    ]);
+    let own = own_time(&oncpu, &FoldedStacks::default());
+    let t = own[&(100, 100)];
+    assert_eq!((t.fetch, t.startup, t.all), (50, 7 + 5 + 3 + 2, 101));
+    assert_eq!((t.fetch_io_us, t.fetch_net_us, t.startup_off_us), (0, 0, 0));
+}
+
+#[test]
+fn only_its_own_device_and_socket_waits_inside_the_loader_are_fetching() {
+    let loop_ = "<module> (/t/train.py:9);train (/t/train.py:61)";
+    let offcpu = folded(&[
+        // Reading a sample's file: a page-cache miss waits for the device.
+        (
+            &format!(
+                "{loop_};{NEXT};np.load (/v/numpy/npyio.py:400);read;ksys_read_[k];filemap_read_[k];folio_wait_bit_common_[k];io_schedule_[k];schedule_[k]"
+            ),
+            6_000_000,
+        ),
+        // Receiving a sample over HTTP.
+        (
+            &format!("{loop_};{NEXT};recv;tcp_recvmsg_[k];sk_wait_data_[k];schedule_[k]"),
+            2_000_000,
+        ),
+        // Waiting for a worker's batch: a delivery, which the wake-up
+        // graph accounts, not the consumer's own fetching.
+        (
+            &format!("{loop_};{NEXT};poll;do_sys_poll_[k];schedule_[k]"),
+            9_000_000,
+        ),
+        // Reading a module at import: start-up.
+        (
+            "<module> (/t/train.py:2);_find_and_load (<frozen importlib._bootstrap>:1176);read;io_schedule_[k];schedule_[k]",
+            400_000,
+        ),
+        // A blocked stack without Python frames tells nothing.
+        (
+            "_start;[libnvrtc.so];filemap_fault_[k];io_schedule_[k]",
+            200_000,
+        ),
+    ]);
+    let own = own_time(&FoldedStacks::default(), &offcpu);
+    let t = own[&(100, 100)];
+    assert_eq!((t.fetch_io_us, t.fetch_net_us), (6_000_000, 2_000_000));
+    assert_eq!(t.startup_off_us, 400_000);
+    assert_eq!((t.fetch, t.startup, t.all), (0, 0, 0));
+}
+
+#[test]
+fn start_up_takes_the_first_cpu_time_and_tear_down_the_last() {
+    let ms = 1_000_000;
+    // Imports on a CPU and reading modules (0.5 s each), then a loop
+    // half on a CPU and half in D, then 0.25 s of finalization.
+    let series = ThreadSeries {
+        on_cpu_ns: vec![500 * ms, 500 * ms, 500 * ms, 750 * ms],
+        runnable_ns: vec![0, 0, 0, 0],
+        sleeping_ns: vec![0, 0, 0, 0],
+        blocked_io_ns: vec![500 * ms, 500 * ms, 500 * ms, 250 * ms],
+        ..ThreadSeries::default()
+    };
+    let span = loop_span(&series, 500 * ms, 250 * ms).unwrap();
+    assert_eq!(span.on_cpu as u64, 1500 * ms);
+    assert_eq!(span.io as u64, 3500 * ms / 3);
+    // What a bucket holds is spread over it: the last bucket's D time
+    // is two thirds in the loop.
+    assert!(loop_span(&series, 2250 * ms, 1).is_none());
+    assert_eq!(
+        loop_span(&series, 0, 0).unwrap().total() as u64,
+        (2250 + 1750) * ms
+    );
+}
