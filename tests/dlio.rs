@@ -106,30 +106,6 @@ fn training(files: u32, record_bytes: u64, extra: &[&str]) -> Vec<String> {
     v
 }
 
-/// Drops the page-cache pages of every file under `dir` (this dataset
-/// only, not the machine's whole cache).
-fn evict(dir: &Path) {
-    for entry in fs::read_dir(dir).expect("read dataset dir") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            evict(&path);
-            continue;
-        }
-        let file = fs::File::open(&path).expect("open dataset file");
-        // SAFETY: a valid open descriptor; DONTNEED only drops clean pages.
-        let rc = unsafe {
-            libc::fsync(std::os::fd::AsRawFd::as_raw_fd(&file));
-            libc::posix_fadvise(
-                std::os::fd::AsRawFd::as_raw_fd(&file),
-                0,
-                0,
-                libc::POSIX_FADV_DONTNEED,
-            )
-        };
-        assert_eq!(rc, 0, "posix_fadvise({})", path.display());
-    }
-}
-
 struct Run {
     name: &'static str,
     expected: &'static str,
@@ -332,7 +308,7 @@ fn real_dlio_benchmark_verdicts() {
         ),
     ));
     // Cold data behind a throttle: 24 x 8 MiB at 24 MiB/s, about 8 s.
-    evict(&large);
+    support::evict(&large);
     let throttle = Throttle::new(&large, 24 << 20).expect("blkio cgroup v1 throttling available");
     let procs = throttle.dir.join("cgroup.procs");
     let inner = cmd(

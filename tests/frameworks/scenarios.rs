@@ -18,6 +18,10 @@ pub const ALL: &[(&str, Run)] = &[
     ("torch-jpeg-spawn", torch_jpeg_spawn),
     ("torch-jpeg-forkserver", torch_jpeg_forkserver),
     ("torch-jpeg-in-process", torch_jpeg_in_process),
+    (
+        "torch-npy-in-process-throttled",
+        torch_npy_in_process_throttled,
+    ),
     ("torch-stopped-workers", torch_stopped_workers),
     ("tfdata-short-step", tfdata_short_step),
     ("tfdata-long-step", tfdata_long_step),
@@ -114,6 +118,55 @@ fn torch_jpeg_in_process(ctx: &Ctx, name: &str) -> Outcome {
         &["--data-kind", "jpeg", "--workers", "0"],
         &["--data-kind", "jpeg", "--workers", "0", "--epochs", "3"],
     )
+}
+
+/// Cached-nowhere NumPy samples loaded by the trainer's own thread
+/// (`num_workers=0`) from a throttled disk: the trainer blocks on the
+/// device inside its own `next()`. Each run starts with the dataset out of
+/// the page cache; an epoch (130 MB) outlasts a throttled run, so no
+/// sample is read twice.
+fn torch_npy_in_process_throttled(ctx: &Ctx, name: &str) -> Outcome {
+    let data = torch_data(ctx);
+    let npy = Path::new(&data).join("npy");
+    let with = |mode: &str, extra: &[&str]| {
+        let mut args = vec![
+            mode,
+            "--data",
+            data.as_str(),
+            "--data-kind",
+            "npy",
+            "--workers",
+            "0",
+        ];
+        args.extend(extra);
+        ctx.py("torch_train.py", &args)
+    };
+    let loader = ["--epochs", "50", "--duration", "3"];
+    support::evict(&npy);
+    let (free, _) = ctx.control(&with("loader", &loader));
+    let (t, procs) = throttle(&npy, 5 << 20);
+    support::evict(&npy);
+    let (l, _) = ctx.control(&in_cgroup(&procs, &with("loader", &loader)));
+    let (c, _) = ctx.control(&with("consumer", &["--duration", "3"]));
+    let truth = truth_by_rates(name, l, c, "storage-bound");
+    assert!(
+        free / l >= 1.5,
+        "{name}: broken scenario: {free:.1}/s unthrottled against {l:.1}/s"
+    );
+    support::evict(&npy);
+    let diagnosis = diagnose(ctx, name, &[], &in_cgroup(&procs, &with("job", &[])));
+    drop(t);
+    Outcome {
+        name: name.into(),
+        truth,
+        controls: format!(
+            "loader {} (uncached, unthrottled {}) / consumer {}",
+            fmt_rate(l),
+            fmt_rate(free),
+            fmt_rate(c)
+        ),
+        diagnosis,
+    }
 }
 
 /// The DataLoader's workers SIGSTOPped 3 s into training: the job hangs.

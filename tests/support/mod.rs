@@ -354,6 +354,30 @@ pub fn dlio_venv() -> Option<PathBuf> {
         .find(|v| v.join("bin/dlio_benchmark").is_file())
 }
 
+/// Drops the page-cache pages of every file under `dir` (this dataset
+/// only, not the machine's whole cache).
+pub fn evict(dir: &Path) {
+    for entry in fs::read_dir(dir).expect("read dataset dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            evict(&path);
+            continue;
+        }
+        let file = fs::File::open(&path).expect("open dataset file");
+        // SAFETY: a valid open descriptor; DONTNEED only drops clean pages.
+        let rc = unsafe {
+            libc::fsync(std::os::fd::AsRawFd::as_raw_fd(&file));
+            libc::posix_fadvise(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+                0,
+                libc::POSIX_FADV_DONTNEED,
+            )
+        };
+        assert_eq!(rc, 0, "posix_fadvise({})", path.display());
+    }
+}
+
 /// A blkio (cgroup v1) group throttling reads of the device behind `path`.
 pub struct Throttle {
     pub dir: PathBuf,
