@@ -318,12 +318,12 @@ const GENERIC: &[Category] = &[
 const OTHER_KERNEL: &str = "other kernel";
 const OTHER_USER: &str = "other user code";
 
-/// True for kernel frames (`_[k]` suffix).
 /// The category of a stack blocked on a device (`categorize`).
 pub const BLOCK_IO_WAIT: &str = "block I/O wait (kernel)";
 /// The category of a stack blocked receiving from a socket.
 pub const SOCKET_RECEIVE: &str = "socket receive (kernel)";
 
+/// True for kernel frames (`_[k]` suffix).
 pub fn is_kernel_frame(frame: &str) -> bool {
     frame.ends_with("_[k]")
 }

@@ -54,8 +54,9 @@ impl Features {
     /// The reader figures of a consumer that never waited for data (its
     /// data and GIL waits under `min_decision_thread_s`) and whose AU is
     /// still short of `compute_bound_au_percentage`: no loader held it
-    /// up, its own fetching did (on a CPU taking and unpickling batches,
-    /// or queued for a CPU that other work took), so it is the one reader
+    /// up, its own fetching did (on a CPU taking and unpickling batches or
+    /// decoding samples, queued for a CPU that other work took, blocked
+    /// on the device or a socket reading them), so it is the one reader
     /// and the shares are of that time. A consumer whose AU passes is
     /// compute-bound, and one that waited on its loaders is judged by them.
     fn apply_consumer_fetch(&mut self, w: &WaitAnalysis, t: &Thresholds) {

@@ -1,21 +1,129 @@
 //! The consumer's own time over the training window, split into compute,
-//! data wait, the GIL, other locks and a CPU queue, the kernel AU from it,
-//! and its data waits attributed along the critical path.
+//! data wait, the GIL, other locks, a CPU queue and its own fetching, the
+//! kernel AU from it, and its data waits attributed along the critical
+//! path.
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
 use storprof_session::load::Session;
 
 use super::{
-    ConsumerTime, ThreadId,
+    ThreadId,
     classify::{self, EdgeKind},
-    graph::{Graph, InEdge, StateTime, window_accounted_ns},
-    own_time,
+    graph::{Graph, InEdge, window_accounted_ns},
+    is_zero, is_zero_u32, own_time,
     own_time::OwnTime,
     path::{PathAcc, Walk, attribute},
     sites::WaitSite,
     window::data_waits,
 };
 use crate::Thresholds;
+
+/// The consumer's time over the training window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerTime {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    /// Blocked time ended by the data side (loaders, relays), ns.
+    pub data_wait_ns: u64,
+    /// Timed sleeps (nanosleep ended by a timer): emulated compute, ns.
+    pub compute_ns: u64,
+    /// The consumer emulates compute with timed sleeps (DLIO, the bench):
+    /// all its time but its sleeps is then fetching or waiting; else
+    /// only its data and GIL waits and its own fetching are.
+    pub emulated_compute: bool,
+    /// The consumer's own accounted time in the window (on CPU, runnable,
+    /// blocked), ns: the AU's denominator. For a consumer without
+    /// deliveries (its own reader), its time in its loop: after its
+    /// start-up, before its tear-down.
+    pub window_ns: u64,
+    /// 1 − (data wait + GIL + own fetching) / window, in percent (a
+    /// consumer that emulates compute: its CPU and queue time fetching).
+    pub au_percentage: f64,
+    /// Bytes the consumer thread wrote with write-family syscalls over the
+    /// recording (checkpoints, logs); 0 for a consumer that wrote nothing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub write_bytes: u64,
+    /// The consumer's own time in the window, neither computing, waiting
+    /// for data nor blocked inside its loader, ns: what is left of the
+    /// window after those for a consumer that emulates compute; only its
+    /// uninterruptible (D) waits outside its loader for one that computes
+    /// on a CPU (its CPU time is its compute). A trainer that saves
+    /// checkpoints in its own thread spends them here.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub own_ns: u64,
+    /// Of `own_ns`, the time in uninterruptible (D) waits: I/O such as
+    /// fsync or writeback throttling.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub own_io_ns: u64,
+    /// Of `data_wait_ns`, the waits for data that timed out and were
+    /// started again (a queue `get` with a timeout, DataLoader's status
+    /// checks): still waiting for data, though a timer ended them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub timed_out_wait_ns: u64,
+    /// Time waiting for the GIL (neither compute nor data: the consumer
+    /// could run but another thread held the interpreter), ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gil_ns: u64,
+    /// Time waiting for other locks the loaders hold too, ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_ns: u64,
+    /// Time runnable, waiting for a CPU, ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queued_ns: u64,
+    /// Time on a CPU inside its loader's API (a real trainer's: taking
+    /// and unpickling batches, starting an epoch's workers, decoding
+    /// samples itself), ns: fetching, not compute. Over a window between
+    /// deliveries, the stacks' share of its CPU time there; over its own
+    /// loop, its samples there.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fetch_cpu_ns: u64,
+    /// Time queued for a CPU inside its loader's API, ns (its queued time
+    /// in the share of its CPU time there).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fetch_queued_ns: u64,
+    /// Time blocked on a device inside its loader's API (a loader running
+    /// in its own thread, reading files), ns: fetching, not compute, and
+    /// no wait that a thread of the data side ends.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fetch_io_ns: u64,
+    /// Time receiving from a socket inside its loader's API, ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fetch_net_ns: u64,
+    /// Its steps in the window: data deliveries, or timed-sleep compute
+    /// steps when it took more of those (a consumer that never waits).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steps: u64,
+    /// Later generations of worker processes (started anew each epoch)
+    /// whose first batch it waited for in the window, and that wait, ns:
+    /// part of `data_wait_ns`, which DLIO's AU leaves out (its first step
+    /// of each epoch).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub epoch_starts: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch_start_wait_ns: u64,
+}
+
+impl ConsumerTime {
+    /// What keeps its AU under 100% besides its waits for data and the
+    /// GIL: its own fetching (on a CPU or queued for one taking and
+    /// unpickling batches, blocked on the device or a socket reading
+    /// samples itself), ns.
+    pub fn own_fetch_ns(&self) -> u64 {
+        let not_computing = self.window_ns as f64 * (1.0 - self.au_percentage / 100.0);
+        (not_computing.max(0.0).round() as u64).saturating_sub(self.data_wait_ns + self.gil_ns)
+    }
+
+    /// Of [`Self::own_fetch_ns`], the time queued for a CPU, ns.
+    pub fn own_fetch_queued_ns(&self) -> u64 {
+        if self.emulated_compute {
+            self.queued_ns.min(self.own_fetch_ns())
+        } else {
+            self.fetch_queued_ns.min(self.own_fetch_ns())
+        }
+    }
+}
 
 /// The recorded command is a benchmark that emulates compute with sleeps
 /// (`storprof bench`, DLIO, mlpstorage), even at a computation time of 0:
@@ -209,7 +317,7 @@ pub fn consumer_time(
     let emulated = window_ns > 0
         && (emulates_compute(ctx.session)
             || compute_ns as f64 >= t.consumer_sleep_share * window_ns as f64);
-    let f = own_fetching(ctx, walk, c, own, emulated, waits.is_empty());
+    let f = own_fetching(ctx, walk, c, emulated, waits.is_empty());
     if let Some(loop_ns) = f.loop_ns {
         window_ns = loop_ns;
     }
@@ -288,22 +396,11 @@ fn own_fetching(
     ctx: &ConsumerCtx,
     walk: &Walk,
     c: ThreadId,
-    own: StateTime,
     emulated: bool,
     no_deliveries: bool,
 ) -> OwnFetching {
     let (g, whole) = (walk.g, walk.whole);
     let own_time = ctx.own_time.get(&c).copied().unwrap_or_default();
-    if emulated {
-        // Its CPU is all fetching already; its blocked time inside the
-        // loader (reading samples itself) is too.
-        let io_ns = (own_time.fetch_io_us * 1000).min(own.io);
-        return OwnFetching {
-            io_ns,
-            own_io_ns: own.io - io_ns,
-            ..OwnFetching::default()
-        };
-    }
     // A trainer that loads its samples itself has no deliveries to start
     // its window at: its loop is its time after its start-up (imports,
     // building its model) and before its tear-down, which its samples
@@ -314,22 +411,12 @@ fn own_fetching(
         .timeseries
         .as_ref()
         .and_then(|ts| ts.threads.iter().find(|t| (t.pid, t.tid) == c))
-        .filter(|_| no_deliveries && own_time.all > 0)
+        .filter(|_| no_deliveries && !emulated && own_time.all > 0)
         .and_then(|series| {
             let cpu_ns = |samples: u64| (samples as f64 * period_ns) as u64;
             let startup = own_time.startup - own_time.teardown;
             own_time::loop_span(series, cpu_ns(startup), cpu_ns(own_time.teardown))
         });
-    let in_window = |graph: &Graph<'_>| {
-        let st = graph.states.get(&c).copied().unwrap_or_default();
-        LoopSpanLike {
-            on_cpu: st.on_cpu as f64,
-            runnable: st.runnable as f64,
-            blocked: st.sleeping.saturating_add(st.io) as f64,
-            io: st.io as f64,
-            all_blocked: blocked_of(whole, c) as f64,
-        }
-    };
     let w = match span {
         Some(s) => LoopSpanLike {
             on_cpu: s.on_cpu,
@@ -338,22 +425,43 @@ fn own_fetching(
             io: s.io,
             all_blocked: s.blocked,
         },
-        None => in_window(g),
+        None => {
+            let st = g.states.get(&c).copied().unwrap_or_default();
+            LoopSpanLike {
+                on_cpu: st.on_cpu as f64,
+                runnable: st.runnable as f64,
+                blocked: st.sleeping.saturating_add(st.io) as f64,
+                io: st.io as f64,
+                all_blocked: blocked_of(whole, c) as f64,
+            }
+        }
     };
-    // Its CPU inside its loader's API (unpickling a batch, starting an
-    // epoch's workers, decoding samples itself) is fetching, not its
-    // compute, and so is the time it was queued for a CPU there (a
-    // preempted thread resumes where it was sampled running).
-    let loop_samples = own_time.all - own_time.startup;
-    let cpu_ns = (own_time.fetch as f64 * period_ns).min(w.on_cpu);
-    let queued_ns = w.runnable * own_time.fetch as f64 / loop_samples.max(1) as f64;
-    // So are its own waits on a device or a socket inside that API (a
+    // Its own waits on a device or a socket inside the loader's API (a
     // loader in its own thread): no thread of the data side ends them, so
     // they are no delivery. The stacks span the recording: the window
     // holds its share of the thread's blocked time.
     let in_span = (w.blocked / w.all_blocked.max(1.0)).min(1.0);
     let io_ns = (own_time.fetch_io_us as f64 * 1e3 * in_span).min(w.blocked);
     let net_ns = (own_time.fetch_net_us as f64 * 1e3 * in_span).min(w.blocked - io_ns);
+    // Its CPU inside that API (unpickling a batch, starting an epoch's
+    // workers, decoding samples itself) is fetching, not its compute,
+    // and so is the time it was queued for a CPU there (a preempted
+    // thread resumes where it was sampled running): over its loop, what
+    // its samples there measure; over a window between deliveries, their
+    // share of its time (a sleeping consumer's CPU is all fetching
+    // already).
+    let (cpu_ns, queued_ns) = if emulated {
+        (0.0, 0.0)
+    } else if span.is_some() {
+        let loop_samples = (own_time.all - own_time.startup).max(1) as f64;
+        (
+            (own_time.fetch as f64 * period_ns).min(w.on_cpu),
+            w.runnable * own_time.fetch as f64 / loop_samples,
+        )
+    } else {
+        let share = own_time.fetch as f64 / own_time.all.max(1) as f64;
+        (w.on_cpu * share, w.runnable * share)
+    };
     OwnFetching {
         cpu_ns: cpu_ns as u64,
         queued_ns: queued_ns as u64,

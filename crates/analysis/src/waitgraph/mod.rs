@@ -27,6 +27,7 @@
 //! has per-bucket states (format 2), else over the whole recording.
 mod classify;
 mod consumer;
+pub use consumer::ConsumerTime;
 mod graph;
 mod own_time;
 mod path;
@@ -77,106 +78,6 @@ pub struct RoleRow {
     pub reason: String,
     /// Share of its window time on a CPU.
     pub on_cpu_share: f64,
-}
-
-/// The consumer's time over the training window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ConsumerTime {
-    pub pid: u32,
-    pub tid: u32,
-    pub comm: String,
-    /// Blocked time ended by the data side (loaders, relays), ns.
-    pub data_wait_ns: u64,
-    /// Timed sleeps (nanosleep ended by a timer): emulated compute, ns.
-    pub compute_ns: u64,
-    /// The consumer emulates compute with timed sleeps (DLIO, the bench):
-    /// AU = 1 − (data wait + its own CPU) / its time; else AU = 1 − data
-    /// wait / its time.
-    pub emulated_compute: bool,
-    /// The consumer's own accounted time in the window (on CPU, runnable,
-    /// blocked), ns: the AU's denominator.
-    pub window_ns: u64,
-    /// 1 − data_wait / window, in percent.
-    pub au_percentage: f64,
-    /// Bytes the consumer thread wrote with write-family syscalls over the
-    /// recording (checkpoints, logs); 0 for a consumer that wrote nothing.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub write_bytes: u64,
-    /// The consumer's own time in the window, neither computing nor waiting
-    /// for data, ns: what is left of the window after both for a consumer
-    /// that emulates compute; only its uninterruptible (D) waits for one
-    /// that computes on a CPU (its CPU time is its compute). A trainer that
-    /// saves checkpoints in its own thread spends them here.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub own_ns: u64,
-    /// Of `own_ns`, the time in uninterruptible (D) waits: I/O such as
-    /// fsync or writeback throttling.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub own_io_ns: u64,
-    /// Of `data_wait_ns`, the waits for data that timed out and were
-    /// started again (a queue `get` with a timeout, DataLoader's status
-    /// checks): still waiting for data, though a timer ended them.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub timed_out_wait_ns: u64,
-    /// Time waiting for the GIL (neither compute nor data: the consumer
-    /// could run but another thread held the interpreter), ns.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub gil_ns: u64,
-    /// Time waiting for other locks the loaders hold too, ns.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub lock_ns: u64,
-    /// Time runnable, waiting for a CPU, ns.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub queued_ns: u64,
-    /// Time on a CPU inside its loader's API (a real trainer's: taking
-    /// and unpickling batches, starting an epoch's workers), ns: fetching,
-    /// not compute (the stacks' share of its CPU time in the window).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub fetch_cpu_ns: u64,
-    /// Time queued for a CPU inside its loader's API, ns (its queued time
-    /// in the share of its CPU time there).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub fetch_queued_ns: u64,
-    /// Time blocked on a device inside its loader's API (a loader running
-    /// in its own thread, reading files), ns: fetching, not compute, and
-    /// no wait that a thread of the data side ends.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub fetch_io_ns: u64,
-    /// Time receiving from a socket inside its loader's API, ns.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub fetch_net_ns: u64,
-    /// Its steps in the window: data deliveries, or timed-sleep compute
-    /// steps when it took more of those (a consumer that never waits).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub steps: u64,
-    /// Later generations of worker processes (started anew each epoch)
-    /// whose first batch it waited for in the window, and that wait, ns:
-    /// part of `data_wait_ns`, which DLIO's AU leaves out (its first step
-    /// of each epoch).
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
-    pub epoch_starts: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub epoch_start_wait_ns: u64,
-}
-
-impl ConsumerTime {
-    /// What keeps its AU under 100% besides its waits for data and the
-    /// GIL: its own fetching (on a CPU or queued for one taking and
-    /// unpickling batches, blocked on the device or a socket reading
-    /// samples itself), ns.
-    pub fn own_fetch_ns(&self) -> u64 {
-        let not_computing = self.window_ns as f64 * (1.0 - self.au_percentage / 100.0);
-        (not_computing.max(0.0).round() as u64).saturating_sub(self.data_wait_ns + self.gil_ns)
-    }
-
-    /// Of [`Self::own_fetch_ns`], the time queued for a CPU, ns.
-    pub fn own_fetch_queued_ns(&self) -> u64 {
-        if self.emulated_compute {
-            self.queued_ns.min(self.own_fetch_ns())
-        } else {
-            self.fetch_queued_ns.min(self.own_fetch_ns())
-        }
-    }
 }
 
 fn is_zero_u32(x: &u32) -> bool {

@@ -34,17 +34,16 @@ pub struct OwnTime {
     /// (tear-down), or outside the function that takes the batches (the
     /// training loop) when the stacks show it.
     pub startup: u64,
-    /// Of `startup`, the samples in the interpreter's finalization or the
-    /// process's exit (tear-down).
+    /// Of `startup`, the samples after the loop: the interpreter's
+    /// finalization, the process's exit, or the loop's caller past the
+    /// call (tear-down).
     pub teardown: u64,
     /// All on-CPU samples.
     pub all: u64,
     /// Off-CPU µs inside taking a batch, blocked on a device.
     pub fetch_io_us: u64,
-    /// Off-CPU µs inside taking a batch, receiving from a socket.
+    /// Off-CPU µs inside taking a batch, receiving from a network socket.
     pub fetch_net_us: u64,
-    /// Off-CPU µs outside training, as `startup`.
-    pub startup_off_us: u64,
 }
 
 /// Frames of the interpreter's and the process's end.
@@ -56,7 +55,7 @@ const TEARDOWN_FRAMES: &[&str] = &[
 ];
 
 /// A Python frame as (function, file without its line number).
-fn python_function(frame: &str) -> Option<(&str, &str)> {
+fn python_function(frame: &str) -> Option<Function<'_>> {
     let (name, file) = python_frame(frame)?;
     let file = match file.rsplit_once(':') {
         Some((path, line)) if line.bytes().all(|b| b.is_ascii_digit()) => path,
@@ -65,11 +64,76 @@ fn python_function(frame: &str) -> Option<(&str, &str)> {
     Some((name, file))
 }
 
-/// The Python function that called the loader in a fetching stack
-/// (frames outermost first): the training loop.
-fn loop_function<'a>(frames: &[&'a str]) -> Option<(&'a str, &'a str)> {
-    let at = frames.iter().position(|f| is_fetch_frame(f))?;
-    frames[..at].iter().rev().find_map(|f| python_function(f))
+/// A Python frame's line number.
+fn python_line(frame: &str) -> Option<u32> {
+    let (_, file) = python_frame(frame)?;
+    file.rsplit_once(':')?.1.parse().ok()
+}
+
+/// Where a fetching stack's loop function was called from: its Python
+/// caller and the line of the call.
+fn loop_call_site<'a>(frames: &[&'a str], loop_fn: Function) -> Option<(Function<'a>, u32)> {
+    let fetch_at = frames.iter().position(|f| is_fetch_frame(f))?;
+    let at = frames[..fetch_at]
+        .iter()
+        .rposition(|f| python_function(f) == Some(loop_fn))?;
+    frames[..at]
+        .iter()
+        .rev()
+        .find_map(|f| Some((python_function(f)?, python_line(f)?)))
+}
+
+/// Whether a stack outside the loop runs after it: in the loop
+/// function's caller, past the line that called it (saving the model,
+/// a final evaluation); else it ran before (building the model).
+fn after_loop(stack: &Stack, call_sites: &BTreeMap<Function, u32>) -> bool {
+    stack.frames.iter().any(|f| {
+        python_function(f)
+            .and_then(|pf| call_sites.get(&pf))
+            .zip(python_line(f))
+            .is_some_and(|(call, line)| line > *call)
+    })
+}
+
+/// The Python functions that called the loader in a fetching stack
+/// (frames outermost first), nearest first.
+fn loader_callers<'a>(frames: &[&'a str]) -> Vec<Function<'a>> {
+    let Some(at) = frames.iter().position(|f| is_fetch_frame(f)) else {
+        return Vec::new();
+    };
+    frames[..at]
+        .iter()
+        .rev()
+        .filter_map(|f| python_function(f))
+        .collect()
+}
+
+/// The training loop among a fetching stack's callers (nearest first):
+/// the nearest that holds at least half of the thread's other work (its
+/// samples outside the loader, imports and tear-down), where the step
+/// runs. The nearest caller is often the loop itself, but a generator
+/// that wraps the loader (moving each batch to a device, Accelerate's
+/// sharded loader) or a framework's batch fetcher only fetches; the step
+/// is in its caller. The search stops below a caller of another loop
+/// (`shared`: a train loop's and a validation loop's common caller),
+/// and without a caller holding the work it is the nearest.
+fn loop_function<'a>(
+    callers: &[Function<'a>],
+    work: &BTreeMap<Function, u64>,
+    work_total: u64,
+    shared: &BTreeSet<Function>,
+) -> Option<Function<'a>> {
+    let holds =
+        |f: &(&str, &str)| work_total > 0 && 2 * work.get(f).copied().unwrap_or(0) >= work_total;
+    for (i, f) in callers.iter().enumerate() {
+        if i > 0 && shared.contains(f) {
+            break;
+        }
+        if holds(f) {
+            return Some(*f);
+        }
+    }
+    callers.first().copied()
 }
 
 /// One folded stack of a thread, sorted.
@@ -107,7 +171,7 @@ fn is_teardown(stack: &Stack) -> bool {
 /// runs (lazy imports inside the loop too), or a Python stack outside
 /// every loop function of its thread. A stack without Python frames tells
 /// nothing of the loop.
-fn outside_training(stack: &Stack, loops: &BTreeMap<ThreadId, BTreeSet<(&str, &str)>>) -> bool {
+fn outside_training(stack: &Stack, loops: &BTreeMap<ThreadId, BTreeSet<Function>>) -> bool {
     if is_teardown(stack) || stack.frames.iter().any(|f| is_import_frame(f)) {
         return true;
     }
@@ -125,6 +189,69 @@ fn outside_training(stack: &Stack, loops: &BTreeMap<ThreadId, BTreeSet<(&str, &s
     any
 }
 
+/// A Python function as (name, file).
+type Function<'a> = (&'a str, &'a str);
+
+/// Per thread, the samples of its work outside the loader, imports and
+/// tear-down that each Python function was on the stack of (once per
+/// stack), and their total.
+type Work<'a> = (BTreeMap<Function<'a>, u64>, u64);
+
+/// Per thread, its training loops: for each fetching stack, the loop
+/// among its loader's callers (`loop_function`).
+fn training_loops<'a>(
+    on: &'a [Stack<'a>],
+    fetching: &[&Stack<'a>],
+) -> BTreeMap<ThreadId, BTreeSet<Function<'a>>> {
+    let mut work: BTreeMap<ThreadId, Work> = BTreeMap::new();
+    for s in on.iter().filter(|s| !s.fetch) {
+        if is_teardown(s) || s.frames.iter().any(|f| is_import_frame(f)) {
+            continue;
+        }
+        let functions: BTreeSet<Function> =
+            s.frames.iter().filter_map(|f| python_function(f)).collect();
+        if functions.is_empty() {
+            continue;
+        }
+        let (per_function, total) = work.entry(s.id).or_default();
+        *total += s.n;
+        for f in functions {
+            *per_function.entry(f).or_default() += s.n;
+        }
+    }
+    let chains: Vec<(ThreadId, Vec<Function>)> = fetching
+        .iter()
+        .map(|s| (s.id, loader_callers(&s.frames)))
+        .filter(|(_, chain)| !chain.is_empty())
+        .collect();
+    // Per thread and function, the nearest callers it is above.
+    let mut above: BTreeMap<(ThreadId, Function), BTreeSet<Function>> = BTreeMap::new();
+    for (id, chain) in &chains {
+        for f in &chain[1..] {
+            above.entry((*id, *f)).or_default().insert(chain[0]);
+        }
+    }
+    let mut loops: BTreeMap<ThreadId, BTreeSet<Function>> = BTreeMap::new();
+    let no_work = (BTreeMap::new(), 0);
+    for (id, chain) in &chains {
+        // The callers above another loop's nearest caller.
+        let shared: BTreeSet<Function> = chain
+            .iter()
+            .filter(|f| {
+                above
+                    .get(&(*id, **f))
+                    .is_some_and(|nearest| nearest.iter().any(|n| *n != chain[0]))
+            })
+            .copied()
+            .collect();
+        let (per_function, total) = work.get(id).unwrap_or(&no_work);
+        if let Some(function) = loop_function(chain, per_function, *total, &shared) {
+            loops.entry(*id).or_default().insert(function);
+        }
+    }
+    loops
+}
+
 /// Per thread, its samples and blocked time inside taking a batch (or
 /// setting up its iterator), outside training, and all its samples: a
 /// consumer's time for its loader (unpickling a batch, starting workers,
@@ -132,12 +259,23 @@ fn outside_training(stack: &Stack, loops: &BTreeMap<ThreadId, BTreeSet<(&str, &s
 pub fn own_time(oncpu: &FoldedStacks, offcpu: &FoldedStacks) -> BTreeMap<ThreadId, OwnTime> {
     let on = stacks(oncpu);
     let off = stacks(offcpu);
-    let mut loops: BTreeMap<ThreadId, BTreeSet<(&str, &str)>> = BTreeMap::new();
-    for s in on.iter().chain(&off).filter(|s| s.fetch) {
-        if let Some(function) = loop_function(&s.frames) {
-            loops.entry(s.id).or_default().insert(function);
+    let fetching: Vec<&Stack> = on.iter().chain(&off).filter(|s| s.fetch).collect();
+    let loops = training_loops(&on, &fetching);
+    // Per thread, where its loops were called from (the first call).
+    let mut call_sites: BTreeMap<ThreadId, BTreeMap<Function, u32>> = BTreeMap::new();
+    for s in &fetching {
+        for &function in loops.get(&s.id).into_iter().flatten() {
+            if let Some((caller, line)) = loop_call_site(&s.frames, function) {
+                let at = call_sites
+                    .entry(s.id)
+                    .or_default()
+                    .entry(caller)
+                    .or_insert(line);
+                *at = (*at).min(line);
+            }
         }
     }
+    let no_sites = BTreeMap::new();
     let mut out: BTreeMap<ThreadId, OwnTime> = BTreeMap::new();
     for s in &on {
         let e = out.entry(s.id).or_default();
@@ -145,21 +283,21 @@ pub fn own_time(oncpu: &FoldedStacks, offcpu: &FoldedStacks) -> BTreeMap<ThreadI
             e.fetch += s.n;
         } else if outside_training(s, &loops) {
             e.startup += s.n;
-            if is_teardown(s) {
+            if is_teardown(s) || after_loop(s, call_sites.get(&s.id).unwrap_or(&no_sites)) {
                 e.teardown += s.n;
             }
         }
         e.all += s.n;
     }
-    for s in &off {
-        if s.fetch {
-            match frames::categorize(&s.frames) {
-                frames::BLOCK_IO_WAIT => out.entry(s.id).or_default().fetch_io_us += s.n,
-                frames::SOCKET_RECEIVE => out.entry(s.id).or_default().fetch_net_us += s.n,
-                _ => {}
-            }
-        } else if outside_training(s, &loops) {
-            out.entry(s.id).or_default().startup_off_us += s.n;
+    for s in off.iter().filter(|s| s.fetch) {
+        // A Unix socket inside the loader is a worker's hand-off (PyTorch
+        // passes a batch's file descriptors over one), which a traced
+        // thread ends: a delivery, not the network.
+        let unix = s.frames.iter().any(|f| f.starts_with("unix_"));
+        match frames::categorize(&s.frames) {
+            frames::BLOCK_IO_WAIT => out.entry(s.id).or_default().fetch_io_us += s.n,
+            frames::SOCKET_RECEIVE if !unix => out.entry(s.id).or_default().fetch_net_us += s.n,
+            _ => {}
         }
     }
     out
@@ -194,6 +332,15 @@ pub fn loop_span(
     teardown_cpu_ns: u64,
 ) -> Option<LoopSpan> {
     let on = &series.on_cpu_ns;
+    // Without every state per bucket the span would be CPU alone.
+    let states = [
+        &series.runnable_ns,
+        &series.sleeping_ns,
+        &series.blocked_io_ns,
+    ];
+    if states.iter().any(|v| v.len() != on.len()) {
+        return None;
+    }
     let mut keep = vec![1.0f64; on.len()];
     let mut cut = |order: &mut dyn Iterator<Item = usize>, mut cpu: u64| {
         for i in order {

@@ -42,7 +42,7 @@ fn a_trainers_samples_split_into_fetching_training_and_the_rest() {
     let own = own_time(&oncpu, &FoldedStacks::default());
     let t = own[&(100, 100)];
     assert_eq!((t.fetch, t.startup, t.all), (50, 7 + 5 + 3 + 2, 101));
-    assert_eq!((t.fetch_io_us, t.fetch_net_us, t.startup_off_us), (0, 0, 0));
+    assert_eq!((t.fetch_io_us, t.fetch_net_us), (0, 0));
 }
 
 #[test]
@@ -67,7 +67,15 @@ fn only_its_own_device_and_socket_waits_inside_the_loader_are_fetching() {
             &format!("{loop_};{NEXT};poll;do_sys_poll_[k];schedule_[k]"),
             9_000_000,
         ),
-        // Reading a module at import: start-up.
+        // A batch's file descriptors passed over a Unix socket by a
+        // worker: a delivery too.
+        (
+            &format!(
+                "{loop_};{NEXT};rebuild_storage_fd (/v/torch/multiprocessing/reductions.py:400);recvmsg;unix_stream_read_generic_[k];schedule_[k]"
+            ),
+            3_000_000,
+        ),
+        // Reading a module at import: not fetching.
         (
             "<module> (/t/train.py:2);_find_and_load (<frozen importlib._bootstrap>:1176);read;io_schedule_[k];schedule_[k]",
             400_000,
@@ -81,7 +89,6 @@ fn only_its_own_device_and_socket_waits_inside_the_loader_are_fetching() {
     let own = own_time(&FoldedStacks::default(), &offcpu);
     let t = own[&(100, 100)];
     assert_eq!((t.fetch_io_us, t.fetch_net_us), (6_000_000, 2_000_000));
-    assert_eq!(t.startup_off_us, 400_000);
     assert_eq!((t.fetch, t.startup, t.all), (0, 0, 0));
 }
 
@@ -99,12 +106,102 @@ fn start_up_takes_the_first_cpu_time_and_tear_down_the_last() {
     };
     let span = loop_span(&series, 500 * ms, 250 * ms).unwrap();
     assert_eq!(span.on_cpu as u64, 1500 * ms);
-    assert_eq!(span.io as u64, 3500 * ms / 3);
     // What a bucket holds is spread over it: the last bucket's D time
     // is two thirds in the loop.
-    assert!(loop_span(&series, 2250 * ms, 1).is_none());
+    assert_eq!(span.io as u64, 3500 * ms / 3);
+    // Start-up and tear-down longer than its CPU time: no loop.
+    assert!(loop_span(&series, 2000 * ms, 500 * ms).is_none());
     assert_eq!(
         loop_span(&series, 0, 0).unwrap().total() as u64,
         (2250 + 1750) * ms
     );
+}
+
+#[test]
+fn a_generator_around_the_loader_is_not_the_training_loop() {
+    // `for x in to_device(loader): step(x)`: the generator only fetches
+    // (and moves a batch); the step runs in its caller.
+    let oncpu = folded(&[
+        (
+            &format!(
+                "<module> (/t/train.py:9);train (/t/train.py:61);to_device (/t/train.py:30);{NEXT};decode"
+            ),
+            50,
+        ),
+        (
+            "<module> (/t/train.py:9);train (/t/train.py:61);to_device (/t/train.py:31);copy",
+            5,
+        ),
+        (
+            "<module> (/t/train.py:9);train (/t/train.py:64);step (/t/train.py:40);sgemm",
+            40,
+        ),
+        (
+            "<module> (/t/train.py:8);build_model (/t/train.py:20);init",
+            5,
+        ),
+    ]);
+    let t = own_time(&oncpu, &FoldedStacks::default())[&(100, 100)];
+    assert_eq!((t.fetch, t.startup, t.all), (50, 5, 100));
+}
+
+#[test]
+fn a_validation_loop_does_not_make_their_common_caller_the_loop() {
+    // main() builds the model, then runs a train loop and a short
+    // validation loop: each is a loop, the build before them is not.
+    let main = "<module> (/t/train.py:120);main";
+    let oncpu = folded(&[
+        (
+            &format!("{main} (/t/train.py:100);build_model (/t/train.py:20);init"),
+            10,
+        ),
+        (
+            &format!("{main} (/t/train.py:101);train_loop (/t/train.py:61);{NEXT};decode"),
+            50,
+        ),
+        (
+            &format!(
+                "{main} (/t/train.py:101);train_loop (/t/train.py:64);step (/t/train.py:40);sgemm"
+            ),
+            30,
+        ),
+        (
+            &format!("{main} (/t/train.py:102);test_loop (/t/train.py:80);{NEXT};decode"),
+            10,
+        ),
+        (
+            &format!(
+                "{main} (/t/train.py:102);test_loop (/t/train.py:82);evaluate (/t/train.py:50);sgemm"
+            ),
+            5,
+        ),
+    ]);
+    let t = own_time(&oncpu, &FoldedStacks::default())[&(100, 100)];
+    assert_eq!((t.fetch, t.startup, t.all), (60, 10, 105));
+}
+
+#[test]
+fn work_past_the_loops_call_is_tear_down() {
+    let main = "<module> (/t/train.py:120);main";
+    let oncpu = folded(&[
+        (
+            &format!("{main} (/t/train.py:100);build_model (/t/train.py:20);init"),
+            10,
+        ),
+        (
+            &format!("{main} (/t/train.py:101);train (/t/train.py:61);{NEXT};decode"),
+            50,
+        ),
+        (
+            &format!("{main} (/t/train.py:101);train (/t/train.py:64);step (/t/train.py:40);sgemm"),
+            30,
+        ),
+        (
+            &format!("{main} (/t/train.py:103);save (/t/train.py:90);write"),
+            4,
+        ),
+        ("_start;Py_RunMain;Py_FinalizeEx;gc_collect_main", 2),
+    ]);
+    let t = own_time(&oncpu, &FoldedStacks::default())[&(100, 100)];
+    assert_eq!((t.startup, t.teardown), (16, 6));
 }
