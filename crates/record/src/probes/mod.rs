@@ -64,7 +64,8 @@ pub enum ProbeError {
 }
 
 /// How each syscall's time (`total_ns` and the histogram) is measured.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum SyscallTiming {
     /// The time the thread spent switched out inside the call (asleep or
     /// in D, then waiting for a CPU), added up by `sched_switch`: the wait

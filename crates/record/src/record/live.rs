@@ -26,7 +26,8 @@ use storprof_session::{
 };
 
 /// How the live view is shown.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LiveView {
     /// A status block when stderr is a terminal, else one line per update.
     #[default]
@@ -40,7 +41,8 @@ pub enum LiveView {
 }
 
 /// What happens to the workload once an early verdict stops the recording.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ThenAction {
     /// SIGTERM, and SIGKILL after 5 s.
     Stop,

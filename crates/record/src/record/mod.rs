@@ -139,7 +139,8 @@ impl RecordOptions {
 }
 
 /// How user stacks of CPU samples are unwound.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum UnwindMode {
     /// Per process, decided at exec: dwarf when the main executable lacks
     /// frame pointers (judged from its code) or runs a CPython

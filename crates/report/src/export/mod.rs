@@ -27,7 +27,8 @@ use storprof_analysis::{Thresholds, waitgraph};
 use storprof_session::load::{FoldedStacks, Session, thread_ids};
 
 /// The formats `storprof export` writes.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// gzip'd profile.proto: on-CPU samples and off-CPU ns per thread and
     /// stack (go tool pprof, Grafana Pyroscope, Parca).
