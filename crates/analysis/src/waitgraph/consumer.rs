@@ -417,30 +417,30 @@ fn own_fetching(
             let startup = own_time.startup - own_time.teardown;
             own_time::loop_span(series, cpu_ns(startup), cpu_ns(own_time.teardown))
         });
-    let w = match span {
-        Some(s) => LoopSpanLike {
-            on_cpu: s.on_cpu,
-            runnable: s.runnable,
-            blocked: s.blocked,
-            io: s.io,
-            all_blocked: s.blocked,
-        },
+    // Its states over its loop, or over the window; and its blocked time
+    // over the span the stacks cover (the loop; else the recording).
+    let (w, all_blocked) = match span {
+        Some(s) => (s, s.blocked),
         None => {
             let st = g.states.get(&c).copied().unwrap_or_default();
-            LoopSpanLike {
+            let window = own_time::LoopSpan {
                 on_cpu: st.on_cpu as f64,
                 runnable: st.runnable as f64,
                 blocked: st.sleeping.saturating_add(st.io) as f64,
                 io: st.io as f64,
-                all_blocked: blocked_of(whole, c) as f64,
-            }
+            };
+            let whole_blocked = whole
+                .states
+                .get(&c)
+                .map_or(0, |st| st.sleeping.saturating_add(st.io));
+            (window, whole_blocked as f64)
         }
     };
     // Its own waits on a device or a socket inside the loader's API (a
     // loader in its own thread): no thread of the data side ends them, so
     // they are no delivery. The stacks span the recording: the window
     // holds its share of the thread's blocked time.
-    let in_span = (w.blocked / w.all_blocked.max(1.0)).min(1.0);
+    let in_span = (w.blocked / all_blocked.max(1.0)).min(1.0);
     let io_ns = (own_time.fetch_io_us as f64 * 1e3 * in_span).min(w.blocked);
     let net_ns = (own_time.fetch_net_us as f64 * 1e3 * in_span).min(w.blocked - io_ns);
     // Its CPU inside that API (unpickling a batch, starting an epoch's
@@ -470,23 +470,6 @@ fn own_fetching(
         loop_ns: span.map(|s| s.total() as u64),
         own_io_ns: (w.io - io_ns).max(0.0) as u64,
     }
-}
-
-/// A consumer's states over its window or its loop, ns.
-struct LoopSpanLike {
-    on_cpu: f64,
-    runnable: f64,
-    blocked: f64,
-    io: f64,
-    /// Its blocked time over the whole recording (the stacks' span).
-    all_blocked: f64,
-}
-
-fn blocked_of(graph: &Graph<'_>, c: ThreadId) -> u64 {
-    graph
-        .states
-        .get(&c)
-        .map_or(0, |st| st.sleeping.saturating_add(st.io))
 }
 
 /// Worker processes started within this long of each other are one
