@@ -329,7 +329,7 @@ pub struct RecordArgs {
     pub live_interval: f64,
     /// The share of one CPU, in percent, the live analyses (verdict, AU,
     /// phase) may take on average since the start: the first comes once
-    /// the budget has earned 0.15 s of CPU (15 s in at 1%), each next once
+    /// the budget has earned 0.4 s of CPU (40 s in at 1%), each next once
     /// it has earned back what they cost so far; the view's rates and
     /// threads are refreshed every --live-interval between them. 0: an
     /// analysis every --live-interval. Not applied with --until-verdict.

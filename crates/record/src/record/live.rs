@@ -228,9 +228,11 @@ pub struct LiveStatus {
 }
 
 /// What the first analysis is taken to cost (s of CPU) before any was
-/// measured: about what symbolizing a PyTorch job's first stacks costs
-/// here. With the default budget the first analysis comes 15 s in.
-pub const FIRST_ANALYSIS_CPU_S: f64 = 0.15;
+/// measured: what a PyTorch job's first analysis costs here (0.34-0.42 s
+/// on the real DLIO benchmark: its stacks symbolized for the first time,
+/// the session built, the analysis), so that the first keeps to the
+/// budget too. With the default budget it comes 40 s in.
+pub const FIRST_ANALYSIS_CPU_S: f64 = 0.4;
 
 /// Busiest threads shown.
 const BUSIEST: usize = 3;
