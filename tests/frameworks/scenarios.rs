@@ -1,12 +1,7 @@
 //! The scenarios of tests/frameworks.rs: each prepares its data, runs its
 //! controls, derives its truth from them and runs the workload under
 //! `storprof diagnose`.
-use std::{
-    fs,
-    path::Path,
-    process::{Child, Command, Stdio},
-    time::Duration,
-};
+use std::{fs, path::Path, process::Command, time::Duration};
 
 use super::*;
 
@@ -28,18 +23,19 @@ pub const ALL: &[(&str, Run)] = &[
     ("fio-io_uring-throttled", fio_io_uring),
     ("fio-libaio-throttled", fio_libaio),
     ("fio-psync-throttled", fio_psync),
-    ("http-shaped-link", http_shaped_link),
+    ("http-shaped-link", network::http_shaped_link),
+    ("torch-http-in-process", network::torch_http_in_process),
     ("pool-gil", pool_gil),
     ("pool-io-throttled", pool_io_throttled),
     ("arrow-workers-no-trainer", arrow_workers),
 ];
 
-fn path_str(p: &Path) -> String {
+pub(super) fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
 /// The PyTorch dataset (both kinds), made once.
-fn torch_data(ctx: &Ctx) -> String {
+pub(super) fn torch_data(ctx: &Ctx) -> String {
     let data = ctx.work.join("torch-data");
     ctx.prep("torch_train.py", &data, &[]);
     path_str(&data)
@@ -362,103 +358,6 @@ fn fio_libaio(ctx: &Ctx, name: &str) -> Outcome {
 
 fn fio_psync(ctx: &Ctx, name: &str) -> Outcome {
     fio(ctx, name, "psync")
-}
-
-/// A network namespace with a veth link to it, shaped (tests/frameworks/
-/// netns_link.sh), and an HTTP server serving `data` inside it; both go
-/// when dropped.
-struct ShapedServer {
-    script: String,
-    netns: &'static str,
-    server: Child,
-    url: String,
-}
-
-impl ShapedServer {
-    fn start(ctx: &Ctx, data: &str, mbit: u32) -> ShapedServer {
-        let script = ctx.script("netns_link.sh");
-        let netns = "spframeworks";
-        let out = Command::new("sh")
-            .args([script.as_str(), "up", netns, &mbit.to_string()])
-            .output()
-            .expect("run netns_link.sh");
-        assert!(
-            out.status.success(),
-            "netns_link.sh up failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let addr = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let server = Command::new("ip")
-            .args(["netns", "exec", netns])
-            .args(ctx.py(
-                "http_loader.py",
-                &["serve", "--data", data, "--port", "8000", "--bind", &addr],
-            ))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the HTTP server");
-        ShapedServer {
-            script,
-            netns,
-            server,
-            url: format!("http://{addr}:8000"),
-        }
-    }
-}
-
-impl Drop for ShapedServer {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-        let _ = Command::new("sh")
-            .args([self.script.as_str(), "down", self.netns])
-            .status();
-    }
-}
-
-/// Two urllib threads fetching 8 MiB objects through a 200 Mbit/s link:
-/// network-bound when the consumer alone and the unshaped loader are both
-/// far faster, and the loader's CPU is low.
-fn http_shaped_link(ctx: &Ctx, name: &str) -> Outcome {
-    let data = ctx.work.join("http-data");
-    ctx.prep("http_loader.py", &data, &[]);
-    let data = path_str(&data);
-    let client = |mode: &str, url: &str, extra: &[&str]| {
-        let mut args = vec![mode, "--url", url, "--data", data.as_str()];
-        args.extend(extra);
-        ctx.py("http_loader.py", &args)
-    };
-    let free = {
-        let link = ShapedServer::start(ctx, &data, 0);
-        ctx.control(&client("loader", &link.url, &["--duration", "3"]))
-            .0
-    };
-    let link = ShapedServer::start(ctx, &data, 200);
-    let (l, runs) = ctx.control(&client("loader", &link.url, &["--duration", "3"]));
-    let (c, _) = ctx.control(&client("consumer", &link.url, &["--duration", "3"]));
-    // CPU while fetching: start-up (imports, the first connection) is not
-    // the loader's work.
-    let cpu = runs[0].cpu_s_timed.unwrap_or(runs[0].cpu_s) / runs[0].seconds.max(1e-9);
-    let truth = truth_by_rates(name, l, c, "network-bound");
-    assert!(
-        free / l >= 1.5 && cpu < 0.5,
-        "{name}: broken scenario: unshaped {free:.1}/s against shaped {l:.1}/s, loader CPU \
-         {cpu:.2}"
-    );
-    let diagnosis = diagnose(ctx, name, &[], &client("job", &link.url, &[]));
-    drop(link);
-    Outcome {
-        name: name.into(),
-        truth,
-        controls: format!(
-            "loader {} (unshaped {}, CPU {cpu:.2}) / consumer {}",
-            fmt_rate(l),
-            fmt_rate(free),
-            fmt_rate(c)
-        ),
-        diagnosis,
-    }
 }
 
 /// A ThreadPoolExecutor of 4 threads parsing CSV in pure Python for a

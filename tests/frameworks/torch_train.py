@@ -104,10 +104,13 @@ Usage
   $PY torch_train.py loader   --data DIR --data-kind jpeg --start spawn
   $PY torch_train.py consumer --data DIR
   $PY torch_train.py job --data DIR --data-kind jpeg --stop-workers-after 3
+  $PY torch_train.py job --data DIR --workers 0 --url http://ADDR:8000
+        (npy samples fetched over HTTP from a server serving DIR)
 """
 
 import argparse
 import gc
+import io
 import itertools
 import json
 import math
@@ -120,6 +123,8 @@ import signal
 import sys
 import threading
 import time
+import urllib.parse
+import urllib.request
 from multiprocessing import resource_tracker
 
 T_SCRIPT = time.perf_counter()
@@ -211,6 +216,25 @@ class NpyDataset(Dataset):
     def __getitem__(self, index):
         path, label = self.samples[index]
         return torch.from_numpy(np.load(path)), label
+
+
+class HttpNpyDataset(NpyDataset):
+    """The same samples fetched from an HTTP server serving ``--data``
+    (``--url``): one ``urllib.request.urlopen`` per sample, with a timeout as
+    object-store clients set one (CPython then polls the socket for
+    readiness before each receive)."""
+
+    def __init__(self, root, url):
+        super().__init__(root)
+        self.base = os.path.dirname(root.rstrip("/"))
+        self.url = url.rstrip("/")
+
+    def __getitem__(self, index):
+        path, label = self.samples[index]
+        rel = urllib.parse.quote(os.path.relpath(path, self.base))
+        with urllib.request.urlopen(f"{self.url}/{rel}", timeout=30) as response:
+            body = response.read()
+        return torch.from_numpy(np.load(io.BytesIO(body))), label
 
 
 def adjust_hue(img, factor):
@@ -495,7 +519,9 @@ def on_terminate(signum, frame):
 
 def make_dataset(args):
     root = os.path.join(args.data, args.data_kind)
-    if args.data_kind == "npy":
+    if args.data_kind == "npy" and args.url:
+        ds = HttpNpyDataset(root, args.url)
+    elif args.data_kind == "npy":
         ds = NpyDataset(root)
     else:
         ds = JpegDataset(root, TrainTransform(IMAGE_SIZE))
@@ -705,7 +731,11 @@ def main():
     ap.add_argument("--stop-workers-after", type=float, default=None,
                     help="job mode: SIGSTOP the DataLoader workers after S s of training")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (see docstring)")
+    ap.add_argument("--url", default=None,
+                    help="npy: fetch each sample from this HTTP server (serving --data) instead")
     args = ap.parse_args()
+    if args.url and args.data_kind not in (None, "npy"):
+        ap.error("--url needs --data-kind npy")
     if args.mode == "prep":
         return prep(args)
     if args.data_kind is None:

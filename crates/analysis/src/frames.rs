@@ -278,7 +278,7 @@ const SPECIFIC: &[Category] = &[
         kernel_only: true,
     },
     Category {
-        name: "poll / epoll wait (kernel)",
+        name: POLL_WAIT,
         patterns: &["do_sys_poll", "ep_poll", "do_select", "do_epoll_wait"],
         kernel_only: true,
     },
@@ -322,6 +322,9 @@ const OTHER_USER: &str = "other user code";
 pub const BLOCK_IO_WAIT: &str = "block I/O wait (kernel)";
 /// The category of a stack blocked receiving from a socket.
 pub const SOCKET_RECEIVE: &str = "socket receive (kernel)";
+
+/// The category of a thread waiting in poll, select or epoll.
+pub const POLL_WAIT: &str = "poll / epoll wait (kernel)";
 
 /// True for kernel frames (`_[k]` suffix).
 pub fn is_kernel_frame(frame: &str) -> bool {

@@ -12,8 +12,9 @@
 //! ```
 //!
 //! Off CPU, only the waits that no thread of the data side ends count as
-//! fetching: on a device (`io_schedule`) or a socket. A wait for a loader
-//! thread is a delivery, which the wake-up graph accounts.
+//! fetching: on a device (`io_schedule`) or a network socket (a receive,
+//! or a socket client's poll for readiness). A wait for a loader thread is
+//! a delivery, which the wake-up graph accounts.
 use std::collections::{BTreeMap, BTreeSet};
 
 use storprof_session::{load::FoldedStacks, model::ThreadSeries};
@@ -44,6 +45,28 @@ pub struct OwnTime {
     pub fetch_io_us: u64,
     /// Off-CPU µs inside taking a batch, receiving from a network socket.
     pub fetch_net_us: u64,
+}
+
+/// User frames of a socket client waiting for its socket to be ready:
+/// CPython polls before each receive, send or connect on a socket with a
+/// timeout (as urllib, requests and boto3 set one), in `internal_select`
+/// under `sock_call_ex`, called from these Python functions.
+const SOCKET_READY_FRAMES: &[&str] = &[
+    "SocketIO.readinto",
+    "SSLSocket.recv",
+    "SSLSocket.read",
+    "create_connection",
+    "internal_select",
+    "sock_call_ex",
+];
+
+/// Whether a poll, select or epoll wait is a socket client's wait for its
+/// socket (a multiprocessing connection's or an event loop's is not).
+fn waits_for_socket(frames: &[&str]) -> bool {
+    frames
+        .iter()
+        .filter(|f| !frames::is_kernel_frame(f))
+        .any(|f| SOCKET_READY_FRAMES.iter().any(|p| f.starts_with(p)))
 }
 
 /// Frames of the interpreter's and the process's end.
@@ -81,6 +104,34 @@ fn loop_call_site<'a>(frames: &[&'a str], loop_fn: Function) -> Option<(Function
         .iter()
         .rev()
         .find_map(|f| Some((python_function(f)?, python_line(f)?)))
+}
+
+/// The line at which a fetching stack's loop function takes its batch (or
+/// sets up its iterator).
+fn loop_fetch_line<'a>(frames: &[&'a str], loop_fn: Function) -> Option<(Function<'a>, u32)> {
+    let fetch_at = frames.iter().position(|f| is_fetch_frame(f))?;
+    let frame = frames[..fetch_at]
+        .iter()
+        .rev()
+        .find(|f| python_function(f) == Some(loop_fn))?;
+    Some((python_function(frame)?, python_line(frame)?))
+}
+
+/// Whether a stack in a loop function runs there before the loop: at a
+/// line above the first that takes a batch (the model built at the top of
+/// the function that then iterates). Work in the loop's body above that
+/// line (a `while` loop that zeroes its gradients before `next()`) would
+/// be taken as start-up too; it is cheap in the loops seen.
+fn before_loop(stack: &Stack, fetch_lines: &BTreeMap<Function, u32>) -> bool {
+    stack
+        .frames
+        .iter()
+        .rev()
+        .find_map(|f| {
+            let first = fetch_lines.get(&python_function(f)?)?;
+            Some(python_line(f)? < *first)
+        })
+        .unwrap_or(false)
 }
 
 /// Whether a stack outside the loop runs after it: in the loop
@@ -261,17 +312,21 @@ pub fn own_time(oncpu: &FoldedStacks, offcpu: &FoldedStacks) -> BTreeMap<ThreadI
     let off = stacks(offcpu);
     let fetching: Vec<&Stack> = on.iter().chain(&off).filter(|s| s.fetch).collect();
     let loops = training_loops(&on, &fetching);
-    // Per thread, where its loops were called from (the first call).
+    // Per thread, where its loops were called from (the first call), and
+    // the first line of each loop that takes a batch.
     let mut call_sites: BTreeMap<ThreadId, BTreeMap<Function, u32>> = BTreeMap::new();
+    let mut fetch_lines: BTreeMap<ThreadId, BTreeMap<Function, u32>> = BTreeMap::new();
     for s in &fetching {
         for &function in loops.get(&s.id).into_iter().flatten() {
-            if let Some((caller, line)) = loop_call_site(&s.frames, function) {
-                let at = call_sites
-                    .entry(s.id)
-                    .or_default()
-                    .entry(caller)
-                    .or_insert(line);
-                *at = (*at).min(line);
+            let sites = [
+                (&mut call_sites, loop_call_site(&s.frames, function)),
+                (&mut fetch_lines, loop_fetch_line(&s.frames, function)),
+            ];
+            for (lines, site) in sites {
+                if let Some((f, line)) = site {
+                    let at = lines.entry(s.id).or_default().entry(f).or_insert(line);
+                    *at = (*at).min(line);
+                }
             }
         }
     }
@@ -281,7 +336,9 @@ pub fn own_time(oncpu: &FoldedStacks, offcpu: &FoldedStacks) -> BTreeMap<ThreadI
         let e = out.entry(s.id).or_default();
         if s.fetch {
             e.fetch += s.n;
-        } else if outside_training(s, &loops) {
+        } else if outside_training(s, &loops)
+            || before_loop(s, fetch_lines.get(&s.id).unwrap_or(&no_sites))
+        {
             e.startup += s.n;
             if is_teardown(s) || after_loop(s, call_sites.get(&s.id).unwrap_or(&no_sites)) {
                 e.teardown += s.n;
@@ -297,6 +354,9 @@ pub fn own_time(oncpu: &FoldedStacks, offcpu: &FoldedStacks) -> BTreeMap<ThreadI
         match frames::categorize(&s.frames) {
             frames::BLOCK_IO_WAIT => out.entry(s.id).or_default().fetch_io_us += s.n,
             frames::SOCKET_RECEIVE if !unix => out.entry(s.id).or_default().fetch_net_us += s.n,
+            frames::POLL_WAIT if !unix && waits_for_socket(&s.frames) => {
+                out.entry(s.id).or_default().fetch_net_us += s.n
+            }
             _ => {}
         }
     }

@@ -61,11 +61,27 @@ fn only_its_own_device_and_socket_waits_inside_the_loader_are_fetching() {
             &format!("{loop_};{NEXT};recv;tcp_recvmsg_[k];sk_wait_data_[k];schedule_[k]"),
             2_000_000,
         ),
+        // The same over a socket with a timeout (urllib, requests, boto3):
+        // CPython polls it for readiness before each receive.
+        (
+            &format!(
+                "{loop_};{NEXT};HttpDataset.__getitem__ (/t/train.py:235);HTTPResponse.read (/usr/lib/python3.11/http/client.py:466);SocketIO.readinto (/usr/lib/python3.11/socket.py:706);sock_recv_into;sock_call_ex;internal_select;poll;do_sys_poll_[k];schedule_[k]"
+            ),
+            1_500_000,
+        ),
         // Waiting for a worker's batch: a delivery, which the wake-up
         // graph accounts, not the consumer's own fetching.
         (
             &format!("{loop_};{NEXT};poll;do_sys_poll_[k];schedule_[k]"),
             9_000_000,
+        ),
+        // The same wait as PyTorch makes it, through a multiprocessing
+        // connection's poll.
+        (
+            &format!(
+                "{loop_};{NEXT};_ConnectionBase.poll (/usr/lib/python3.11/multiprocessing/connection.py:257);poll;do_sys_poll_[k];schedule_[k]"
+            ),
+            4_000_000,
         ),
         // A batch's file descriptors passed over a Unix socket by a
         // worker: a delivery too.
@@ -88,7 +104,7 @@ fn only_its_own_device_and_socket_waits_inside_the_loader_are_fetching() {
     ]);
     let own = own_time(&FoldedStacks::default(), &offcpu);
     let t = own[&(100, 100)];
-    assert_eq!((t.fetch_io_us, t.fetch_net_us), (6_000_000, 2_000_000));
+    assert_eq!((t.fetch_io_us, t.fetch_net_us), (6_000_000, 3_500_000));
     assert_eq!((t.fetch, t.startup, t.all), (0, 0, 0));
 }
 
@@ -204,4 +220,30 @@ fn work_past_the_loops_call_is_tear_down() {
     ]);
     let t = own_time(&oncpu, &FoldedStacks::default())[&(100, 100)];
     assert_eq!((t.startup, t.teardown), (16, 6));
+}
+
+#[test]
+fn work_above_the_loop_in_its_own_function_is_start_up() {
+    let train = "<module> (/t/train.py:120);train";
+    let oncpu = folded(&[
+        // The model built at the top of the function that then iterates.
+        (
+            &format!("{train} (/t/train.py:40);build_model (/t/train.py:20);init"),
+            12,
+        ),
+        (
+            &format!(
+                "{train} (/t/train.py:52);DataLoader.__iter__ (/v/torch/utils/data/dataloader.py:480)"
+            ),
+            1,
+        ),
+        (&format!("{train} (/t/train.py:55);{NEXT};decode"), 50),
+        // The step, below the line that takes the batch.
+        (
+            &format!("{train} (/t/train.py:58);step (/t/train.py:30);sgemm"),
+            30,
+        ),
+    ]);
+    let t = own_time(&oncpu, &FoldedStacks::default())[&(100, 100)];
+    assert_eq!((t.fetch, t.startup, t.teardown, t.all), (51, 12, 0, 93));
 }
