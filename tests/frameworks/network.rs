@@ -10,7 +10,8 @@ use super::{
 
 /// A network namespace with a veth link to it, shaped (tests/frameworks/
 /// netns_link.sh), and an HTTP server serving `data` inside it; both go
-/// when dropped.
+/// when dropped. One at a time: the namespace's name and address are
+/// fixed, and the scenarios run one after another.
 struct ShapedServer {
     script: String,
     netns: &'static str,
@@ -42,6 +43,17 @@ impl ShapedServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("start the HTTP server");
+        // A client that does not wait for the server (the PyTorch dataset)
+        // would be refused while it starts on a loaded machine.
+        let listening = format!("{addr}:8000");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(&listening).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the HTTP server did not listen on {listening} within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
         ShapedServer {
             script,
             netns,

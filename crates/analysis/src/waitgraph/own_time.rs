@@ -47,26 +47,37 @@ pub struct OwnTime {
     pub fetch_net_us: u64,
 }
 
-/// User frames of a socket client waiting for its socket to be ready:
-/// CPython polls before each receive, send or connect on a socket with a
-/// timeout (as urllib, requests and boto3 set one), in `internal_select`
-/// under `sock_call_ex`, called from these Python functions.
-const SOCKET_READY_FRAMES: &[&str] = &[
-    "SocketIO.readinto",
-    "SSLSocket.recv",
-    "SSLSocket.read",
-    "create_connection",
-    "internal_select",
-    "sock_call_ex",
+/// Python functions of a socket client waiting for its socket to be
+/// ready, as (name, file): CPython polls before each receive or connect on
+/// a socket with a timeout (as urllib, requests and boto3 set one). Python
+/// frames only: the native `sock_call_ex` also polls for a worker's file
+/// descriptors received over a Unix socket that has the default timeout,
+/// a delivery.
+const SOCKET_READY_FRAMES: &[(&str, &str)] = &[
+    ("SocketIO.readinto", "socket.py"),
+    ("create_connection", "socket.py"),
+    ("SSLSocket.recv", "ssl.py"),
+    ("SSLSocket.recv_into", "ssl.py"),
+    ("SSLSocket.read", "ssl.py"),
 ];
 
 /// Whether a poll, select or epoll wait is a socket client's wait for its
-/// socket (a multiprocessing connection's or an event loop's is not).
+/// socket inside the loader (a multiprocessing connection's or an event
+/// loop's is not).
 fn waits_for_socket(frames: &[&str]) -> bool {
-    frames
+    let inside = frames
         .iter()
-        .filter(|f| !frames::is_kernel_frame(f))
-        .any(|f| SOCKET_READY_FRAMES.iter().any(|p| f.starts_with(p)))
+        .position(|f| is_fetch_frame(f))
+        .map_or(&[][..], |at| &frames[at..]);
+    inside
+        .iter()
+        .filter_map(|f| python_frame(f))
+        .any(|(name, file)| {
+            let path = file.rsplit_once(':').map_or(file, |(path, _)| path);
+            SOCKET_READY_FRAMES
+                .iter()
+                .any(|(n, f)| name == *n && (path == *f || path.ends_with(&format!("/{f}"))))
+        })
 }
 
 /// Frames of the interpreter's and the process's end.
@@ -123,15 +134,15 @@ fn loop_fetch_line<'a>(frames: &[&'a str], loop_fn: Function) -> Option<(Functio
 /// line (a `while` loop that zeroes its gradients before `next()`) would
 /// be taken as start-up too; it is cheap in the loops seen.
 fn before_loop(stack: &Stack, fetch_lines: &BTreeMap<Function, u32>) -> bool {
-    stack
-        .frames
-        .iter()
-        .rev()
-        .find_map(|f| {
-            let first = fetch_lines.get(&python_function(f)?)?;
-            Some(python_line(f)? < *first)
-        })
-        .unwrap_or(false)
+    // The innermost frame of a loop function decides (a validation loop
+    // called from the training loop's body is the training loop's work).
+    let Some((frame, first)) = stack.frames.iter().rev().find_map(|f| {
+        let first = fetch_lines.get(&python_function(f)?)?;
+        Some((f, *first))
+    }) else {
+        return false;
+    };
+    python_line(frame).is_some_and(|line| line < first)
 }
 
 /// Whether a stack outside the loop runs after it: in the loop
@@ -334,13 +345,15 @@ pub fn own_time(oncpu: &FoldedStacks, offcpu: &FoldedStacks) -> BTreeMap<ThreadI
     let mut out: BTreeMap<ThreadId, OwnTime> = BTreeMap::new();
     for s in &on {
         let e = out.entry(s.id).or_default();
+        let before = !s.fetch && before_loop(s, fetch_lines.get(&s.id).unwrap_or(&no_sites));
         if s.fetch {
             e.fetch += s.n;
-        } else if outside_training(s, &loops)
-            || before_loop(s, fetch_lines.get(&s.id).unwrap_or(&no_sites))
-        {
+        } else if before || outside_training(s, &loops) {
             e.startup += s.n;
-            if is_teardown(s) || after_loop(s, call_sites.get(&s.id).unwrap_or(&no_sites)) {
+            // Work above a loop's first batch is start-up even in a later
+            // call of its function.
+            let past = !before && after_loop(s, call_sites.get(&s.id).unwrap_or(&no_sites));
+            if is_teardown(s) || past {
                 e.teardown += s.n;
             }
         }

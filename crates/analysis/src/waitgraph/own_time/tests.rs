@@ -83,6 +83,14 @@ fn only_its_own_device_and_socket_waits_inside_the_loader_are_fetching() {
             ),
             4_000_000,
         ),
+        // Its file descriptors received over a Unix socket with the
+        // default timeout: CPython polls it too, still a delivery.
+        (
+            &format!(
+                "{loop_};{NEXT};rebuild_storage_fd (/v/torch/multiprocessing/reductions.py:400);recvfds (/usr/lib/python3.11/multiprocessing/reduction.py:159);sock_recvmsg;sock_call_ex;internal_select;poll;do_sys_poll_[k];schedule_[k]"
+            ),
+            5_000_000,
+        ),
         // A batch's file descriptors passed over a Unix socket by a
         // worker: a delivery too.
         (
