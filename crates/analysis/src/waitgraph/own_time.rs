@@ -71,12 +71,14 @@ fn waits_for_socket(frames: &[&str]) -> bool {
         .map_or(&[][..], |at| &frames[at..]);
     inside
         .iter()
-        .filter_map(|f| python_frame(f))
-        .any(|(name, file)| {
-            let path = file.rsplit_once(':').map_or(file, |(path, _)| path);
-            SOCKET_READY_FRAMES
-                .iter()
-                .any(|(n, f)| name == *n && (path == *f || path.ends_with(&format!("/{f}"))))
+        .filter_map(|f| python_function(f))
+        .any(|(name, path)| {
+            SOCKET_READY_FRAMES.iter().any(|(n, file)| {
+                name == *n
+                    && path
+                        .strip_suffix(file)
+                        .is_some_and(|dir| dir.is_empty() || dir.ends_with('/'))
+            })
         })
 }
 
