@@ -4,7 +4,7 @@
 use std::process::{Child, Command, Stdio};
 
 use super::{
-    scenarios::{path_str, torch_data},
+    scenarios::{npy_in_process, path_str, torch_data},
     *,
 };
 
@@ -128,21 +128,9 @@ pub(super) fn http_shaped_link(ctx: &Ctx, name: &str) -> Outcome {
 pub(super) fn torch_http_in_process(ctx: &Ctx, name: &str) -> Outcome {
     let data = torch_data(ctx);
     let with = |mode: &str, url: &str, extra: &[&str]| {
-        let mut args = vec![
-            mode,
-            "--data",
-            data.as_str(),
-            "--data-kind",
-            "npy",
-            "--workers",
-            "0",
-            "--batch-size",
-            "8",
-            "--url",
-            url,
-        ];
+        let mut args = vec!["--batch-size", "8", "--url", url];
         args.extend(extra);
-        ctx.py("torch_train.py", &args)
+        npy_in_process(ctx, &data, mode, &args)
     };
     let loader = ["--epochs", "50", "--duration", "3"];
     let free = {

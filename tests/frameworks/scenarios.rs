@@ -116,6 +116,14 @@ fn torch_jpeg_in_process(ctx: &Ctx, name: &str) -> Outcome {
     )
 }
 
+/// The command of the PyTorch job in `mode` over the NumPy samples, read
+/// by the trainer's own thread (`num_workers=0`), with `extra` arguments.
+pub(super) fn npy_in_process(ctx: &Ctx, data: &str, mode: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![mode, "--data", data, "--data-kind", "npy", "--workers", "0"];
+    args.extend(extra);
+    ctx.py("torch_train.py", &args)
+}
+
 /// Cached-nowhere NumPy samples loaded by the trainer's own thread
 /// (`num_workers=0`) from a throttled disk: the trainer blocks on the
 /// device inside its own `next()`. Each run starts with the dataset out of
@@ -124,19 +132,7 @@ fn torch_jpeg_in_process(ctx: &Ctx, name: &str) -> Outcome {
 fn torch_npy_in_process_throttled(ctx: &Ctx, name: &str) -> Outcome {
     let data = torch_data(ctx);
     let npy = Path::new(&data).join("npy");
-    let with = |mode: &str, extra: &[&str]| {
-        let mut args = vec![
-            mode,
-            "--data",
-            data.as_str(),
-            "--data-kind",
-            "npy",
-            "--workers",
-            "0",
-        ];
-        args.extend(extra);
-        ctx.py("torch_train.py", &args)
-    };
+    let with = |mode: &str, extra: &[&str]| npy_in_process(ctx, &data, mode, extra);
     let loader = ["--epochs", "50", "--duration", "3"];
     support::evict(&npy);
     let (free, _) = ctx.control(&with("loader", &loader));
