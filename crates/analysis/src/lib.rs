@@ -3,12 +3,10 @@
 //!
 //! ```text
 //! session::load::Session
-//!        │ features::Features::extract      (figures: shares, bytes, AU)
-//!        │ waitgraph::analyze               (roles, window, data wait, critical
-//!        │                                   path; replaces the reader shares
-//!        │                                   when a consumer is found)
+//!        │ waitgraph::analyze               (roles, window, data wait, critical path)
+//!        │ features::ReaderBasis::choose    (the reader figures' one basis)
+//!        │ features::Features::build        (figures: shares, bytes, AU, stall)
 //!        │ frames::hot_frames               (hottest categories, functions, libraries)
-//!        │ stall::detect                    (no progress at the end: blocked or looping)
 //!        ▼
 //! verdict::decide ──► Decision (data) ──► Analysis
 //! ```
@@ -56,71 +54,59 @@ pub struct Analysis {
     pub wait: Option<WaitAnalysis>,
 }
 
-/// Where the loaders (the wait graph's loaders and helpers, else the
-/// reader threads by name) waited for a lock most.
-fn reader_lock_site(
-    session: &Session,
-    features: &Features,
-    wait: Option<&WaitAnalysis>,
-) -> Option<locks::LockSite> {
-    let loaders: std::collections::BTreeSet<u32> = wait
-        .map(|w| {
-            w.roles
-                .iter()
-                .filter(|r| matches!(r.role, waitgraph::Role::Loader | waitgraph::Role::Helper))
-                .map(|r| r.tid)
-                .collect()
-        })
-        .unwrap_or_default();
-    if loaders.is_empty() {
-        let comms = &features.reader_comms;
-        locks::lock_site(&session.offcpu_threads, &|comm, _, _| {
-            comms.iter().any(|c| c == comm)
-        })
-    } else {
-        locks::lock_site(&session.offcpu_threads, &|_, _, tid| loaders.contains(&tid))
-    }
-}
-
 /// Analyses a loaded session.
 pub fn analyze(session: &Session, thresholds: &Thresholds) -> Analysis {
-    let mut features = Features::extract(session, thresholds);
-    features.stall = stall::detect(session, thresholds);
+    use features::{ReaderBasis, ReaderSource};
     let wait = waitgraph::analyze(session, thresholds);
-    let path = wait.as_ref().and_then(|w| {
-        let readers_only = w.basis == waitgraph::PathBasis::ReaderTime;
-        let has_path =
-            w.kernel_au_percentage.is_some() || readers_only && !w.critical_path.is_empty();
-        if !has_path {
-            return None;
-        }
-        let stacks = threads_stacks(&session.oncpu_threads, &w.path_cpu_threads);
-        if readers_only {
-            features.apply_reader_time(w, &stacks);
-        } else {
-            features.apply_critical_path(w, &stacks, thresholds);
-        }
-        if features.reader_selection == Some(features::ReaderSelection::ConsumerFetch) {
-            // The consumer is its own reader: its stacks are the path's.
+    let basis = ReaderBasis::choose(wait.as_ref(), session, thresholds);
+    // The path threads' stacks weighted by their share of it; a consumer
+    // that fetches for itself: its own, which are then the path's.
+    let path_oncpu = match (&wait, basis) {
+        (
+            Some(w),
+            ReaderBasis::CriticalPath | ReaderBasis::ReaderTime | ReaderBasis::ConsumerFetch,
+        ) => threads_stacks(&session.oncpu_threads, &w.path_cpu_threads),
+        _ => FoldedStacks::default(),
+    };
+    let own_oncpu = match (&wait, basis) {
+        (Some(w), ReaderBasis::ConsumerFetch) => {
             let own: Vec<(u32, u32, f64)> =
                 w.consumers.iter().map(|c| (c.pid, c.tid, 1.0)).collect();
-            let own_stacks = threads_stacks(&session.oncpu_threads, &own);
-            features.apply_consumer_fetch_stacks(&own_stacks);
-            return Some(own_stacks);
+            threads_stacks(&session.oncpu_threads, &own)
         }
-        Some(stacks)
-    });
-    features.reader_lock_site = reader_lock_site(session, &features, wait.as_ref());
-    let modules = &session.frame_modules;
-    let hot_oncpu_readers = match &path {
-        Some(stacks) if !stacks.is_empty() => HotFrames {
-            path_weighted: true,
-            ..frames::hot_frames(stacks, &|_| true, HOT_LIMIT, modules)
+        _ => FoldedStacks::default(),
+    };
+    let source = match (&wait, basis) {
+        (Some(w), ReaderBasis::CriticalPath) => ReaderSource::CriticalPath {
+            wait: w,
+            path_oncpu: &path_oncpu,
         },
-        _ => {
-            let readers = features.reader_comms.clone();
-            let is_reader = |comm: &str| readers.iter().any(|r| r == comm);
-            frames::hot_frames(&session.oncpu, &is_reader, HOT_LIMIT, modules)
+        (Some(w), ReaderBasis::ConsumerFetch) => ReaderSource::ConsumerFetch {
+            wait: w,
+            path_oncpu: &path_oncpu,
+            own_oncpu: &own_oncpu,
+        },
+        (Some(w), ReaderBasis::ReaderTime) => ReaderSource::ReaderTime {
+            wait: w,
+            path_oncpu: &path_oncpu,
+        },
+        _ => ReaderSource::Threads,
+    };
+    let features = Features::build(session, thresholds, wait.as_ref(), source);
+    let modules = &session.frame_modules;
+    let reader_stacks = if basis == ReaderBasis::ConsumerFetch {
+        &own_oncpu
+    } else {
+        &path_oncpu
+    };
+    let hot_oncpu_readers = if reader_stacks.is_empty() {
+        let readers = &features.reader_comms;
+        let is_reader = |comm: &str| readers.iter().any(|r| r == comm);
+        frames::hot_frames(&session.oncpu, &is_reader, HOT_LIMIT, modules)
+    } else {
+        HotFrames {
+            path_weighted: true,
+            ..frames::hot_frames(reader_stacks, &|_| true, HOT_LIMIT, modules)
         }
     };
     let hot_oncpu = frames::hot_frames(&session.oncpu, &|_| true, HOT_LIMIT, modules);

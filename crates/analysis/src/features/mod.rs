@@ -1,9 +1,12 @@
-//! Features: the figures a verdict rests on, extracted from a session.
+//! Features: the figures a verdict rests on, built in one pass from a
+//! session and its wait analysis.
 //!
 //! ```text
-//! Session ──► select reader threads (by read bytes, else by activity)
-//!         ──► shares of reader thread-time: on CPU, runnable, sleeping, D,
-//!             in read syscalls, futex, socket receive, reclaim
+//! WaitAnalysis ──► ReaderBasis::choose: critical path, consumer's own
+//!                  fetching, readers' own time, or per-thread statistics
+//! Session ──► the reader threads and the shares of their time by state
+//!             (on CPU, runnable, sleeping, D, read syscalls, futex, GIL,
+//!             socket, reclaim) from that one basis
 //!         ──► I/O: read-syscall bytes vs device bytes (page-cache hit ratio),
 //!             device utilization; consumer (simulated accelerator) sleep;
 //!             bench AU and derived-vs-measured I/O
@@ -225,13 +228,15 @@ pub enum ReaderSelection {
 
 mod devices;
 mod extract;
-mod path;
+mod readers;
 #[cfg(test)]
 mod tests;
 mod writes;
 
 use devices::*;
 pub use devices::{CarriedDevice, DeviceFeature, IoLimitFeature};
+use extract::bench_feature;
+pub use readers::{ReaderBasis, ReaderSource};
 use writes::*;
 pub use writes::{DirtyPages, WriteFeatures, WriterRow, WriterTimeSplit};
 

@@ -166,3 +166,146 @@ mod read_sessions_and_writes {
         assert!(!json.contains("\"writes\""), "{json}");
     }
 }
+
+/// The reader figures' one basis, and which figure each basis takes from
+/// where.
+mod reader_basis {
+    use super::*;
+    use crate::waitgraph::{ConsumerTime, PathBasis, PathKind, PathShare};
+
+    const S: u64 = 1_000_000_000;
+
+    /// A consumer over 10 s of window at `au` percent, waiting `data_wait_s`
+    /// for data, with 1 s on a CPU inside its loader's API.
+    fn consumer(au: f64, data_wait_s: f64) -> ConsumerTime {
+        serde_json::from_value(serde_json::json!({
+            "pid": 1, "tid": 1, "comm": "python3",
+            "window_ns": 10 * S, "au_percentage": au,
+            "data_wait_ns": (data_wait_s * 1e9) as u64,
+            "compute_ns": 5 * S, "emulated_compute": false,
+            "fetch_cpu_ns": S, "fetch_io_ns": S / 2,
+        }))
+        .unwrap()
+    }
+
+    /// A wait analysis of one consumer whose data wait went half to a
+    /// worker's CPU, half to a lock.
+    fn wait(consumer: ConsumerTime) -> WaitAnalysis {
+        let worker = vec![(1, 2, "pt_data_worker".to_string(), 0.5)];
+        let path = |kind, share: f64| PathShare {
+            kind,
+            share,
+            ns: (share * S as f64) as u64,
+            threads: worker.clone(),
+        };
+        WaitAnalysis {
+            kernel_au_percentage: Some(consumer.au_percentage),
+            consumers: vec![consumer],
+            critical_path: vec![path(PathKind::CpuUser, 0.5), path(PathKind::Lock, 0.5)],
+            ..WaitAnalysis::default()
+        }
+    }
+
+    fn session() -> Session {
+        tests_support::cached_reader()
+    }
+
+    #[test]
+    fn the_basis_follows_what_the_graph_measured() {
+        let t = Thresholds::default();
+        let s = session();
+        let choose = |w: Option<&WaitAnalysis>| ReaderBasis::choose(w, &s, &t);
+        assert_eq!(choose(None), ReaderBasis::Threads);
+        // A consumer that waited on its loaders is judged by them.
+        assert_eq!(
+            choose(Some(&wait(consumer(60.0, 3.0)))),
+            ReaderBasis::CriticalPath
+        );
+        // One that never waited and lost 40% of its window fetched for itself.
+        assert_eq!(
+            choose(Some(&wait(consumer(60.0, 0.0)))),
+            ReaderBasis::ConsumerFetch
+        );
+        // At the compute-bound bar it is compute-bound, not its own reader.
+        assert_eq!(
+            choose(Some(&wait(consumer(95.0, 0.0)))),
+            ReaderBasis::CriticalPath
+        );
+        // No AU measured: the threads' statistics.
+        let no_au = WaitAnalysis {
+            kernel_au_percentage: None,
+            ..wait(consumer(60.0, 3.0))
+        };
+        assert_eq!(choose(Some(&no_au)), ReaderBasis::Threads);
+        // The readers' own time, with and without time on the path.
+        let readers = WaitAnalysis {
+            basis: PathBasis::ReaderTime,
+            consumers: Vec::new(),
+            kernel_au_percentage: None,
+            ..wait(consumer(60.0, 3.0))
+        };
+        assert_eq!(choose(Some(&readers)), ReaderBasis::ReaderTime);
+        let empty = WaitAnalysis {
+            critical_path: Vec::new(),
+            ..readers
+        };
+        assert_eq!(choose(Some(&empty)), ReaderBasis::Threads);
+    }
+
+    #[test]
+    fn each_basis_takes_its_figures_from_one_place() {
+        let t = Thresholds::default();
+        let s = session();
+        let by_threads = Features::extract(&s, &t);
+        let none = FoldedStacks::default();
+
+        let w = wait(consumer(60.0, 3.0));
+        let path = ReaderSource::CriticalPath {
+            wait: &w,
+            path_oncpu: &none,
+        };
+        let f = Features::build(&s, &t, Some(&w), path);
+        assert_eq!(f.reader_selection, Some(ReaderSelection::CriticalPath));
+        assert_eq!(f.reader_comms, ["pt_data_worker"]);
+        assert!((f.reader_thread_s - 3.0).abs() < 1e-9);
+        assert!((f.reader_on_cpu_share - 0.5).abs() < 1e-9);
+        assert!((f.reader_futex_share - 0.5).abs() < 1e-9);
+        assert!(f.consumer.as_ref().unwrap().from_wait_graph);
+        // What the graph does not measure stays the threads'.
+        assert_eq!(
+            f.reader_read_syscall_share,
+            by_threads.reader_read_syscall_share
+        );
+
+        let w = wait(consumer(60.0, 0.0));
+        let own = ReaderSource::ConsumerFetch {
+            wait: &w,
+            path_oncpu: &none,
+            own_oncpu: &none,
+        };
+        let f = Features::build(&s, &t, Some(&w), own);
+        assert_eq!(f.reader_selection, Some(ReaderSelection::ConsumerFetch));
+        assert_eq!(f.reader_comms, ["python3"]);
+        // 4 s not computing, none of it waiting: all its own fetching,
+        // 0.5 s of it blocked on the device.
+        assert!((f.reader_thread_s - 4.0).abs() < 1e-9);
+        assert!((f.reader_blocked_io_share - 0.125).abs() < 1e-9);
+        assert!((f.reader_on_cpu_share - 0.875).abs() < 1e-9);
+        // Its fetching does not split locks: the path's share stays.
+        assert!((f.reader_futex_share - 0.5).abs() < 1e-9);
+
+        let readers = WaitAnalysis {
+            basis: PathBasis::ReaderTime,
+            ..wait(consumer(60.0, 3.0))
+        };
+        let time = ReaderSource::ReaderTime {
+            wait: &readers,
+            path_oncpu: &none,
+        };
+        let f = Features::build(&s, &t, Some(&readers), time);
+        assert_eq!(f.reader_selection, Some(ReaderSelection::ReaderTime));
+        assert!((f.reader_thread_s - 1.0).abs() < 1e-9);
+        // No consumer for the readers' own time.
+        assert_eq!(f.consumer, None);
+    }
+}
