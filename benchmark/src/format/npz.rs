@@ -7,6 +7,9 @@ use crate::{
     error::BenchError,
     storage::{RandomAccess, ReadKind, Storage},
 };
+use central_dir::{find_central_directory, locate_members, parse_central_directory};
+
+mod central_dir;
 
 const SIG_LOCAL: u32 = 0x0403_4b50;
 const SIG_CENTRAL: u32 = 0x0201_4b50;
@@ -251,141 +254,13 @@ pub fn read_layout_as(
     kind: ReadKind,
 ) -> Result<(NpzLayout, u64), BenchError> {
     let len = ra.len();
-    if len < 22 {
-        return Err(corrupt(
-            path,
-            format!("file of {len} bytes is too short for a ZIP"),
-        ));
-    }
-    let tail_len = len.min(65_535 + 22 + 20);
-    let tail = ra.read_bytes(len - tail_len, tail_len as usize, kind)?;
-    let mut read = tail_len;
-    let eocd = (0..=tail.len() - 22)
-        .rev()
-        .find(|&i| u32_at(&tail, i) == Some(SIG_EOCD))
-        .ok_or_else(|| corrupt(path, "no ZIP end-of-central-directory record"))?;
-    let bad = |m: &str| corrupt(path, m.to_owned());
-    let mut entries = u64::from(u16_at(&tail, eocd + 10).ok_or_else(|| bad("truncated EOCD"))?);
-    let mut cd_len = u64::from(u32_at(&tail, eocd + 12).ok_or_else(|| bad("truncated EOCD"))?);
-    let mut cd_off = u64::from(u32_at(&tail, eocd + 16).ok_or_else(|| bad("truncated EOCD"))?);
-    if (cd_off == Z32 || cd_len == Z32 || entries == 0xFFFF) && eocd >= 20 {
-        let loc = eocd - 20;
-        if u32_at(&tail, loc) == Some(SIG_Z64_LOC) {
-            let z64 = u64_at(&tail, loc + 8).ok_or_else(|| bad("truncated zip64 locator"))?;
-            if z64.checked_add(56).is_none_or(|e| e > len) {
-                return Err(bad("zip64 end record offset lies past the end of the file"));
-            }
-            let mut rec = [0u8; 56];
-            ra.read_into(&mut rec, z64, kind)?;
-            read += 56;
-            if u32_at(&rec, 0) != Some(SIG_Z64_EOCD) {
-                return Err(bad("bad zip64 end record signature"));
-            }
-            entries = u64_at(&rec, 32).unwrap_or(0);
-            cd_len = u64_at(&rec, 40).unwrap_or(0);
-            cd_off = u64_at(&rec, 48).unwrap_or(0);
-        }
-    }
-    if cd_len > MAX_CENTRAL_DIR || cd_off.checked_add(cd_len).is_none_or(|e| e > len) {
-        return Err(corrupt(
-            path,
-            format!("central directory ({cd_len} B at {cd_off}) lies outside the file ({len} B)"),
-        ));
-    }
-    let cd = ra.read_bytes(cd_off, cd_len as usize, kind)?;
-    read += cd_len;
-    let mut members = Vec::new();
-    let mut p = 0usize;
-    for _ in 0..entries.min(cd_len / 46 + 1) {
-        if u32_at(&cd, p) != Some(SIG_CENTRAL) {
-            return Err(bad("bad central directory entry signature"));
-        }
-        let h = |o: usize| u16_at(&cd, p + o).ok_or_else(|| bad("truncated central directory"));
-        let w = |o: usize| u32_at(&cd, p + o).ok_or_else(|| bad("truncated central directory"));
-        let method = h(10)?;
-        let crc = w(16)?;
-        let mut csize = u64::from(w(20)?);
-        let mut size = u64::from(w(24)?);
-        let (nlen, xlen, clen) = (h(28)? as usize, h(30)? as usize, h(32)? as usize);
-        let mut off = u64::from(w(42)?);
-        let name = cd
-            .get(p + 46..p + 46 + nlen)
-            .ok_or_else(|| bad("truncated central directory"))?;
-        let name = String::from_utf8_lossy(name).into_owned();
-        let extra = cd
-            .get(p + 46 + nlen..p + 46 + nlen + xlen)
-            .ok_or_else(|| bad("truncated central directory"))?;
-        // zip64 extra: the fields that are 0xFFFFFFFF above, in order.
-        let mut e = 0;
-        while e + 4 <= extra.len() {
-            let id = u16_at(extra, e).unwrap_or(0);
-            let sz = u16_at(extra, e + 2).unwrap_or(0) as usize;
-            if id == 1 {
-                let mut q = e + 4;
-                for field in [&mut size, &mut csize, &mut off] {
-                    if *field == Z32 {
-                        *field = u64_at(extra, q).ok_or_else(|| bad("truncated zip64 extra"))?;
-                        q += 8;
-                    }
-                }
-            }
-            e += 4 + sz;
-        }
-        p += 46 + nlen + xlen + clen;
-        members.push((name, method, crc, off, csize, size));
-    }
-    let mut out = Vec::new();
-    for (name, method, crc, off, csize, size) in members {
-        if off.checked_add(30).is_none_or(|e| e > len) {
-            return Err(corrupt(
-                path,
-                format!("member {name}: local header past end of file"),
-            ));
-        }
-        let mut lh = [0u8; 30];
-        ra.read_into(&mut lh, off, kind)?;
-        read += 30;
-        if u32_at(&lh, 0) != Some(SIG_LOCAL) {
-            return Err(corrupt(
-                path,
-                format!("member {name}: bad local header signature"),
-            ));
-        }
-        let data_offset = off
-            + 30
-            + u64::from(u16_at(&lh, 26).unwrap_or(0))
-            + u64::from(u16_at(&lh, 28).unwrap_or(0));
-        if data_offset.checked_add(csize).is_none_or(|e| e > len) {
-            return Err(corrupt(
-                path,
-                format!(
-                    "member {name}: {csize} B at {data_offset} run past the end of the file ({len} B)"
-                ),
-            ));
-        }
-        out.push(NpzMember {
-            name,
-            method,
-            crc,
-            data_offset,
-            compressed_size: csize,
-            size,
-        });
-    }
-    let x_member = out
-        .iter()
-        .find(|m| m.name == "x.npy")
-        .cloned()
-        .ok_or_else(|| bad("no 'x' array in the archive"))?;
-    if x_member.method != 0 || x_member.compressed_size != x_member.size {
-        return Err(corrupt(
-            path,
-            format!(
-                "member x.npy uses compression method {} (only STORED is supported)",
-                x_member.method
-            ),
-        ));
-    }
+    let (dir, mut read) = find_central_directory(ra, path, kind)?;
+    let cd = ra.read_bytes(dir.offset, dir.len as usize, kind)?;
+    read += dir.len;
+    let entries = parse_central_directory(&cd, &dir, path)?;
+    let (out, lread) = locate_members(ra, path, entries, kind)?;
+    read += lread;
+    let x_member = stored_x_member(&out, path)?;
     let (x, hread) = read_npy_header(ra, path, x_member.data_offset, x_member.size, kind)?;
     read += hread;
     Ok((
@@ -397,6 +272,25 @@ pub fn read_layout_as(
         },
         read,
     ))
+}
+
+/// The `x.npy` member, which must be STORED (uncompressed).
+fn stored_x_member(members: &[NpzMember], path: &str) -> Result<NpzMember, BenchError> {
+    let x_member = members
+        .iter()
+        .find(|m| m.name == "x.npy")
+        .cloned()
+        .ok_or_else(|| corrupt(path, "no 'x' array in the archive".to_owned()))?;
+    if x_member.method != 0 || x_member.compressed_size != x_member.size {
+        return Err(corrupt(
+            path,
+            format!(
+                "member x.npy uses compression method {} (only STORED is supported)",
+                x_member.method
+            ),
+        ));
+    }
+    Ok(x_member)
 }
 
 /// Parse the `.npy` header of a STORED member at `offset` of `size` bytes.

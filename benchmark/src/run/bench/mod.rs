@@ -13,8 +13,9 @@
 //! ```
 //! Both rank sets hand the reporter the same `TrainResult`, so one code path
 //! computes DLIO's metrics (`outcome`). Beside this file: `dataset` (the
-//! training files), `validity` (the run rules), `memory_guard`, `console`
-//! and `records` (the results directory's files). With `handle_signals`, Ctrl-C stops the run at a
+//! training files), `validity` (the run rules), `memory_guard`, `console`,
+//! `records` (the results directory's files) and `reporting` (what follows
+//! training: metrics, files, `[METRIC]` block). With `handle_signals`, Ctrl-C stops the run at a
 //! step boundary and the metrics cover the steps that completed.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -46,6 +47,7 @@ mod dataset;
 mod memory_guard;
 mod outcome;
 mod records;
+mod reporting;
 mod validity;
 
 pub use dataset::{list_training_files, train_dir};
@@ -57,6 +59,9 @@ use console::ConsoleObserver;
 pub use memory_guard::reader_memory;
 use memory_guard::{guard_memory, reserve_read_buffers};
 use records::{add_checkpoint_summary, write_json, write_mlpstorage_files, write_rank_files};
+use reporting::{
+    RunOutcome, copy_summary_to_session, measure_outcome, print_metrics_and_log, write_result_files,
+};
 
 /// Options of one benchmark run. Defaults: no workload (must be set unless
 /// `config_file` is), accelerator b200, 1 accelerator, `raw` reader, the
@@ -339,6 +344,52 @@ pub fn run_bench_on(
         end: p.cfg.exclude_end_steps,
     };
     let console = ConsoleObserver::new(opts, &p, exclude, reporter);
+    let validity = announce_run(opts, &p, &console);
+    let never = AtomicBool::new(false);
+    let stop = stop_flag(opts, &never)?;
+    let requests_before = storage.request_counts();
+    let Some(trained) = ranks.train(&p.plan, &readers, &console, stop)? else {
+        return Ok(None);
+    };
+    let end = Local::now();
+
+    let outcome = measure_outcome(opts, storage, &p, &trained.result, exclude, requests_before);
+    let (summary, checkpoint_metrics) =
+        write_result_files(opts, &p, &results_dir, &trained, &outcome, &validity, &end)?;
+    print_metrics_and_log(
+        &console,
+        &p,
+        &results_dir,
+        &outcome,
+        checkpoint_metrics.as_ref(),
+    )?;
+    copy_summary_to_session(&summary)?;
+    let RunOutcome {
+        counted,
+        metrics,
+        interrupted_by,
+        measured,
+        ..
+    } = outcome;
+    Ok(Some(BenchReport {
+        results_dir,
+        metrics,
+        measured,
+        summary,
+        interrupted_by,
+        result: trained.result,
+        exclude,
+        epochs_in_metrics: counted,
+    }))
+}
+
+/// Prints the run's header lines and the run rules' verdict through the
+/// console; the verdict.
+fn announce_run(
+    opts: &BenchOptions,
+    p: &Prepared,
+    console: &ConsoleObserver,
+) -> rules::RunValidity {
     for m in output::header_messages(
         p.plan.comm_size,
         p.plan.steps_per_epoch,
@@ -348,131 +399,22 @@ pub fn run_bench_on(
     ) {
         console.say(&Local::now(), &m);
     }
-    let validity = run_validity(opts, &p);
+    let validity = run_validity(opts, p);
     for m in validity_messages(&validity) {
         console.say(&Local::now(), &m);
     }
+    validity
+}
+
+/// The flag that stops training: the signal handlers' (installed here)
+/// with `handle_signals`, else `never`, which nothing sets.
+fn stop_flag<'a>(opts: &BenchOptions, never: &'a AtomicBool) -> Result<&'a AtomicBool, BenchError> {
     if opts.handle_signals {
         interrupt::install()?;
-    }
-    let never = AtomicBool::new(false);
-    let stop = if opts.handle_signals {
-        &interrupt::STOP
+        Ok(&interrupt::STOP)
     } else {
-        &never
-    };
-    let requests_before = storage.request_counts();
-    let Some(trained) = ranks.train(&p.plan, &readers, &console, stop)? else {
-        return Ok(None);
-    };
-    let result = trained.result;
-    let end = Local::now();
-
-    let (per_rank_blocks, counted, metrics) = dlio_metrics(&p, &result, exclude);
-    let interrupted_by = result
-        .interrupted
-        .then(|| interrupt::received().unwrap_or(libc::SIGINT));
-    let interruption = interrupted_by.map(|sig| interruption_at(&p, &result, sig, counted));
-    let measured = Measured::new(
-        opts.reader.name().to_string(),
-        p.cfg.odirect,
-        result.read_total(),
-        result.elapsed,
-        p.cfg.record_size_dlio(),
-        p.cfg.record_size_real(),
-        &metrics,
-    )
-    .with_requests(
-        storage
-            .request_counts()
-            .map(|now| requests_before.map_or(now, |b| now.since(&b))),
-    );
-
-    // Results directory.
-    std::fs::create_dir_all(&results_dir).map_err(io(&results_dir))?;
-    let started = result.started;
-    let wall = move |secs: f64| {
-        let t: DateTime<Local> = started + chrono::Duration::microseconds((secs * 1e6) as i64);
-        output::ts(&t)
-    };
-    let checkpoint_bytes = p
-        .plan
-        .checkpoints
-        .as_ref()
-        .map_or(0, |c| c.checkpoint_bytes(p.plan.comm_size));
-    let checkpoint_metrics = checkpoint_metrics_of(&p, &result, checkpoint_bytes);
-    let host_of_rank = |rank: usize| {
-        trained
-            .rank_hosts
-            .get(rank)
-            .and_then(|&h| trained.hosts.get(h))
-            .map(|h| h.hostname.clone())
-            .unwrap_or_default()
-    };
-    write_rank_files(
-        &results_dir,
-        &p.plan,
-        &result,
-        &per_rank_blocks,
-        &host_of_rank,
-        checkpoint_bytes,
-        &wall,
-    )?;
-    let facts = SummaryFacts {
-        start: output::ts(&started),
-        end: output::ts(&end),
-        num_accelerators: p.plan.comm_size,
-        num_files_train: p.cfg.num_files_train,
-        num_files_eval: p.cfg.num_files_eval,
-        num_samples_per_file: p.cfg.num_samples_per_file,
-        epochs: p.cfg.epochs,
-        dataset_bytes: p.dataset_bytes,
-        hosts: trained.hosts.clone(),
-        interrupted: interruption.clone(),
-    };
-    let mut summary = output::summary_json(&facts, &metrics, &measured);
-    if let serde_json::Value::Object(o) = &mut summary {
-        o.insert(
-            "run_rules".into(),
-            serde_json::to_value(&validity).unwrap_or_default(),
-        );
-        if let (Some(c), Some(cm)) = (&p.plan.checkpoints, &checkpoint_metrics) {
-            add_checkpoint_summary(o, c, cm, &result);
-        }
+        Ok(never)
     }
-    write_json(&results_dir.join("summary.json"), &summary)?;
-    write_mlpstorage_files(opts, &p, &results_dir, &started, &summary)?;
-
-    let now = Local::now();
-    console.say(&now, &format!("Saved outputs in {}", results_dir.display()));
-    let block = output::metric_block_with_checkpoints(
-        p.plan.comm_size,
-        &metrics,
-        checkpoint_metrics.as_ref(),
-        Some(&measured),
-        &output::ts(&Local::now()),
-    );
-    console.raw(&block);
-    if let Some(i) = &interruption {
-        console.raw(&output::interruption_line(i));
-    }
-    let log_path = results_dir.join("dlio.log");
-    std::fs::write(&log_path, console.log_text()).map_err(io(&log_path))?;
-
-    if let Some(session) = std::env::var_os("STORPROF_SESSION_DIR") {
-        let dst = PathBuf::from(session).join("bench-summary.json");
-        write_json(&dst, &summary)?;
-    }
-    Ok(Some(BenchReport {
-        results_dir,
-        metrics,
-        measured,
-        summary,
-        interrupted_by,
-        result,
-        exclude,
-        epochs_in_metrics: counted,
-    }))
 }
 
 /// Logs what the plan ignores and its checkpoints (the reporting

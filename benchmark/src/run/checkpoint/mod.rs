@@ -22,6 +22,7 @@ mod phases;
 mod plan;
 mod results;
 pub mod s3io;
+mod stages;
 pub mod summary;
 
 pub use results::{
@@ -38,9 +39,12 @@ use crate::error::BenchError;
 use io::{BlockSource, CacheDrop, WriteMode};
 use layout::{Layout, LlamaModel};
 use phases::Target;
-use plan::{Plan, mem_total, prepare_folder};
-use results::number;
-use summary::{PhaseStats, RankIo, aggregate, phase_means};
+use plan::{Plan, prepare_folder};
+use stages::{
+    PhaseRun, RunFacts, build_report, durability_of, empty_cache_if_needed, load_checkpoints,
+    save_checkpoints,
+};
+use summary::{RankIo, aggregate};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -213,12 +217,7 @@ pub fn run_checkpoint(
             None => prepare_folder(&opts.folder, opts.force, needed, &manifest)?,
         }
     }
-    let durability = match (&s3, opts.fsync) {
-        (Some(_), _) => s3io::S3_DURABILITY,
-        (None, true) => "each shard file fsynced, then its directory",
-        (None, false) => "--no-fsync: shards left as dirty pages for the kernel's writeback",
-    }
-    .to_string();
+    let durability = durability_of(s3.is_some(), opts.fsync).to_string();
     ranks.barrier();
     if print {
         print_start(
@@ -243,121 +242,38 @@ pub fn run_checkpoint(
         fsync: opts.fsync && s3.is_none(),
     };
 
-    let target = match &s3 {
-        Some(s3) => Target::Objects(s3),
-        None => Target::Folder(&opts.folder),
+    let phases = PhaseRun {
+        ranks,
+        target: match &s3 {
+            Some(s3) => Target::Objects(s3),
+            None => Target::Folder(&opts.folder),
+        },
+        plans: &plans,
+        local: &local,
+        all_ranks: layout.ranks,
+        print,
     };
-    let mut results = ProcessResults::default();
-    for k in 1..=opts.num_checkpoints_write {
-        target.create(k)?;
-        ranks.barrier();
-        if print {
-            println!("[OUTPUT] {} Starting saving checkpoint {k}", timestamp());
-        }
-        let saved = phases::save(target, k, &plans, &local, &mut sources, mode)?;
-        target.sync_folder(mode)?;
-        ranks.barrier();
-        if print {
-            print_phase_end("saving", k, &saved, local.len(), layout.ranks);
-        }
-        results.saves.push(saved);
-    }
-
-    // MLPerf: caches are cleared between write and read when the checkpoint
-    // data per client is under 3× its memory.
-    let local_bytes: u64 = local
-        .iter()
-        .flat_map(|&r| plans[r].iter())
-        .map(|f| f.bytes)
-        .sum::<u64>()
-        .saturating_mul(u64::from(opts.num_checkpoints_write));
-    let memory = opts.client_memory_bytes.unwrap_or_else(mem_total);
-    let cache_drop = if s3.is_some() {
-        CacheDrop::RemoteObjects
-    } else if opts.num_checkpoints_read > 0 && local_bytes < memory.saturating_mul(3) {
-        empty_cache_for_read(opts, &plans, &local, print)?
-    } else {
-        CacheDrop::NotNeeded
+    let mut results = ProcessResults {
+        saves: save_checkpoints(&phases, opts.num_checkpoints_write, &mut sources, mode)?,
+        ..ProcessResults::default()
     };
-    results.cache_drop = Some(format!("{cache_drop:?}"));
-
-    let mut buffers = (0..local.len())
-        .map(|_| {
-            crate::storage::AlignedBuf::new(opts.block_size).ok_or_else(|| {
-                BenchError::System(format!("cannot map a {}-byte read buffer", opts.block_size))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    for k in 1..=opts.num_checkpoints_read {
-        ranks.barrier();
-        if print {
-            println!("[OUTPUT] {} Starting loading checkpoint {k}", timestamp());
-        }
-        let loaded = phases::load(target, k, &plans, &local, &mut buffers, opts.odirect)?;
-        ranks.barrier();
-        if print {
-            print_phase_end("loading", k, &loaded, local.len(), layout.ranks);
-        }
-        results.loads.push(loaded);
-    }
+    let cache = empty_cache_if_needed(opts, &plans, &local, s3.is_some(), print)?;
+    results.cache_drop = Some(format!("{:?}", cache.cache_drop));
+    results.loads = load_checkpoints(&phases, opts)?;
 
     let Some((saves, loads)) = gather(ranks, &results, opts)? else {
         return Ok(None);
     };
-    let save_phases: Vec<PhaseStats> = saves.iter().map(|r| aggregate(r)).collect();
-    let load_phases: Vec<PhaseStats> = loads.iter().map(|r| aggregate(r)).collect();
-    let save_means = phase_means(&save_phases);
-    let load_means = phase_means(&load_phases);
-    let bytes = MeasuredBytes::of(&save_phases, &load_phases);
-    let generator = GeneratorFigures::new(
+    let facts = RunFacts {
+        started,
+        start,
+        durability,
+        fsync: mode.fsync,
+        checkpoint_bytes,
         generator_one,
         generator_threads,
-        save_means.aggregate_io_mean_GB_per_second,
-    );
-    let summary = CheckpointSummary {
-        benchmark: "checkpointing",
-        model: opts.model,
-        mode: if layout.subset { "subset" } else { "full" },
-        start,
-        end: timestamp(),
-        hostname: crate::output::host_label(),
-        num_processes: layout.ranks,
-        tensor_parallelism: layout.spec.tensor,
-        pipeline_parallelism: layout.spec.pipeline,
-        data_parallelism: layout.data,
-        zero_stage: layout.spec.zero_stage,
-        num_parameters: layout.spec.num_parameters(),
-        checkpoint_folder: opts.folder.to_string_lossy().into_owned(),
-        durability,
-        scale: opts.scale,
-        block_size: opts.block_size,
-        odirect: opts.odirect,
-        fsync: mode.fsync,
-        num_checkpoints_write: opts.num_checkpoints_write,
-        num_checkpoints_read: opts.num_checkpoints_read,
-        checkpoint_size_gb: checkpoint_bytes as f64 / GIB,
-        unscaled_checkpoint_size_gb: layout.checkpoint_bytes() as f64 / GIB,
-        data_per_client_gb: local_bytes as f64 / GIB,
-        client_memory_gb: memory as f64 / GIB,
-        cache_drop,
-        generator,
-        metric: Metrics::from(&save_means, &load_means),
-        bytes,
     };
-    let details = CheckpointDetails {
-        save: number(save_phases),
-        load: number(load_phases),
-    };
-    let results_dir = opts.results_dir.clone().unwrap_or_else(|| {
-        PathBuf::from("results/checkpointing")
-            .join(layout.spec.name)
-            .join(started.format("%Y%m%d_%H%M%S").to_string())
-    });
-    let report = CheckpointReport {
-        summary,
-        details,
-        results_dir,
-    };
+    let report = build_report(opts, &layout, facts, cache, &saves, &loads);
     report.write(print)?;
     Ok(Some(report))
 }

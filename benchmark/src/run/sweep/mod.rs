@@ -135,6 +135,94 @@ fn gib(b: u64) -> String {
 
 /// Run the grid. Errors only when no cell could run (the first cell's error).
 pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
+    let SweepSetup {
+        storage,
+        results_dir,
+        header,
+    } = prepare_sweep(opts)?;
+    let cells: Vec<(usize, u64)> = opts
+        .nps
+        .iter()
+        .flat_map(|&np| opts.rts.iter().map(move |&rt| (np, rt)))
+        .collect();
+    let bar = opts.progress.then(|| cells_progress_bar(cells.len()));
+    let say = |line: &str| match &bar {
+        Some(b) => b.println(line),
+        None if opts.print => println!("{line}"),
+        None => {}
+    };
+    if opts.bench.handle_signals {
+        interrupt::install()?;
+    }
+    let mut rows: Vec<CellRow> = Vec::new();
+    let mut tally = SweepTally::default();
+    for &(np, rt) in &cells {
+        if opts.bench.handle_signals && interrupt::STOP.load(Ordering::SeqCst) {
+            tally.interrupted_by = Some(interrupt::received().unwrap_or(libc::SIGINT));
+            break;
+        }
+        if let Some(b) = &bar {
+            b.set_message(format!("NP={np} RT={rt}"));
+        }
+        let cell_opts = BenchOptions {
+            accelerators: np,
+            read_threads: Some(rt),
+            results_dir: Some(results_dir.join(format!("np{np}_rt{rt}"))),
+            print: false,
+            progress: false,
+            ..opts.bench.clone()
+        };
+        let meter = sched::CpuMeter::start();
+        let outcome = run_cell(&cell_opts, &storage);
+        let cpu = meter.stop();
+        rows.push(cell_row(
+            (np, rt),
+            header.cpus,
+            outcome,
+            cpu,
+            &say,
+            &mut tally,
+        ));
+        write_outputs(&results_dir, &header, &rows)?;
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+        if tally.interrupted_by.is_some() {
+            break;
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if rows.iter().all(|r| r.figures.is_none())
+        && let Some(e) = tally.first_error
+    {
+        return Err(e);
+    }
+    if opts.print {
+        println!("{}", table::markdown(&header, &rows));
+        println!("Saved the sweep in {}", results_dir.display());
+    }
+    Ok(SweepReport {
+        results_dir,
+        rows,
+        memory_refusals: tally.memory_refusals,
+        interrupted_by: tally.interrupted_by,
+    })
+}
+
+/// What every cell of a sweep shares, checked before any cell runs.
+struct SweepSetup {
+    /// The dataset's storage.
+    storage: Arc<dyn Storage>,
+    /// Where the sweep's files and the cells' results go.
+    results_dir: PathBuf,
+    header: SweepHeader,
+}
+
+/// Checks the grid, the configuration and the data dir (errors that every
+/// cell would hit), and opens the storage.
+fn prepare_sweep(opts: &SweepOptions) -> Result<SweepSetup, BenchError> {
     if opts.nps.is_empty() || opts.rts.is_empty() || opts.nps.contains(&0) {
         return Err(BenchError::usage(
             "--np",
@@ -162,142 +250,110 @@ pub fn run_sweep(opts: &SweepOptions) -> Result<SweepReport, BenchError> {
         started: crate::output::ts(&Local::now()),
         project: opts.project.clone(),
     };
-    let cells: Vec<(usize, u64)> = opts
-        .nps
-        .iter()
-        .flat_map(|&np| opts.rts.iter().map(move |&rt| (np, rt)))
-        .collect();
-    let bar = opts.progress.then(|| {
-        let b = ProgressBar::new(cells.len() as u64);
-        if let Ok(st) = ProgressStyle::with_template(
-            "sweep [{bar:30}] {pos}/{len} cells  {msg}  {elapsed_precise}",
-        ) {
-            b.set_style(st.progress_chars("=> "));
-        }
-        b
-    });
-    let say = |line: &str| match &bar {
-        Some(b) => b.println(line),
-        None if opts.print => println!("{line}"),
-        None => {}
-    };
-    if opts.bench.handle_signals {
-        interrupt::install()?;
-    }
-    let mut rows: Vec<CellRow> = Vec::new();
-    let mut first_error: Option<BenchError> = None;
-    let mut interrupted_by = None;
-    let mut memory_refusals = 0;
-    for &(np, rt) in &cells {
-        if opts.bench.handle_signals && interrupt::STOP.load(Ordering::SeqCst) {
-            interrupted_by = Some(interrupt::received().unwrap_or(libc::SIGINT));
-            break;
-        }
-        if let Some(b) = &bar {
-            b.set_message(format!("NP={np} RT={rt}"));
-        }
-        let cell_opts = BenchOptions {
-            accelerators: np,
-            read_threads: Some(rt),
-            results_dir: Some(results_dir.join(format!("np{np}_rt{rt}"))),
-            print: false,
-            progress: false,
-            ..opts.bench.clone()
-        };
-        let meter = sched::CpuMeter::start();
-        let outcome = run_cell(&cell_opts, &storage);
-        let cpu = meter.stop();
-        let row = match outcome {
-            Ok(report) => {
-                let f = cell_figures(&report, cpu);
-                let mut notes = run_notes(np, rt, cpus, &f);
-                if let Some(sig) = report.interrupted_by {
-                    notes.push(format!(
-                        "interrupted by {} after {} steps",
-                        interrupt::signal_name(sig),
-                        f.steps
-                    ));
-                    interrupted_by = Some(sig);
-                }
-                say(&format!(
-                    "NP={np} RT={rt}: AU {:.2} %, {:.2} samples/s ({:.2} per accelerator), {:.1} MiB/s measured, {:.1} s{}",
-                    f.au_percentage,
-                    f.samples_per_second,
-                    f.samples_per_second / np as f64,
-                    f.io_mib_per_second,
-                    f.wall_seconds,
-                    if notes.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" [{}]", notes.join("; "))
-                    }
-                ));
-                CellRow {
-                    np,
-                    rt,
-                    figures: Some(f),
-                    notes,
-                }
-            }
-            Err(BenchError::MemoryGuard {
-                estimate,
-                budget,
-                message,
-            }) => {
-                say(&format!("NP={np} RT={rt}: refused: {message}"));
-                memory_refusals += 1;
-                CellRow {
-                    np,
-                    rt,
-                    figures: None,
-                    notes: vec![format!(
-                        "refused by the memory guard: needs ~{} of reader memory, budget {}",
-                        gib(estimate),
-                        gib(budget)
-                    )],
-                }
-            }
-            Err(e) => {
-                say(&format!("NP={np} RT={rt}: failed: {e}"));
-                let note = format!("failed: {e}");
-                if first_error.is_none() {
-                    first_error = Some(e);
-                }
-                CellRow {
-                    np,
-                    rt,
-                    figures: None,
-                    notes: vec![note],
-                }
-            }
-        };
-        rows.push(row);
-        write_outputs(&results_dir, &header, &rows)?;
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-        if interrupted_by.is_some() {
-            break;
-        }
-    }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    if rows.iter().all(|r| r.figures.is_none())
-        && let Some(e) = first_error
-    {
-        return Err(e);
-    }
-    if opts.print {
-        println!("{}", table::markdown(&header, &rows));
-        println!("Saved the sweep in {}", results_dir.display());
-    }
-    Ok(SweepReport {
+    Ok(SweepSetup {
+        storage,
         results_dir,
-        rows,
-        memory_refusals,
-        interrupted_by,
+        header,
     })
+}
+
+/// A progress bar over `cells` cells.
+fn cells_progress_bar(cells: usize) -> ProgressBar {
+    let b = ProgressBar::new(cells as u64);
+    if let Ok(st) =
+        ProgressStyle::with_template("sweep [{bar:30}] {pos}/{len} cells  {msg}  {elapsed_precise}")
+    {
+        b.set_style(st.progress_chars("=> "));
+    }
+    b
+}
+
+/// What a sweep counts across its cells.
+#[derive(Default)]
+struct SweepTally {
+    /// The first failed cell's error.
+    first_error: Option<BenchError>,
+    /// The signal that stopped the sweep early, if one did.
+    interrupted_by: Option<i32>,
+    /// Cells the memory guard refused.
+    memory_refusals: usize,
+}
+
+/// The row of cell `(np, rt)` from its bench run's outcome and CPU
+/// measurement: its figures and notes, or why it has none. Says a line
+/// about it and counts it in `tally`.
+fn cell_row(
+    (np, rt): (usize, u64),
+    cpus: usize,
+    outcome: Result<BenchReport, BenchError>,
+    cpu: sched::CpuDemand,
+    say: &dyn Fn(&str),
+    tally: &mut SweepTally,
+) -> CellRow {
+    match outcome {
+        Ok(report) => {
+            let f = cell_figures(&report, cpu);
+            let mut notes = run_notes(np, rt, cpus, &f);
+            if let Some(sig) = report.interrupted_by {
+                notes.push(format!(
+                    "interrupted by {} after {} steps",
+                    interrupt::signal_name(sig),
+                    f.steps
+                ));
+                tally.interrupted_by = Some(sig);
+            }
+            say(&format!(
+                "NP={np} RT={rt}: AU {:.2} %, {:.2} samples/s ({:.2} per accelerator), {:.1} MiB/s measured, {:.1} s{}",
+                f.au_percentage,
+                f.samples_per_second,
+                f.samples_per_second / np as f64,
+                f.io_mib_per_second,
+                f.wall_seconds,
+                if notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", notes.join("; "))
+                }
+            ));
+            CellRow {
+                np,
+                rt,
+                figures: Some(f),
+                notes,
+            }
+        }
+        Err(BenchError::MemoryGuard {
+            estimate,
+            budget,
+            message,
+        }) => {
+            say(&format!("NP={np} RT={rt}: refused: {message}"));
+            tally.memory_refusals += 1;
+            CellRow {
+                np,
+                rt,
+                figures: None,
+                notes: vec![format!(
+                    "refused by the memory guard: needs ~{} of reader memory, budget {}",
+                    gib(estimate),
+                    gib(budget)
+                )],
+            }
+        }
+        Err(e) => {
+            say(&format!("NP={np} RT={rt}: failed: {e}"));
+            let note = format!("failed: {e}");
+            if tally.first_error.is_none() {
+                tally.first_error = Some(e);
+            }
+            CellRow {
+                np,
+                rt,
+                figures: None,
+                notes: vec![note],
+            }
+        }
+    }
 }
 
 /// One cell: a bench run with all ranks in this process.
