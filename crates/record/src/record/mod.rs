@@ -29,6 +29,7 @@ mod retired;
 pub mod run_loop;
 pub mod screen;
 pub mod select;
+mod session_parts;
 mod session_writer;
 mod unwind_choice;
 pub mod workload_summary;

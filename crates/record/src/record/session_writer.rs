@@ -12,11 +12,12 @@
 //! [`build_session`] does all of that but the writing, so a live view can
 //! analyse the recording so far ([`SessionParts::to_session`]) without a
 //! file; [`write_parts`] writes what it built.
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    path::Path,
-};
+use std::{collections::BTreeMap, path::Path};
 
+use super::session_parts::{
+    frame_modules, io_stats, kernel_ips, page_size, process_infos, session_features, session_notes,
+    threads_seen, time_series,
+};
 use super::{
     RecordError, RecordOptions, aggregate, dwarf_samples::DwarfSamples, fold, kernel::Kernel,
     launch, procfs, recorder::Recorder, run_loop::Ending, select,
@@ -25,8 +26,7 @@ use crate::probes;
 use storprof_session::{
     load::{FoldedStacks, Session},
     model::{
-        self, IoStats, PageCacheStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats,
-        TimeSeries, WaitGraph,
+        self, IoStats, SESSION_FORMAT_VERSION, SessionInfo, ThreadStats, TimeSeries, WaitGraph,
     },
 };
 
@@ -207,7 +207,7 @@ pub(super) fn timeseries_so_far(
 
 /// A thread's name: from the maps, else as the machine names it now,
 /// else `tid-TID`.
-fn comm_or_kernel(
+pub(super) fn comm_or_kernel(
     comms: &BTreeMap<u32, String>,
     kernel: &dyn Kernel,
     tgid: u32,
@@ -231,72 +231,15 @@ pub(super) fn build_session(
     tracefs_line: &str,
 ) -> Result<SessionParts, RecordError> {
     let snapshot = recorder.full_snapshot()?;
-    let running = Recorder::running_ns(&snapshot, end_mono);
     let duration_ns = end_mono.saturating_sub(recorder.start_mono);
 
-    // Every process seen: from the maps too (short-lived ones included).
-    recorder
-        .tracked
-        .extend(snapshot.threads.iter().map(|t| t.tgid));
-    recorder
-        .tracked
-        .extend(snapshot.syscalls.iter().map(|(k, _)| k.tgid));
-    recorder
-        .tracked
-        .extend(snapshot.samples.iter().map(|(k, _)| k.tgid));
+    let (comms, threads) = threads_seen(recorder, &snapshot, end_mono);
 
-    let comms: BTreeMap<u32, String> = snapshot
-        .threads
-        .iter()
-        .map(|t| (t.tid, aggregate::comm_string(&t.comm)))
-        .collect();
-    let threads = aggregate::thread_stats(
-        &snapshot.threads,
-        &snapshot.syscalls,
-        &snapshot.samples,
-        &running,
-        &|tgid, tid| comm_or_kernel(&comms, &*recorder.probes, tgid, tid),
-    );
-
-    let mut devices = recorder
-        .blocks
-        .device_stats(&recorder.tracked, duration_ns, &|d| {
-            recorder.probes.device_name(d)
-        });
-    for device in &mut devices {
-        if let Some(dev) = aggregate::dev_from_major_minor(&device.dev) {
-            device.sits_on = recorder.probes.lower_devices(dev);
-        }
-    }
-    let page_size = {
-        // SAFETY: sysconf has no preconditions.
-        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        if size > 0 { size as u64 } else { 4096 }
-    };
-    let io = IoStats {
-        devices,
-        page_cache: PageCacheStats {
-            misses_pages: threads.iter().map(|t| t.page_cache_misses).sum(),
-            write_pages: threads.iter().map(|t| t.page_cache_write_pages).sum(),
-            page_size,
-        },
-    };
+    let page_size = page_size();
+    let io = io_stats(recorder, &threads, duration_ns, page_size);
 
     let bucket_ns = aggregate::BUCKET_NS;
-    let buckets = recorder.series.buckets() as usize;
-    let timeseries = TimeSeries {
-        bucket_ns,
-        start_unix_ns: start_unix,
-        buckets: recorder.series.buckets(),
-        threads: recorder
-            .series
-            .series(&|tid| comms.get(&tid).cloned().unwrap_or_default()),
-        devices: recorder
-            .blocks
-            .device_series(buckets, &|d| recorder.probes.device_name(d)),
-        vmstat: recorder.vmstat.series(page_size),
-        host_cpu: recorder.host_cpu.series(),
-    };
+    let timeseries = time_series(recorder, &comms, start_unix, page_size);
 
     let tracked_pids: Vec<u32> = recorder.tracked.iter().copied().collect();
     let wake_edges = recorder.wake_edges()?;
@@ -325,20 +268,7 @@ pub(super) fn build_session(
     let start_mono = *start_mono;
     let dwarf_mode = unwinder.is_some();
     // One kallsyms pass for every kernel address (per stack it cost ~5 ms each).
-    let kernel_ips: BTreeSet<u64> = snapshot
-        .samples
-        .iter()
-        .chain(&snapshot.offcpu)
-        .map(|(key, _)| key)
-        .chain(dwarf_offcpu.counts.keys())
-        .flat_map(|key| probes.stack(key.kernel_stack))
-        .chain(
-            wake_edges
-                .iter()
-                .flat_map(|(_, acc)| probes.stack(acc.waker_kernel_stack)),
-        )
-        .collect();
-    symbolizer.kernel_frames(&kernel_ips.into_iter().collect::<Vec<_>>());
+    symbolizer.kernel_frames(&kernel_ips(&snapshot, dwarf_offcpu, &wake_edges, probes));
     let folded = {
         let input = fold::FoldInput {
             mode: options.unwind,
@@ -402,17 +332,7 @@ pub(super) fn build_session(
             wait
         })
         .collect();
-    // The files the named frames of the folded stacks came from.
-    let known = symbolizer.frame_modules();
-    let frame_modules = model::FrameModules {
-        modules: [&folded.oncpu, &folded.offcpu]
-            .into_iter()
-            .flat_map(|text| text.lines())
-            .filter_map(|line| line.rsplit_once(' ').map(|(stack, _)| stack))
-            .flat_map(|stack| stack.split(';').skip(1))
-            .filter_map(|frame| known.get(frame).map(|m| (frame.to_string(), m.clone())))
-            .collect(),
-    };
+    let frame_modules = frame_modules(&folded, symbolizer.frame_modules());
     let unwind = model::UnwindStats {
         mode: options.unwind.name().to_string(),
         stack_bytes: if dwarf_mode { options.stack_bytes } else { 0 },
@@ -421,64 +341,57 @@ pub(super) fn build_session(
         offcpu: offcpu_unwind_stats(probes, dwarf_offcpu),
     };
 
-    let mut features = BTreeMap::new();
     let kernel_facts = probes.kernel_facts();
-    features.insert("tracefs".to_string(), tracefs_line.to_string());
-    features.insert(
-        "btf".to_string(),
-        if kernel_facts.btf {
-            "present"
-        } else {
-            "missing"
-        }
-        .to_string(),
+    let features = session_features(kernel_facts.btf, options, tracefs_line);
+    let notes = session_notes(
+        python_resolver.notes(),
+        &folded,
+        (folded_threads, unlisted_decisions),
+        selector.as_ref(),
+        probes,
     );
-    features.insert(
-        "syscall_timing".to_string(),
-        options.syscall_timing.name().to_string(),
-    );
-    // Wake edges tell a lock's own wait (glibc, PI) from a shared futex
-    // word (`WakeEdge::lock_wait`), and interrupt wakers are the innermost
-    // handler's.
-    features.insert(
-        model::FEATURE_WAKE_EDGES.to_string(),
-        model::WAKE_EDGES_VERSION.to_string(),
-    );
-    let mut notes = python_resolver.notes();
-    notes.extend(folded.offcpu_python_note.clone());
-    if folded_threads > 0 {
-        notes.push(format!(
-            "{folded_threads} threads that exited after the first {} are folded into one \
-             entry per thread name (their figures, syscalls, stacks and wake-ups summed), so \
-             storprof's memory stays bounded",
-            super::retired::RETIRED_THREADS_KEPT
-        ));
-    }
-    if unlisted_decisions > 0 {
-        notes.push(format!(
-            "{unlisted_decisions} processes forked after the first {} unwind decisions took \
-             their parent's mode and are not listed one by one",
-            super::unwind_choice::LISTED_DECISIONS
-        ));
-    }
-    if let Some(selector) = selector {
-        notes.push(format!(
-            "processes selected by {}: {} seen",
-            selector.describe(),
-            selector.selected()
-        ));
-    }
-    for status in probes.status() {
-        if !status.attached {
-            notes.push(format!("probe {} disabled: {}", status.name, status.note));
-        }
-    }
-    let main_thread_comms: BTreeMap<u32, &str> = threads
-        .iter()
-        .filter(|t| t.tid == t.pid)
-        .map(|t| (t.pid, t.comm.as_str()))
-        .collect();
-    let info = SessionInfo {
+    let processes = process_infos(recorder_tracked, live, parents, probes, &threads);
+    let gathered = InfoParts {
+        tracked_pids,
+        kernel_release: kernel_facts.release,
+        features,
+        notes,
+        unwind,
+        processes,
+    };
+    let info = session_info(recorder, options, ending, (start_unix, end_unix), gathered);
+    Ok(SessionParts {
+        info,
+        threads,
+        io,
+        timeseries,
+        folded,
+        waits: probes.attached(probes::family::WAKEUPS).then_some(waits),
+        frame_modules,
+    })
+}
+
+/// What `session.json`'s info takes from the session's other parts.
+struct InfoParts {
+    tracked_pids: Vec<u32>,
+    kernel_release: String,
+    features: BTreeMap<String, String>,
+    notes: Vec<String>,
+    unwind: model::UnwindStats,
+    processes: Vec<model::ProcessInfo>,
+}
+
+/// `session.json`'s info: the command, times, how it ended, the
+/// recorder's own cost and state, and `parts`.
+fn session_info(
+    recorder: &Recorder,
+    options: &RecordOptions,
+    ending: EndState,
+    (start_unix, end_unix): (u64, u64),
+    parts: InfoParts,
+) -> SessionInfo {
+    let probes = &*recorder.probes;
+    SessionInfo {
         format_version: SESSION_FORMAT_VERSION,
         storprof_version: env!("CARGO_PKG_VERSION").to_string(),
         command: options.command.clone(),
@@ -486,11 +399,12 @@ pub(super) fn build_session(
             .ok()
             .map(|p| p.display().to_string()),
         attached_pids: options.pids.clone(),
-        tracked_pids,
-        hostname: selector
+        tracked_pids: parts.tracked_pids,
+        hostname: recorder
+            .selector
             .as_ref()
             .map_or_else(select::default_host_name, select::NetnsSelector::host_name),
-        kernel: kernel_facts.release,
+        kernel: parts.kernel_release,
         num_cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         start_unix_ns: start_unix,
         end_unix_ns: end_unix,
@@ -515,42 +429,13 @@ pub(super) fn build_session(
             held_to_s: r.to_s,
         }),
         probes: probes.status().to_vec(),
-        features,
+        features: parts.features,
         lost_events: probes.lost_events(),
         missed_switch_ins: probes.missed_switch_ins(),
-        notes,
-        unwind: Some(unwind),
-        processes: recorder_tracked
-            .iter()
-            .map(|&pid| {
-                // /proc speaks for a process only while it is the traced
-                // one: a pid seen to exit may belong to another by now.
-                let running = live.contains(&pid);
-                model::ProcessInfo {
-                    pid,
-                    ppid: parents
-                        .get(&pid)
-                        .copied()
-                        .or_else(|| running.then(|| probes.parent_of(pid)).flatten())
-                        .unwrap_or(0),
-                    comm: running
-                        .then(|| probes.thread_comm(pid, pid))
-                        .flatten()
-                        .or_else(|| main_thread_comms.get(&pid).map(|c| c.to_string()))
-                        .unwrap_or_default(),
-                }
-            })
-            .collect(),
-    };
-    Ok(SessionParts {
-        info,
-        threads,
-        io,
-        timeseries,
-        folded,
-        waits: probes.attached(probes::family::WAKEUPS).then_some(waits),
-        frame_modules,
-    })
+        notes: parts.notes,
+        unwind: Some(parts.unwind),
+        processes: parts.processes,
+    }
 }
 
 /// How off-CPU user stacks were unwound (`session.json` `unwind.offcpu`).
