@@ -199,45 +199,7 @@ pub fn consumer_time(
 ) -> ConsumerTime {
     let (g, whole) = (walk.g, walk.whole);
     let waits = data_waits(whole, c, ctx.side, ctx.relays);
-    // The wait for the first batch is start-up, not training (DLIO
-    // excludes the first step too).
-    let first_edge = waits
-        .iter()
-        .min_by(|a, b| a.edge.first_s.total_cmp(&b.edge.first_s))
-        .map(|e| e.edge);
-    let mut delivered = Vec::new();
-    let mut deliveries = 0u64;
-    for e in &waits {
-        let in_window = match ctx.buckets {
-            Some((b0, b1)) => e
-                .edge
-                .series
-                .iter()
-                .filter(|(b, _, _)| (b0..b1).contains(&(*b as usize)))
-                .map(|(_, ns, _)| ns)
-                .sum::<u64>(),
-            None => {
-                let mut ns = e.edge.blocked_ns;
-                if first_edge.is_some_and(|f| std::ptr::eq(f, e.edge)) {
-                    ns = ns.saturating_sub(e.edge.first_blocked_ns);
-                }
-                ns
-            }
-        };
-        deliveries += match ctx.buckets {
-            Some((b0, b1)) => e
-                .edge
-                .series
-                .iter()
-                .filter(|(b, _, _)| (b0..b1).contains(&(*b as usize)))
-                .map(|(_, _, n)| n)
-                .sum::<u64>(),
-            None => e.edge.count,
-        };
-        if let Some(w) = e.waker() {
-            delivered.push((w, in_window));
-        }
-    }
+    let (delivered, deliveries) = deliveries_in_window(ctx, &waits);
     let delivered_ns: u64 = delivered.iter().map(|(_, ns)| ns).sum();
     let (epoch_starts, epoch_start_wait_ns) = epoch_starts(&waits, ctx.span_s);
     // Waits for data that a timer ended (a queue get with a timeout): the
@@ -246,56 +208,9 @@ pub fn consumer_time(
     let timeouts = g.blocked_by(c, |e| classify::is_timeout(e.edge)).0 as f64;
     let timed_out =
         (timeouts * (1.0 - gil) * timed_out_data_share(whole, c, ctx.side, ctx.relays)) as u64;
-    for &(w, ns) in &delivered {
-        let share = if delivered_ns > 0 {
-            ns as f64 / delivered_ns as f64
-        } else {
-            0.0
-        };
-        let mut path = vec![c];
-        attribute(
-            walk,
-            w,
-            ns as f64 + timed_out as f64 * share,
-            &mut path,
-            acc,
-        );
-    }
-    if delivered_ns == 0 && timed_out > 0 {
-        acc.add(super::PathKind::Unattributed, c, timed_out as f64);
-    }
+    attribute_data_waits(walk, c, &delivered, timed_out, acc);
     let wait_ns = delivered_ns + timed_out;
-    // The GIL: its lock releases by loaders and its timed waits. The
-    // consumer could run but a loader was running Python: that time goes
-    // to the threads that released it to the consumer (the timed waits in
-    // proportion), on the path like a data wait.
-    let gil_parts: Vec<(ThreadId, u64)> = g
-        .edges_into(c)
-        .filter(|e| e.kind == EdgeKind::Lock)
-        .filter_map(|e| Some((e.waker()?, (e.ns as f64 * gil) as u64)))
-        .collect();
-    let gil_released: u64 = gil_parts.iter().map(|(_, ns)| ns).sum();
-    let gil_timed_out = (g
-        .blocked_by(c, |e| {
-            e.kind != EdgeKind::Lock
-                && e.edge.syscall.as_deref() == Some("futex")
-                && classify::is_timeout(e.edge)
-        })
-        .0 as f64
-        * gil) as u64;
-    let gil_ns = gil_released + gil_timed_out;
-    for &(w, ns) in &gil_parts {
-        let timed = if gil_released > 0 {
-            gil_timed_out as f64 * ns as f64 / gil_released as f64
-        } else {
-            0.0
-        };
-        let mut path = vec![c];
-        attribute(walk, w, ns as f64 + timed, &mut path, acc);
-    }
-    if gil_released == 0 && gil_timed_out > 0 {
-        acc.add(super::PathKind::Gil, c, gil_timed_out as f64);
-    }
+    let gil_ns = gil_wait_ns(walk, c, gil, acc);
     let lock_ns = (g.blocked_by(c, |e| e.kind == EdgeKind::Lock).0 as f64 * (1.0 - gil)) as u64;
 
     // Off-CPU time is accounted when a thread comes back on a CPU, so a
@@ -375,6 +290,120 @@ pub fn consumer_time(
         epoch_starts,
         epoch_start_wait_ns,
     }
+}
+
+/// Of the consumer's data waits `waits`, what each waker delivered in
+/// the window (ns), and the deliveries there. Without window buckets the
+/// wait for the first batch is start-up, not training (DLIO excludes the
+/// first step too).
+fn deliveries_in_window(ctx: &ConsumerCtx, waits: &[&InEdge]) -> (Vec<(ThreadId, u64)>, u64) {
+    let first_edge = waits
+        .iter()
+        .min_by(|a, b| a.edge.first_s.total_cmp(&b.edge.first_s))
+        .map(|e| e.edge);
+    let mut delivered = Vec::new();
+    let mut deliveries = 0u64;
+    for e in waits {
+        let in_window = match ctx.buckets {
+            Some((b0, b1)) => e
+                .edge
+                .series
+                .iter()
+                .filter(|(b, _, _)| (b0..b1).contains(&(*b as usize)))
+                .map(|(_, ns, _)| ns)
+                .sum::<u64>(),
+            None => {
+                let mut ns = e.edge.blocked_ns;
+                if first_edge.is_some_and(|f| std::ptr::eq(f, e.edge)) {
+                    ns = ns.saturating_sub(e.edge.first_blocked_ns);
+                }
+                ns
+            }
+        };
+        deliveries += match ctx.buckets {
+            Some((b0, b1)) => e
+                .edge
+                .series
+                .iter()
+                .filter(|(b, _, _)| (b0..b1).contains(&(*b as usize)))
+                .map(|(_, _, n)| n)
+                .sum::<u64>(),
+            None => e.edge.count,
+        };
+        if let Some(w) = e.waker() {
+            delivered.push((w, in_window));
+        }
+    }
+    (delivered, deliveries)
+}
+
+/// Puts the consumer `c`'s data waits on the critical path: each waker's
+/// delivered time, plus its share of the waits a timer ended
+/// (`timed_out`); with no waker, the timed-out waits are unattributed.
+fn attribute_data_waits(
+    walk: &Walk,
+    c: ThreadId,
+    delivered: &[(ThreadId, u64)],
+    timed_out: u64,
+    acc: &mut PathAcc,
+) {
+    let delivered_ns: u64 = delivered.iter().map(|(_, ns)| ns).sum();
+    for &(w, ns) in delivered {
+        let share = if delivered_ns > 0 {
+            ns as f64 / delivered_ns as f64
+        } else {
+            0.0
+        };
+        let mut path = vec![c];
+        attribute(
+            walk,
+            w,
+            ns as f64 + timed_out as f64 * share,
+            &mut path,
+            acc,
+        );
+    }
+    if delivered_ns == 0 && timed_out > 0 {
+        acc.add(super::PathKind::Unattributed, c, timed_out as f64);
+    }
+}
+
+/// The consumer `c`'s time waiting for the GIL, ns (`gil`: the share of
+/// its lock waits that are the GIL's), put on the critical path.
+fn gil_wait_ns(walk: &Walk, c: ThreadId, gil: f64, acc: &mut PathAcc) -> u64 {
+    let g = walk.g;
+    // The GIL: its lock releases by loaders and its timed waits. The
+    // consumer could run but a loader was running Python: that time goes
+    // to the threads that released it to the consumer (the timed waits in
+    // proportion), on the path like a data wait.
+    let gil_parts: Vec<(ThreadId, u64)> = g
+        .edges_into(c)
+        .filter(|e| e.kind == EdgeKind::Lock)
+        .filter_map(|e| Some((e.waker()?, (e.ns as f64 * gil) as u64)))
+        .collect();
+    let gil_released: u64 = gil_parts.iter().map(|(_, ns)| ns).sum();
+    let gil_timed_out = (g
+        .blocked_by(c, |e| {
+            e.kind != EdgeKind::Lock
+                && e.edge.syscall.as_deref() == Some("futex")
+                && classify::is_timeout(e.edge)
+        })
+        .0 as f64
+        * gil) as u64;
+    let gil_ns = gil_released + gil_timed_out;
+    for &(w, ns) in &gil_parts {
+        let timed = if gil_released > 0 {
+            gil_timed_out as f64 * ns as f64 / gil_released as f64
+        } else {
+            0.0
+        };
+        let mut path = vec![c];
+        attribute(walk, w, ns as f64 + timed, &mut path, acc);
+    }
+    if gil_released == 0 && gil_timed_out > 0 {
+        acc.add(super::PathKind::Gil, c, gil_timed_out as f64);
+    }
+    gil_ns
 }
 
 /// A consumer's own fetching in the window, ns, from its stacks, and its
