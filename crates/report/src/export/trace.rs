@@ -43,7 +43,7 @@ use serde_json::{Value, json};
 use super::{ExportError, ThreadRoles, exporter, session_name};
 use storprof_session::{
     load::Session,
-    model::{ThreadSeries, WakeEdge},
+    model::{ThreadSeries, TimeSeries, WakeEdge},
 };
 
 const FORMAT: &str = "trace";
@@ -286,6 +286,43 @@ fn round4(x: f64) -> f64 {
 pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportError> {
     let empty = Default::default();
     let series = session.timeseries.as_ref().unwrap_or(&empty);
+    let buckets = series.bucket_count();
+    let clock = session_clock(session, series)?;
+    let edges = session.waits.as_ref().map_or(&[][..], |w| &w.edges[..]);
+    let mut thread_names = thread_names(session, series, edges);
+
+    let mut layout = Layout::default();
+    for t in &series.threads {
+        layout.add_thread(t, &clock);
+    }
+
+    let waits_width = session
+        .waits
+        .as_ref()
+        .map_or(clock.width_ns, |w| match w.bucket_ns {
+            0 => clock.width_ns,
+            n => n,
+        });
+    let flows = flow_events(
+        edges,
+        waits_width,
+        buckets,
+        &clock,
+        &mut layout,
+        &mut thread_names,
+    );
+
+    let mut events = metadata_events(session, &thread_names, roles);
+    events.extend(counter_events(series, &clock));
+    events.extend(slice_events(&layout, clock.width_ns));
+    events.extend(flows);
+    encode_trace(&events, session, clock.end_ns)
+}
+
+/// Where the session's buckets are: the series' bucket width (the
+/// recorder's when it has none), its start relative to the recording's,
+/// and the recording's end (from its duration, else the buckets').
+fn session_clock(session: &Session, series: &TimeSeries) -> Result<Clock, ExportError> {
     let width_ns = match series.bucket_ns {
         0 => DEFAULT_BUCKET_NS,
         w => w,
@@ -306,13 +343,20 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
             })?,
         n => n,
     };
-    let clock = Clock {
+    Ok(Clock {
         offset_ns,
         width_ns,
         end_ns,
-    };
+    })
+}
 
-    // Names: the time series', then threads.json's, then the wakers'.
+/// The threads' names by (pid, tid): the time series', then threads.json's,
+/// then the traced wakers'.
+fn thread_names<'a>(
+    session: &'a Session,
+    series: &'a TimeSeries,
+    edges: &'a [WakeEdge],
+) -> BTreeMap<ThreadKey, &'a str> {
     let mut thread_names: BTreeMap<ThreadKey, &str> = BTreeMap::new();
     for t in &series.threads {
         thread_names.entry((t.pid, t.tid)).or_insert(&t.comm);
@@ -320,7 +364,6 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
     for t in &session.threads {
         thread_names.entry((t.pid, t.tid)).or_insert(&t.comm);
     }
-    let edges = session.waits.as_ref().map_or(&[][..], |w| &w.edges[..]);
     for e in edges {
         if e.waker_kind == "task" && e.waker_traced {
             thread_names
@@ -328,20 +371,20 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
                 .or_insert(&e.waker_comm);
         }
     }
+    thread_names
+}
 
-    let mut layout = Layout::default();
-    for t in &series.threads {
-        layout.add_thread(t, &clock);
-    }
-
-    let mut events: Vec<Value> = Vec::new();
-    let waits_width = session
-        .waits
-        .as_ref()
-        .map_or(width_ns, |w| match w.bucket_ns {
-            0 => width_ns,
-            n => n,
-        });
+/// The "s"/"f" flow events, one pair per waker → wakee pair of traced
+/// threads, anchored in `layout` (which gains marker slices where a thread
+/// has none); wakees without a name get an empty one in `thread_names`.
+fn flow_events(
+    edges: &[WakeEdge],
+    waits_width: u64,
+    buckets: usize,
+    clock: &Clock,
+    layout: &mut Layout,
+    thread_names: &mut BTreeMap<ThreadKey, &str>,
+) -> Vec<Value> {
     let mut flows = Vec::new();
     for (id, ((waker, wakee), p)) in pairs(edges).into_iter().enumerate() {
         // The busiest second (the earliest of equals), else the first wake-up's.
@@ -354,7 +397,7 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
             Some((b, _)) => u64::from(b).saturating_mul(waits_width),
             None => (p.first_s.max(0.0) * 1e9) as u64,
         };
-        let bucket = ((anchor_ns / width_ns) as usize).min(buckets.saturating_sub(1));
+        let bucket = ((anchor_ns / clock.width_ns) as usize).min(buckets.saturating_sub(1));
         let ended_state = match p.by_state.iter().max_by_key(|(_, ns)| **ns) {
             Some((&"uninterruptible", _)) => State::BlockedIo,
             Some((&"sleeping", _)) => State::Sleeping,
@@ -362,8 +405,8 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
         };
         thread_names.entry(wakee).or_insert("");
         let (Some(from), Some(to)) = (
-            layout.anchor(waker, bucket, State::OnCpu, &clock),
-            layout.anchor(wakee, bucket, ended_state, &clock),
+            layout.anchor(waker, bucket, State::OnCpu, clock),
+            layout.anchor(wakee, bucket, ended_state, clock),
         ) else {
             continue;
         };
@@ -401,15 +444,25 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
         flows.push(start);
         flows.push(finish);
     }
+    flows
+}
 
-    // Metadata: process and thread names.
+/// The "M" metadata events: each process's name (its comm, else its main
+/// thread's, else its pid), then each thread's, with its role when it has
+/// one.
+fn metadata_events(
+    session: &Session,
+    thread_names: &BTreeMap<ThreadKey, &str>,
+    roles: &ThreadRoles,
+) -> Vec<Value> {
+    let mut events = Vec::new();
     let mut process_names: BTreeMap<u32, String> = BTreeMap::new();
     for p in &session.info.processes {
         if !p.comm.is_empty() {
             process_names.insert(p.pid, p.comm.clone());
         }
     }
-    for (&(pid, tid), comm) in &thread_names {
+    for (&(pid, tid), comm) in thread_names {
         if pid == tid && !comm.is_empty() {
             process_names.entry(pid).or_insert_with(|| comm.to_string());
         }
@@ -424,7 +477,7 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
                            "args": {"name": name}}),
         );
     }
-    for (&(pid, tid), comm) in &thread_names {
+    for (&(pid, tid), comm) in thread_names {
         let comm = if comm.is_empty() { "?" } else { comm };
         let name = match roles.get(&(pid, tid)) {
             Some(role) => format!("{comm} ({role})"),
@@ -435,10 +488,14 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
                            "args": {"name": name}}),
         );
     }
+    events
+}
 
-    // Counters: each process's on-CPU time per second, in CPUs, over the
-    // seconds its threads store (sparse, as the series are), then 0 after
-    // each run of them so the counter falls when the process goes quiet.
+/// The "C" counter events: each process's on-CPU time per second, in CPUs,
+/// over the seconds its threads store (sparse, as the series are), then 0
+/// after each run of them so the counter falls when the process goes quiet.
+fn counter_events(series: &TimeSeries, clock: &Clock) -> Vec<Value> {
+    let mut events = Vec::new();
     let mut on_cpu: BTreeMap<u32, BTreeMap<usize, u64>> = BTreeMap::new();
     for t in &series.threads {
         let sums = on_cpu.entry(t.pid).or_default();
@@ -460,11 +517,16 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
             };
             events.push(json!({"ph": "C", "name": "on-CPU (CPUs)", "pid": pid,
                                "ts": micros(start),
-                               "args": {"CPUs": round4(ns as f64 / width_ns as f64)}}));
+                               "args": {"CPUs": round4(ns as f64 / clock.width_ns as f64)}}));
         }
     }
+    events
+}
 
-    // Slices, per thread in time order.
+/// The "X" slice events of `layout`, per thread in time order, with their
+/// measured (and, when scaled, drawn) ns in `args`.
+fn slice_events(layout: &Layout, width_ns: u64) -> Vec<Value> {
+    let mut events = Vec::new();
     let mut order: Vec<&Slice> = layout.slices.iter().collect();
     order.sort_by_key(|s| (s.thread, s.start, s.state));
     for s in order {
@@ -488,9 +550,12 @@ pub fn render(session: &Session, roles: &ThreadRoles) -> Result<Vec<u8>, ExportE
                            "ts": micros(s.start), "dur": micros(s.drawn), "args": args}),
         );
     }
-    events.extend(flows);
+    events
+}
 
-    // One event a line: diffable, and still one JSON document.
+/// The trace file's bytes: `events` one a line (diffable, and still one
+/// JSON document), then the display unit and `otherData`.
+fn encode_trace(events: &[Value], session: &Session, end_ns: u64) -> Result<Vec<u8>, ExportError> {
     let encode = |v: &Value| {
         serde_json::to_string(v).map_err(|e| ExportError::Encode {
             format: FORMAT,

@@ -41,15 +41,94 @@ pub fn timeline(ts: &TimeSeries, analysis: &Diagnosis, options: &HtmlOptions) ->
     };
     let buckets = ts.bucket_count();
     let factor = downsample_factor(buckets, options.max_timeline_points);
-    let series = |label: String, values: Vec<f64>| {
-        let (mean, min, max) = downsample(&values, factor);
-        Series {
-            label,
-            mean,
-            min,
-            max,
-        }
-    };
+    let (cpu, omitted_series) = cpu_series(ts, bucket_s, factor);
+    let mib = (1u64 << 20) as f64 * bucket_s;
+    let reads = vec![read_syscall_series(ts, mib, factor)];
+    let devices = ts
+        .devices
+        .iter()
+        .map(|d| {
+            bucket_series(
+                format!("{} read", d.name),
+                &d.read_bytes,
+                buckets,
+                mib,
+                factor,
+            )
+        })
+        .collect();
+    let writes: Vec<Series> = ts
+        .devices
+        .iter()
+        .filter(|d| d.write_bytes.iter().any(|&b| b > 0))
+        .map(|d| {
+            bucket_series(
+                format!("{} write", d.name),
+                &d.write_bytes,
+                buckets,
+                mib,
+                factor,
+            )
+        })
+        .collect();
+    let page_cache: Vec<Series> = ts
+        .vmstat
+        .iter()
+        .flat_map(|vm| {
+            [
+                ("dirty", &vm.dirty_bytes),
+                ("writeback", &vm.writeback_bytes),
+            ]
+        })
+        .map(|(label, values)| bucket_series(label.to_string(), values, buckets, MIB, factor))
+        .collect();
+    let panels = timeline_panels(cpu, reads, devices, writes, page_cache);
+    let window = analysis.wait.as_ref().and_then(|w| w.window.as_ref());
+    Timeline {
+        point_s: bucket_s * factor as f64,
+        buckets,
+        factor,
+        points: buckets.div_ceil(factor),
+        panels,
+        window: window.map(|w| (w.start_s, w.end_s)),
+        window_source: window.map(|w| w.source.clone()),
+        omitted_series,
+    }
+}
+
+/// A series labelled `label` from `values` downsampled `factor` buckets a
+/// point.
+fn downsampled_series(label: String, values: &[f64], factor: usize) -> Series {
+    let (mean, min, max) = downsample(values, factor);
+    Series {
+        label,
+        mean,
+        min,
+        max,
+    }
+}
+
+/// A series of `buckets` points from per-bucket `values` (missing buckets
+/// are 0) divided by `scale`, downsampled `factor` buckets a point.
+fn bucket_series(
+    label: String,
+    values: &[u64],
+    buckets: usize,
+    scale: f64,
+    factor: usize,
+) -> Series {
+    let values: Vec<f64> = (0..buckets)
+        .map(|i| values.get(i).copied().unwrap_or(0) as f64 / scale)
+        .collect();
+    downsampled_series(label, &values, factor)
+}
+
+/// The CPU panel's series: % of one CPU of the busiest threads (most
+/// on-CPU time first, then by tid), one each up to
+/// [`crate::timeline::MAX_THREAD_LINES`], the rest summed into one; and
+/// how many threads that sum holds.
+fn cpu_series(ts: &TimeSeries, bucket_s: f64, factor: usize) -> (Vec<Series>, usize) {
+    let buckets = ts.bucket_count();
     let mut threads: Vec<_> = ts.threads.iter().collect();
     threads.sort_by(|a, b| {
         b.on_cpu()
@@ -63,10 +142,8 @@ pub fn timeline(ts: &TimeSeries, analysis: &Diagnosis, options: &HtmlOptions) ->
         .iter()
         .take(lines)
         .map(|t| {
-            series(
-                model::thread_label(&t.comm, t.pid, t.tid),
-                (0..buckets).map(|i| cpu_of(t.on_cpu().at(i))).collect(),
-            )
+            let values: Vec<f64> = (0..buckets).map(|i| cpu_of(t.on_cpu().at(i))).collect();
+            downsampled_series(model::thread_label(&t.comm, t.pid, t.tid), &values, factor)
         })
         .collect();
     let omitted_series = threads.len().saturating_sub(lines);
@@ -80,13 +157,20 @@ pub fn timeline(ts: &TimeSeries, analysis: &Diagnosis, options: &HtmlOptions) ->
                 }
             }
         }
-        cpu.push(series(
+        let values: Vec<f64> = sum.into_iter().map(cpu_of).collect();
+        cpu.push(downsampled_series(
             format!("{omitted_series} other threads (sum)"),
-            sum.into_iter().map(cpu_of).collect(),
+            &values,
+            factor,
         ));
     }
-    let mib = (1u64 << 20) as f64 * bucket_s;
-    let mut read = vec![0u64; buckets];
+    (cpu, omitted_series)
+}
+
+/// The read-syscall panel's series: MiB/s read by all traced threads
+/// (`mib` is a MiB times the bucket's seconds).
+fn read_syscall_series(ts: &TimeSeries, mib: f64, factor: usize) -> Series {
+    let mut read = vec![0u64; ts.bucket_count()];
     for t in &ts.threads {
         let r = t.read();
         for (j, v) in r.values.iter().enumerate() {
@@ -95,53 +179,19 @@ pub fn timeline(ts: &TimeSeries, analysis: &Diagnosis, options: &HtmlOptions) ->
             }
         }
     }
-    let reads = vec![series(
-        "all traced threads".to_string(),
-        read.into_iter().map(|v| v as f64 / mib).collect(),
-    )];
-    let devices = ts
-        .devices
-        .iter()
-        .map(|d| {
-            series(
-                format!("{} read", d.name),
-                (0..buckets)
-                    .map(|i| d.read_bytes.get(i).copied().unwrap_or(0) as f64 / mib)
-                    .collect(),
-            )
-        })
-        .collect();
-    let writes: Vec<Series> = ts
-        .devices
-        .iter()
-        .filter(|d| d.write_bytes.iter().any(|&b| b > 0))
-        .map(|d| {
-            series(
-                format!("{} write", d.name),
-                (0..buckets)
-                    .map(|i| d.write_bytes.get(i).copied().unwrap_or(0) as f64 / mib)
-                    .collect(),
-            )
-        })
-        .collect();
-    let page_cache: Vec<Series> = ts
-        .vmstat
-        .iter()
-        .flat_map(|vm| {
-            [
-                ("dirty", &vm.dirty_bytes),
-                ("writeback", &vm.writeback_bytes),
-            ]
-        })
-        .map(|(label, values)| {
-            series(
-                label.to_string(),
-                (0..buckets)
-                    .map(|i| values.get(i).copied().unwrap_or(0) as f64 / MIB)
-                    .collect(),
-            )
-        })
-        .collect();
+    let values: Vec<f64> = read.into_iter().map(|v| v as f64 / mib).collect();
+    downsampled_series("all traced threads".to_string(), &values, factor)
+}
+
+/// The timeline's panels: CPU, read syscalls and device reads always; device
+/// writes and the dirty page cache only when they have series.
+fn timeline_panels(
+    cpu: Vec<Series>,
+    reads: Vec<Series>,
+    devices: Vec<Series>,
+    writes: Vec<Series>,
+    page_cache: Vec<Series>,
+) -> Vec<Panel> {
     let mut panels = vec![
         Panel {
             title: "CPU per thread".to_string(),
@@ -175,15 +225,5 @@ pub fn timeline(ts: &TimeSeries, analysis: &Diagnosis, options: &HtmlOptions) ->
             series: page_cache,
         });
     }
-    let window = analysis.wait.as_ref().and_then(|w| w.window.as_ref());
-    Timeline {
-        point_s: bucket_s * factor as f64,
-        buckets,
-        factor,
-        points: buckets.div_ceil(factor),
-        panels,
-        window: window.map(|w| (w.start_s, w.end_s)),
-        window_source: window.map(|w| w.source.clone()),
-        omitted_series,
-    }
+    panels
 }

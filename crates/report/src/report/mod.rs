@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::bundle::redact_args;
 use storprof_analysis::{
     Features, HotFrames, Verdict,
-    features::{DeviceFeature, WriterTimeSplit},
+    features::{BenchFeature, DeviceFeature, WriterTimeSplit},
     frames::FrameShare,
     whatif::WhatIf,
 };
@@ -92,6 +92,45 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
     let v = &analysis.verdict;
     let f = &analysis.features;
     let mut out = String::new();
+    verdict_header(&mut out, v);
+    session_callouts(&mut out, session);
+    evidence_section(&mut out, v);
+    stall_section(&mut out, v.stall.as_ref());
+    wait_section(&mut out, analysis);
+    what_would_help_section(&mut out, &analysis.what_would_help);
+    findings_section(&mut out, v);
+    runners_up_section(&mut out, v);
+    if let Some(b) = &f.bench {
+        bench_section(&mut out, b, f);
+    }
+    processes_section(&mut out, session, f);
+    writers_section(&mut out, f);
+    devices_section(&mut out, session, f);
+    hot_section(
+        &mut out,
+        "Top on-CPU frames (reader threads)",
+        &analysis.hot_oncpu_readers,
+        if analysis.hot_oncpu_readers.path_weighted {
+            "weight"
+        } else {
+            "samples"
+        },
+    );
+    hot_section(
+        &mut out,
+        "Top off-CPU frames (all threads, blocked time)",
+        &analysis.hot_offcpu,
+        "us",
+    );
+    system_section(&mut out, session, f);
+    command_section(&mut out, &session.info);
+    figure_links(&mut out);
+    out
+}
+
+/// Writes the title, the headline, the verdict with its confidence, any
+/// overridden thresholds and the "What to try" list.
+fn verdict_header(out: &mut String, v: &Verdict) {
     let (title, named) = if v.inconclusive {
         (
             "inconclusive".to_string(),
@@ -122,6 +161,11 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
         }
         let _ = writeln!(out);
     }
+}
+
+/// Writes the callouts about the recording itself: a verdict reached early
+/// (`--until-verdict`) and a partial session.
+fn session_callouts(out: &mut String, session: &Session) {
     if let Some(early) = &session.info.early_verdict {
         let held = if early.held_to_s > early.held_from_s {
             format!(
@@ -146,17 +190,19 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
             session.missing.join(", ")
         );
     }
+}
 
+/// Writes the "Evidence" table: the verdict's figures and their values.
+fn evidence_section(out: &mut String, v: &Verdict) {
     out.push_str("## Evidence\n\n| figure | value |\n|---|---:|\n");
     for e in &v.evidence {
         let _ = writeln!(out, "| {} | {} |", cell(&e.text), evidence_value(e));
     }
     out.push('\n');
+}
 
-    stall_section(&mut out, v.stall.as_ref());
-    wait_section(&mut out, analysis);
-    what_would_help_section(&mut out, &analysis.what_would_help);
-
+/// Writes the "Findings and caveats" list of the verdict's notes, if any.
+fn findings_section(out: &mut String, v: &Verdict) {
     if !v.notes.is_empty() {
         out.push_str("## Findings and caveats\n\n");
         for n in &v.notes {
@@ -164,6 +210,11 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
         }
         out.push('\n');
     }
+}
+
+/// Writes the "Runners-up" table: the other verdicts, whether their
+/// conditions hold, their scores and findings.
+fn runners_up_section(out: &mut String, v: &Verdict) {
     out.push_str(
         "## Runners-up\n\n| verdict | conditions hold | score | finding |\n|---|---|---:|---|\n",
     );
@@ -178,163 +229,164 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
         );
     }
     out.push('\n');
+}
 
-    if let Some(b) = &f.bench {
-        out.push_str("## Benchmark (storprof bench)\n\n| metric | value |\n|---|---:|\n");
-        let opt = |x: Option<f64>, fmt: &dyn Fn(f64) -> String| x.map_or("n/a".to_string(), fmt);
-        let rows = [
-            ("AU (%)", opt(b.au_percentage, &|x| format!("{x:.4}"))),
-            (
-                "expected AU (%)",
-                opt(b.au_expected_percentage, &|x| format!("{x:.0}")),
-            ),
-            (
-                "computation time per step (s)",
-                opt(b.computation_time_s, &|x| format!("{x:.4}")),
-            ),
-            (
-                "throughput (samples/s)",
-                opt(b.throughput_samples_per_second, &|x| format!("{x:.4}")),
-            ),
-            (
-                "I/O, DLIO derived (MiB/s)",
-                opt(b.derived_io_mib_per_s, &|x| format!("{x:.4}")),
-            ),
-            (
-                "I/O, measured by the bench (MiB/s)",
-                opt(b.measured_read_mib_per_s, &|x| format!("{x:.4}")),
-            ),
-            (
-                "measured / derived",
-                opt(b.measured_over_derived, &|x| format!("{x:.2}×")),
-            ),
-            (
-                "read amplification",
-                opt(b.read_amplification, &|x| format!("{x:.2}×")),
-            ),
-        ];
-        for (k, val) in rows {
-            let _ = writeln!(out, "| {k} | {val} |");
-        }
-        let _ = writeln!(
-            out,
-            "| read syscalls, measured by storprof (MiB/s) | {:.4} |\n",
-            f.read_syscall_mib_per_s
-        );
+/// Writes the "Benchmark (storprof bench)" table: the bench's own figures
+/// next to the read-syscall rate storprof measured.
+fn bench_section(out: &mut String, b: &BenchFeature, f: &Features) {
+    out.push_str("## Benchmark (storprof bench)\n\n| metric | value |\n|---|---:|\n");
+    let opt = |x: Option<f64>, fmt: &dyn Fn(f64) -> String| x.map_or("n/a".to_string(), fmt);
+    let rows = [
+        ("AU (%)", opt(b.au_percentage, &|x| format!("{x:.4}"))),
+        (
+            "expected AU (%)",
+            opt(b.au_expected_percentage, &|x| format!("{x:.0}")),
+        ),
+        (
+            "computation time per step (s)",
+            opt(b.computation_time_s, &|x| format!("{x:.4}")),
+        ),
+        (
+            "throughput (samples/s)",
+            opt(b.throughput_samples_per_second, &|x| format!("{x:.4}")),
+        ),
+        (
+            "I/O, DLIO derived (MiB/s)",
+            opt(b.derived_io_mib_per_s, &|x| format!("{x:.4}")),
+        ),
+        (
+            "I/O, measured by the bench (MiB/s)",
+            opt(b.measured_read_mib_per_s, &|x| format!("{x:.4}")),
+        ),
+        (
+            "measured / derived",
+            opt(b.measured_over_derived, &|x| format!("{x:.2}×")),
+        ),
+        (
+            "read amplification",
+            opt(b.read_amplification, &|x| format!("{x:.2}×")),
+        ),
+    ];
+    for (k, val) in rows {
+        let _ = writeln!(out, "| {k} | {val} |");
     }
+    let _ = writeln!(
+        out,
+        "| read syscalls, measured by storprof (MiB/s) | {:.4} |\n",
+        f.read_syscall_mib_per_s
+    );
+}
 
-    // Per process.
+/// Writes the "Processes" table (CPU, thread states, reads per process)
+/// and the line naming the reader threads.
+fn processes_section(out: &mut String, session: &Session, f: &Features) {
     let procs = process_rows(session, f);
     out.push_str("## Processes\n\n");
     if procs.is_empty() {
         out.push_str("_No thread statistics (threads.json missing or empty)._\n\n");
-    } else {
-        out.push_str(
-            "| pid | comm | threads | CPU (% of one CPU) | runnable | sleeping | D (I/O) | read syscalls (MiB) | read MiB/s | page-cache misses (MiB) |\n\
-             |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        );
-        for p in &procs {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {:.1}% | {} | {} | {} | {:.1} | {:.2} | {:.1} |",
-                p.pid,
-                code(&p.comm),
-                p.threads,
-                p.cpu_percent,
-                pct(p.runnable_share),
-                pct(p.sleeping_share),
-                pct(p.uninterruptible_share),
-                p.read_mib,
-                p.read_mib_per_s,
-                p.page_cache_miss_mib,
-            );
-        }
+        return;
+    }
+    out.push_str(
+        "| pid | comm | threads | CPU (% of one CPU) | runnable | sleeping | D (I/O) | read syscalls (MiB) | read MiB/s | page-cache misses (MiB) |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for p in &procs {
         let _ = writeln!(
             out,
-            "\nThread-state shares are of each process's thread time; readers (by {}) : {} thread(s), {}.\n",
-            reader_selection_name(f),
-            f.reader_threads,
-            f.reader_comms
-                .iter()
-                .map(|c| code(c))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "| {} | {} | {} | {:.1}% | {} | {} | {} | {:.1} | {:.2} | {:.1} |",
+            p.pid,
+            code(&p.comm),
+            p.threads,
+            p.cpu_percent,
+            pct(p.runnable_share),
+            pct(p.sleeping_share),
+            pct(p.uninterruptible_share),
+            p.read_mib,
+            p.read_mib_per_s,
+            p.page_cache_miss_mib,
         );
     }
+    let _ = writeln!(
+        out,
+        "\nThread-state shares are of each process's thread time; readers (by {}) : {} thread(s), {}.\n",
+        reader_selection_name(f),
+        f.reader_threads,
+        f.reader_comms
+            .iter()
+            .map(|c| code(c))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
 
+/// Writes the "Writers" table (where the writer threads' time went), if
+/// the session has writers.
+fn writers_section(out: &mut String, f: &Features) {
     let writer_rows = writer_split_rows(f);
-    if !writer_rows.is_empty() {
-        out.push_str(
-            "## Writers\n\nWhere the writer threads' time went (shares of their thread time; \
-             on-CPU time split by their CPU samples, blocked time by their off-CPU stacks and \
-             syscall times, as the write verdicts count it):\n\n",
-        );
-        let _ = writeln!(out, "| {} |", WRITER_SPLIT_COLUMNS.join(" | "));
-        let _ = writeln!(
-            out,
-            "|---|{}",
-            "---:|".repeat(WRITER_SPLIT_COLUMNS.len() - 1)
-        );
-        for r in &writer_rows {
-            let cells = writer_split_cells(r);
-            let _ = writeln!(out, "| {} | {} |", cell(&cells[0]), cells[1..].join(" | "));
-        }
-        out.push('\n');
+    if writer_rows.is_empty() {
+        return;
     }
+    out.push_str(
+        "## Writers\n\nWhere the writer threads' time went (shares of their thread time; \
+         on-CPU time split by their CPU samples, blocked time by their off-CPU stacks and \
+         syscall times, as the write verdicts count it):\n\n",
+    );
+    let _ = writeln!(out, "| {} |", WRITER_SPLIT_COLUMNS.join(" | "));
+    let _ = writeln!(
+        out,
+        "|---|{}",
+        "---:|".repeat(WRITER_SPLIT_COLUMNS.len() - 1)
+    );
+    for r in &writer_rows {
+        let cells = writer_split_cells(r);
+        let _ = writeln!(out, "| {} | {} |", cell(&cells[0]), cells[1..].join(" | "));
+    }
+    out.push('\n');
+}
 
+/// Writes the "Devices" table (bytes, rates, requests, latencies, busy
+/// share per block device) and the lines about read supply, stacked
+/// devices and dirty pages.
+fn devices_section(out: &mut String, session: &Session, f: &Features) {
     out.push_str("## Devices\n\n");
     if f.devices.is_empty() {
         out.push_str("_No block-device activity recorded (io.json missing or no devices)._\n\n");
-    } else {
-        out.push_str(
-            "| device | read (MiB) | read MiB/s | read requests | read latency p50 / p99 | write (MiB) | write MiB/s | write requests | write latency p50 / p99 | busy | all requests p50 / p99 |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        );
-        for (d, raw) in f.devices.iter().zip(&session.io.devices) {
-            let _ = writeln!(
-                out,
-                "| {} | {:.1} | {:.2} | {} | {} | {:.1} | {:.2} | {} | {} | {} | {} |",
-                device_cell(d),
-                d.read_bytes as f64 / MIB,
-                d.read_mib_per_s,
-                d.read_requests,
-                latency_pair(d.read_latency_p50_us, d.read_latency_p99_us),
-                raw.write_bytes as f64 / MIB,
-                d.write_mib_per_s,
-                raw.write_requests,
-                latency_pair(d.write_latency_p50_us, d.write_latency_p99_us),
-                pct(d.utilization),
-                latency_pair(d.latency_p50_us, d.latency_p99_us)
-            );
-        }
-        let _ = writeln!(out, "\n{}\n", read_supply_line(f));
-        if f.devices.iter().any(|d| !d.carries.is_empty()) {
-            out.push_str(
-                "A device that carries another one's (a loop device's image file, a dm/md device's members) moves its bytes again: device totals count them once, and a verdict names the upper device unless the lower one moved more bytes of its own.\n\n",
-            );
-        }
-        if let Some(line) = dirty_pages_line(f) {
-            let _ = writeln!(out, "{line}\n");
-        }
+        return;
     }
-
-    hot_section(
-        &mut out,
-        "Top on-CPU frames (reader threads)",
-        &analysis.hot_oncpu_readers,
-        if analysis.hot_oncpu_readers.path_weighted {
-            "weight"
-        } else {
-            "samples"
-        },
+    out.push_str(
+        "| device | read (MiB) | read MiB/s | read requests | read latency p50 / p99 | write (MiB) | write MiB/s | write requests | write latency p50 / p99 | busy | all requests p50 / p99 |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    hot_section(
-        &mut out,
-        "Top off-CPU frames (all threads, blocked time)",
-        &analysis.hot_offcpu,
-        "us",
-    );
+    for (d, raw) in f.devices.iter().zip(&session.io.devices) {
+        let _ = writeln!(
+            out,
+            "| {} | {:.1} | {:.2} | {} | {} | {:.1} | {:.2} | {} | {} | {} | {} |",
+            device_cell(d),
+            d.read_bytes as f64 / MIB,
+            d.read_mib_per_s,
+            d.read_requests,
+            latency_pair(d.read_latency_p50_us, d.read_latency_p99_us),
+            raw.write_bytes as f64 / MIB,
+            d.write_mib_per_s,
+            raw.write_requests,
+            latency_pair(d.write_latency_p50_us, d.write_latency_p99_us),
+            pct(d.utilization),
+            latency_pair(d.latency_p50_us, d.latency_p99_us)
+        );
+    }
+    let _ = writeln!(out, "\n{}\n", read_supply_line(f));
+    if f.devices.iter().any(|d| !d.carries.is_empty()) {
+        out.push_str(
+            "A device that carries another one's (a loop device's image file, a dm/md device's members) moves its bytes again: device totals count them once, and a verdict names the upper device unless the lower one moved more bytes of its own.\n\n",
+        );
+    }
+    if let Some(line) = dirty_pages_line(f) {
+        let _ = writeln!(out, "{line}\n");
+    }
+}
 
+/// Writes the "System" table and the session's notes and warnings.
+fn system_section(out: &mut String, session: &Session, f: &Features) {
     let i = &session.info;
     out.push_str("## System\n\n| fact | value |\n|---|---|\n");
     let rows = system_rows(session, f);
@@ -348,7 +400,11 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
     if !i.notes.is_empty() || !session.warnings.is_empty() {
         out.push('\n');
     }
+}
 
+/// Writes the "Command" section: the recorded command (redacted) or the
+/// attached pids, then how checkpoints and the command ended.
+fn command_section(out: &mut String, i: &model::SessionInfo) {
     out.push_str("## Command\n\n```sh\n");
     if i.command.is_empty() {
         let pids: Vec<String> = i.attached_pids.iter().map(ToString::to_string).collect();
@@ -363,6 +419,11 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
     if let Some(sentence) = command_ending(i) {
         let _ = writeln!(out, "{sentence}\n");
     }
+}
+
+/// Writes the closing links to report.html, verdict.json and the SVG
+/// figures.
+fn figure_links(out: &mut String) {
     // Relative image references: GitHub shows SVGs next to the markdown
     // (a bundle unpacked into a repository or gist); report.html is the
     // interactive page for everything else.
@@ -373,7 +434,6 @@ pub fn render_markdown(session: &Session, analysis: &Diagnosis) -> String {
          ![On-CPU flamegraph](flamegraph-oncpu.svg)\n\n\
          Off-CPU flamegraph: [flamegraph-offcpu.svg](flamegraph-offcpu.svg).\n",
     );
-    out
 }
 
 /// The verdict as printed on a terminal: headline, evidence, other findings.

@@ -3,7 +3,52 @@ use super::*;
 
 /// A figure in words.
 pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
-    let basis = basis_text(basis);
+    match figure {
+        Figure::ReaderOnCpu { .. }
+        | Figure::ReaderCpuDemand { .. }
+        | Figure::ReaderUser { .. }
+        | Figure::ReaderOwnWork { .. }
+        | Figure::HotCategory { .. }
+        | Figure::ReaderBlockedIo { .. }
+        | Figure::ReaderReadSyscall { .. }
+        | Figure::PageCacheHitRatio { .. }
+        | Figure::ReaderCacheCopyCpu { .. }
+        | Figure::ReaderSleeping { .. }
+        | Figure::ReaderRunnable { .. }
+        | Figure::ReaderFutex { .. }
+        | Figure::ReaderReclaim { .. }
+        | Figure::ReaderSocketRecv { .. }
+        | Figure::GilHolder { .. }
+        | Figure::ReaderGil { .. } => reader_figure_text(figure, basis_text(basis)),
+        Figure::DeviceReadRate { .. }
+        | Figure::DeviceUtilization { .. }
+        | Figure::DeviceLatencyP50 { .. }
+        | Figure::DeviceReadSplit { .. }
+        | Figure::DeviceWriteRate { .. } => device_figure_text(figure),
+        Figure::BenchAu { .. }
+        | Figure::ConsumerSleep { .. }
+        | Figure::ConsumerOwnTime { .. }
+        | Figure::ConsumerOwnIo { .. }
+        | Figure::ConsumerDataWaitShare { .. } => consumer_figure_text(figure),
+        Figure::BusyThreads(_)
+        | Figure::NumCpus(_)
+        | Figure::CpuDemandThreads(_)
+        | Figure::CpusUsed(_)
+        | Figure::OomKilled => cpu_figure_text(figure),
+        Figure::NoProgress { .. } | Figure::StalledThread { .. } => stall_figure_text(figure),
+        Figure::WriterOnCpu { .. }
+        | Figure::WriterOwnWork { .. }
+        | Figure::WriterSync { .. }
+        | Figure::WriterWritebackWait { .. }
+        | Figure::WriterDirtyThrottle { .. }
+        | Figure::WriterBlockedIo { .. }
+        | Figure::WrittenReachedDevice { .. } => writer_figure_text(figure),
+    }
+}
+
+/// A reader figure in words: the readers' time, CPU, waits and the page
+/// cache; `basis` says what a share is of.
+fn reader_figure_text(figure: &Figure, basis: &str) -> String {
     match figure {
         Figure::ReaderOnCpu { threads, share } => {
             format!("{threads} reader thread(s) on CPU {} {basis}", pct(*share))
@@ -32,25 +77,6 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
         Figure::HotCategory { name, share } => {
             format!("{} of reader CPU in {name}", pct(*share))
         }
-        Figure::DeviceReadRate { device, mib_per_s } => {
-            format!("{device} read {mib_per_s:.2} MiB/s")
-        }
-        Figure::DeviceUtilization {
-            device,
-            utilization,
-        } => format!("{device} busy {} of the recording", pct(*utilization)),
-        Figure::DeviceLatencyP50 { device, us } => {
-            format!("{device} median request latency ≤ {us:.0} µs")
-        }
-        Figure::DeviceReadSplit {
-            device,
-            queue_us,
-            device_us,
-        } => format!(
-            "{device} reads: median ≤ {queue_us:.0} µs from request creation to dispatch (plug, I/O \
-             scheduler), ≤ {device_us:.0} µs on the device (a cgroup throttle holds bios before \
-             the request exists: its time is in neither)"
-        ),
         Figure::ReaderBlockedIo { share } => format!(
             "readers waiting for block I/O (D sleep, or a block completion ending their wait) {} {basis}",
             pct(*share)
@@ -71,14 +97,6 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
             "readers on CPU copying out of the page cache {} {basis}",
             pct(*share)
         ),
-        Figure::BenchAu {
-            percentage,
-            expected,
-        } => format!("bench AU {percentage:.2}% (expected ≥ {expected:.0}%)"),
-        Figure::ConsumerSleep { comm, share } => format!(
-            "consumer thread {comm} asleep in simulated computation {} of its time",
-            pct(*share)
-        ),
         Figure::ReaderSleeping { share } => format!(
             "readers sleeping (waiting for work or queue space) {} {basis}",
             pct(*share)
@@ -86,12 +104,6 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
         Figure::ReaderRunnable { share } => {
             format!("runnable, waiting for a CPU {} {basis}", pct(*share))
         }
-        Figure::BusyThreads(n) => format!("{n} busy thread(s)"),
-        Figure::NumCpus(n) => format!("{n} CPU(s) online"),
-        Figure::CpuDemandThreads(x) => {
-            format!("{x:.2} thread(s) on CPU or runnable at once on average")
-        }
-        Figure::CpusUsed(x) => format!("traced threads kept {x:.2} CPU(s) busy"),
         Figure::ReaderFutex { share } => {
             format!("workers in futex waits {} {basis}", pct(*share))
         }
@@ -99,7 +111,6 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
             "reclaim, swap-in or OOM handling {} of reader time",
             pct(*share)
         ),
-        Figure::OomKilled => "the OOM killer ended a traced process".to_string(),
         Figure::ReaderSocketRecv { share } => {
             format!("workers waiting for the network {} {basis}", pct(*share))
         }
@@ -111,6 +122,93 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
             "readers waiting for the GIL (another thread running Python) {} {basis}",
             pct(*share)
         ),
+        // Not reached: `figure_text` routes only this group's figures here.
+        other => other.key(),
+    }
+}
+
+/// A block-device figure in words: rates, busy share and latencies.
+fn device_figure_text(figure: &Figure) -> String {
+    match figure {
+        Figure::DeviceReadRate { device, mib_per_s } => {
+            format!("{device} read {mib_per_s:.2} MiB/s")
+        }
+        Figure::DeviceUtilization {
+            device,
+            utilization,
+        } => format!("{device} busy {} of the recording", pct(*utilization)),
+        Figure::DeviceLatencyP50 { device, us } => {
+            format!("{device} median request latency ≤ {us:.0} µs")
+        }
+        Figure::DeviceReadSplit {
+            device,
+            queue_us,
+            device_us,
+        } => format!(
+            "{device} reads: median ≤ {queue_us:.0} µs from request creation to dispatch (plug, I/O \
+             scheduler), ≤ {device_us:.0} µs on the device (a cgroup throttle holds bios before \
+             the request exists: its time is in neither)"
+        ),
+        Figure::DeviceWriteRate { device, mib_per_s } => {
+            format!("{device} wrote {mib_per_s:.2} MiB/s")
+        }
+        // Not reached: `figure_text` routes only this group's figures here.
+        other => other.key(),
+    }
+}
+
+/// A consumer (trainer, bench) figure in words: AU, sleep, own time and
+/// data wait.
+fn consumer_figure_text(figure: &Figure) -> String {
+    match figure {
+        Figure::BenchAu {
+            percentage,
+            expected,
+        } => format!("bench AU {percentage:.2}% (expected ≥ {expected:.0}%)"),
+        Figure::ConsumerSleep { comm, share } => format!(
+            "consumer thread {comm} asleep in simulated computation {} of its time",
+            pct(*share)
+        ),
+        Figure::ConsumerOwnTime {
+            comm,
+            share,
+            written_mib,
+        } => format!(
+            "consumer {comm} neither computing nor waiting for data {} of its training window; it wrote {written_mib:.1} MiB",
+            pct(*share)
+        ),
+        Figure::ConsumerOwnIo { share } => format!(
+            "{} of that time in uninterruptible (D) waits: fsync, writeback",
+            pct(*share)
+        ),
+        Figure::ConsumerDataWaitShare { share } => format!(
+            "consumer waiting for data {} of its training window",
+            pct(*share)
+        ),
+        // Not reached: `figure_text` routes only this group's figures here.
+        other => other.key(),
+    }
+}
+
+/// A figure of the machine's CPUs and memory in words: busy threads,
+/// CPUs online and used, the OOM killer.
+fn cpu_figure_text(figure: &Figure) -> String {
+    match figure {
+        Figure::BusyThreads(n) => format!("{n} busy thread(s)"),
+        Figure::NumCpus(n) => format!("{n} CPU(s) online"),
+        Figure::CpuDemandThreads(x) => {
+            format!("{x:.2} thread(s) on CPU or runnable at once on average")
+        }
+        Figure::CpusUsed(x) => format!("traced threads kept {x:.2} CPU(s) busy"),
+        Figure::OomKilled => "the OOM killer ended a traced process".to_string(),
+        // Not reached: `figure_text` routes only this group's figures here.
+        other => other.key(),
+    }
+}
+
+/// A stall figure in words: how long nothing moved, and a stuck thread.
+fn stall_figure_text(figure: &Figure) -> String {
+    match figure {
         Figure::NoProgress {
             seconds,
             handoffs_too,
@@ -134,6 +232,15 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
                 format!("{comm} (tid {tid}) off CPU ({state}) for {seconds:.1} s, not woken")
             }
         }
+        // Not reached: `figure_text` routes only this group's figures here.
+        other => other.key(),
+    }
+}
+
+/// A writer figure in words: the writers' CPU, sync and writeback waits,
+/// and how much of the written data reached a device.
+fn writer_figure_text(figure: &Figure) -> String {
+    match figure {
         Figure::WriterOnCpu { threads, share } => {
             format!(
                 "{threads} writer thread(s) on CPU {} of their time",
@@ -168,28 +275,10 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
             "{written_mib:.1} MiB written by syscalls, {device_mib:.1} MiB written by the devices ({})",
             pct(*ratio)
         ),
-        Figure::DeviceWriteRate { device, mib_per_s } => {
-            format!("{device} wrote {mib_per_s:.2} MiB/s")
-        }
-        Figure::ConsumerOwnTime {
-            comm,
-            share,
-            written_mib,
-        } => format!(
-            "consumer {comm} neither computing nor waiting for data {} of its training window; it wrote {written_mib:.1} MiB",
-            pct(*share)
-        ),
-        Figure::ConsumerOwnIo { share } => format!(
-            "{} of that time in uninterruptible (D) waits: fsync, writeback",
-            pct(*share)
-        ),
-        Figure::ConsumerDataWaitShare { share } => format!(
-            "consumer waiting for data {} of its training window",
-            pct(*share)
-        ),
+        // Not reached: `figure_text` routes only this group's figures here.
+        other => other.key(),
     }
 }
-
 /// A figure as verdict.json evidence.
 pub fn evidence(figure: &Figure, basis: ShareBasis) -> Evidence {
     Evidence {

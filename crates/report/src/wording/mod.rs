@@ -8,6 +8,8 @@
 //! ```
 //! Every figure is written from its unrounded value; verdict.json's `value`
 //! fields are rounded to 4 decimals.
+use storprof_analysis::features::IoLimitFeature;
+use storprof_analysis::locks::LockSite;
 use storprof_analysis::stall::StallKind;
 use storprof_analysis::verdict::{
     AuSource, Decision, Detail, DeviceFigures, Evidence, Figure, Finding, Note, RunnerUp,
@@ -105,109 +107,41 @@ fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
             device,
             gil_share,
             gil_holders,
-        } => {
-            let hot_text = frames_phrase(hot);
-            let headline_hot = if hot_text.is_empty() {
-                String::new()
-            } else {
-                format!(" ({hot_text})")
-            };
-            let storage = if *storage_idle {
-                format!("storage idle: {}", storage_phrase(device.as_ref()))
-            } else {
-                format!("storage: {}", storage_phrase(device.as_ref()))
-            };
-            let gil = if *gil_share >= GIL_NAMED_SHARE {
-                let held = match gil_holders.first() {
-                    Some((function, share)) => {
-                        format!(
-                            "; held most running {function}, {} of reader CPU",
-                            pct(*share)
-                        )
-                    }
-                    None => String::new(),
-                };
-                format!(
-                    "; the GIL serializes the Python work (waits for it: {} {}{held})",
-                    pct(*gil_share),
-                    basis_text
-                )
-            } else {
-                String::new()
-            };
-            // A consumer that fetches for itself is the reader.
-            let reader = match basis {
-                ShareBasis::ConsumerFetch => "the consumer's own fetching",
-                _ => "the reader",
-            };
-            format!("CPU-bound in {reader}{headline_hot}{gil}; {storage}")
-        }
+        } => cpu_bound_reader_summary(
+            hot,
+            *storage_idle,
+            device.as_ref(),
+            *gil_share,
+            gil_holders,
+            basis,
+        ),
         Detail::StorageBound {
             blocked_share,
             limit,
             device,
             io_limit,
-        } => {
-            let limit = match (limit, io_limit) {
-                (StorageLimit::Throttle, Some(l)) => {
-                    let rate = match (l.read_mib_per_s, l.read_iops) {
-                        (Some(mib), _) => format!("{mib:.1} MiB/s"),
-                        (None, Some(iops)) => format!("{iops} reads/s"),
-                        (None, None) => "a limit".to_string(),
-                    };
-                    format!(
-                        "reads held by the {} throttle of cgroup {} at {rate}; the device is not \
-                         saturated ({})",
-                        l.kind,
-                        l.cgroup,
-                        storage_phrase(device.as_ref())
-                    )
-                }
-                (limit, _) => match limit {
-                    StorageLimit::NotFired => storage_phrase(device.as_ref()),
-                    StorageLimit::Device => format!(
-                        "the device is the limit: {}",
-                        storage_phrase(device.as_ref())
-                    ),
-                    StorageLimit::Throttle => format!(
-                        "the device is not saturated ({}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)",
-                        storage_phrase(device.as_ref())
-                    ),
-                },
-            };
-            format!(
-                "Storage-bound: readers wait on block I/O {} {basis_text}; {limit}",
-                pct(*blocked_share)
-            )
-        }
+        } => format!(
+            "Storage-bound: readers wait on block I/O {} {basis_text}; {}",
+            pct(*blocked_share),
+            read_limit_phrase(*limit, io_limit.as_ref(), device.as_ref())
+        ),
         Detail::PageCacheServed {
             hit,
             read_mib,
             mostly_mapped,
             read_syscall_mib_per_s,
             device,
-        } => format!(
-            "Served from the page cache: {} of {:.1} MiB read came from memory, {}; storage idle: {}",
-            pct(*hit),
-            read_mib,
-            if *mostly_mapped {
-                "most through file mappings".to_string()
-            } else {
-                format!("{read_syscall_mib_per_s:.1} MiB/s through read syscalls")
-            },
-            storage_phrase(device.as_ref())
+        } => page_cache_served_summary(
+            *hit,
+            *read_mib,
+            *mostly_mapped,
+            *read_syscall_mib_per_s,
+            device.as_ref(),
         ),
-        Detail::ComputeBound { au } => {
-            let au_text = match au {
-                AuSource::Bench(a) => format!("AU {a:.1}%"),
-                AuSource::Kernel(s) => format!("AU seen by the kernel {}", pct(*s)),
-                AuSource::ConsumerAsleep(s) => format!("consumer asleep {}", pct(*s)),
-                AuSource::NoConsumer => "no consumer thread found".to_string(),
-            };
-            format!(
-                "Compute-bound: {consumer} is the limit ({au_text}); loaders wait for it; nothing to fix in storage"
-            )
-        }
+        Detail::ComputeBound { au } => format!(
+            "Compute-bound: {consumer} is the limit ({}); loaders wait for it; nothing to fix in storage",
+            au_phrase(*au)
+        ),
         Detail::CpuStarved {
             runnable_share,
             busy_threads,
@@ -217,35 +151,12 @@ fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
             pct(*runnable_share)
         ),
         Detail::LockContention { futex_share, site } => {
-            let at = site
-                .as_ref()
-                .map_or(String::new(), |s| format!(" (taken in {})", s.site));
-            match basis {
-                ShareBasis::ConsumerDataWait => format!(
-                    "Lock contention: {} of the consumer's data wait went to loaders blocked on a \
-                     lock that another loader held{at}",
-                    pct(*futex_share)
-                ),
-                ShareBasis::ReaderTime | ShareBasis::ConsumerFetch => format!(
-                    "Lock contention: workers sleep on futexes {} {basis_text} rather than doing \
-                     I/O{at}",
-                    pct(*futex_share)
-                ),
-            }
+            lock_contention_summary(*futex_share, site.as_ref(), basis)
         }
         Detail::MemoryPressure {
             oom_killed,
             reclaim_share,
-        } => {
-            if *oom_killed {
-                "Memory pressure: the OOM killer ended a traced process".to_string()
-            } else {
-                format!(
-                    "Memory pressure: reclaim and major faults take {} of reader time",
-                    pct(*reclaim_share)
-                )
-            }
-        }
+        } => memory_pressure_summary(*oom_killed, *reclaim_share),
         Detail::NetworkBound { socket_share } => format!(
             "Network-bound: workers wait on socket receives {} {basis_text} (object storage)",
             pct(*socket_share)
@@ -255,21 +166,12 @@ fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
             throttle_share,
             limit,
             device,
-        } => {
-            let device = write_device_phrase(device.as_ref());
-            let limit = match limit {
-                StorageLimit::NotFired => device,
-                StorageLimit::Device => format!("the device is the limit: {device}"),
-                StorageLimit::Throttle => format!(
-                    "the device is not saturated ({device}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)"
-                ),
-            };
-            format!(
-                "Writeback-bound: writers wait for dirty pages to be written back {} of their time ({} throttled in balance_dirty_pages); {limit}",
-                pct(*wait_share),
-                pct(*throttle_share)
-            )
-        }
+        } => format!(
+            "Writeback-bound: writers wait for dirty pages to be written back {} of their time ({} throttled in balance_dirty_pages); {}",
+            pct(*wait_share),
+            pct(*throttle_share),
+            storage_limit_phrase(*limit, write_device_phrase(device.as_ref()))
+        ),
         Detail::FsyncBound {
             sync_share,
             calls,
@@ -298,53 +200,220 @@ fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
             written_mib,
             device,
         } => {
-            let who = comm.as_deref().map_or_else(
-                || "the consumer".to_string(),
-                |c| format!("the trainer {c}"),
-            );
-            let device = write_device_phrase(device.as_ref());
-            let limit = if *own_io_share >= 0.5 {
-                format!(
-                    "{} of that time in uninterruptible I/O waits (fsync, writeback): storage is the limit: {device}",
-                    pct(*own_io_share)
-                )
-            } else {
-                format!(
-                    "{} of that time in I/O waits, the rest on a CPU: the saving itself (serializing, copying into the page cache) is the limit, not storage: {device}",
-                    pct(*own_io_share)
-                )
-            };
+            let who = checkpoint_writer_name(comm.as_deref());
             format!(
-                "Checkpoint-bound: {who} spends {} of its training window on its own writes ({written_mib:.1} MiB written), computing {} and waiting for data {}; {limit}",
+                "Checkpoint-bound: {who} spends {} of its training window on its own writes ({written_mib:.1} MiB written), computing {} and waiting for data {}; {}",
                 pct(*own_share),
                 pct(*compute_share),
-                pct(*data_wait_share)
+                pct(*data_wait_share),
+                checkpoint_limit_phrase(*own_io_share, device.as_ref())
             )
         }
         Detail::Stalled {
             kind,
             quiet_s,
             threads,
-        } => {
-            let names: Vec<String> = threads
-                .iter()
-                .take(4)
-                .map(|(comm, tid)| format!("{comm} (tid {tid})"))
-                .collect();
-            let names = names.join(", ");
-            match kind {
-                Some(StallKind::Blocked) => format!(
-                    "Stalled: no data read and no hand-off between threads for {quiet_s:.0} s; \
-                     {names} blocked with nobody to wake them (a deadlock, or a wait that never ends)"
-                ),
-                Some(StallKind::BusyLoop) => {
-                    format!(
-                        "Stalled: no data read for {quiet_s:.0} s while {names} kept a CPU busy (a loop that reads nothing)"
-                    )
-                }
-                None => "Not stalled: data or hand-offs kept flowing".to_string(),
+        } => stalled_summary(*kind, *quiet_s, threads),
+    }
+}
+
+/// The summary of a CPU-bound reader: the hot frames, the GIL when its
+/// waits reach [`GIL_NAMED_SHARE`], and the storage's state.
+fn cpu_bound_reader_summary(
+    hot: &[(String, f64)],
+    storage_idle: bool,
+    device: Option<&DeviceFigures>,
+    gil_share: f64,
+    gil_holders: &[(String, f64)],
+    basis: ShareBasis,
+) -> String {
+    let hot_text = frames_phrase(hot);
+    let headline_hot = if hot_text.is_empty() {
+        String::new()
+    } else {
+        format!(" ({hot_text})")
+    };
+    let storage = if storage_idle {
+        format!("storage idle: {}", storage_phrase(device))
+    } else {
+        format!("storage: {}", storage_phrase(device))
+    };
+    let gil = if gil_share >= GIL_NAMED_SHARE {
+        let held = match gil_holders.first() {
+            Some((function, share)) => {
+                format!(
+                    "; held most running {function}, {} of reader CPU",
+                    pct(*share)
+                )
             }
+            None => String::new(),
+        };
+        format!(
+            "; the GIL serializes the Python work (waits for it: {} {}{held})",
+            pct(gil_share),
+            basis_text(basis)
+        )
+    } else {
+        String::new()
+    };
+    // A consumer that fetches for itself is the reader.
+    let reader = match basis {
+        ShareBasis::ConsumerFetch => "the consumer's own fetching",
+        _ => "the reader",
+    };
+    format!("CPU-bound in {reader}{headline_hot}{gil}; {storage}")
+}
+
+/// What limits storage-bound readers, in words: a cgroup's read throttle
+/// when one is set and named, else as [`storage_limit_phrase`] says.
+fn read_limit_phrase(
+    limit: StorageLimit,
+    io_limit: Option<&IoLimitFeature>,
+    device: Option<&DeviceFigures>,
+) -> String {
+    match (limit, io_limit) {
+        (StorageLimit::Throttle, Some(l)) => {
+            let rate = match (l.read_mib_per_s, l.read_iops) {
+                (Some(mib), _) => format!("{mib:.1} MiB/s"),
+                (None, Some(iops)) => format!("{iops} reads/s"),
+                (None, None) => "a limit".to_string(),
+            };
+            format!(
+                "reads held by the {} throttle of cgroup {} at {rate}; the device is not \
+                 saturated ({})",
+                l.kind,
+                l.cgroup,
+                storage_phrase(device)
+            )
         }
+        (limit, _) => storage_limit_phrase(limit, storage_phrase(device)),
+    }
+}
+
+/// What limits the I/O, given the device's phrase (its rate and busy
+/// share): the phrase alone when the rule did not fire, else the device
+/// or a throttle or queue limit in front of it.
+fn storage_limit_phrase(limit: StorageLimit, device: String) -> String {
+    match limit {
+        StorageLimit::NotFired => device,
+        StorageLimit::Device => format!("the device is the limit: {device}"),
+        StorageLimit::Throttle => format!(
+            "the device is not saturated ({device}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)"
+        ),
+    }
+}
+
+/// The AU figure a compute-bound summary names, in words.
+fn au_phrase(au: AuSource) -> String {
+    match au {
+        AuSource::Bench(a) => format!("AU {a:.1}%"),
+        AuSource::Kernel(s) => format!("AU seen by the kernel {}", pct(s)),
+        AuSource::ConsumerAsleep(s) => format!("consumer asleep {}", pct(s)),
+        AuSource::NoConsumer => "no consumer thread found".to_string(),
+    }
+}
+
+/// The summary of lock contention: whose time the futex waits took, and
+/// where the lock was taken when known.
+fn lock_contention_summary(futex_share: f64, site: Option<&LockSite>, basis: ShareBasis) -> String {
+    let at = site.map_or(String::new(), |s| format!(" (taken in {})", s.site));
+    match basis {
+        ShareBasis::ConsumerDataWait => format!(
+            "Lock contention: {} of the consumer's data wait went to loaders blocked on a \
+             lock that another loader held{at}",
+            pct(futex_share)
+        ),
+        ShareBasis::ReaderTime | ShareBasis::ConsumerFetch => format!(
+            "Lock contention: workers sleep on futexes {} {} rather than doing \
+             I/O{at}",
+            pct(futex_share),
+            basis_text(basis)
+        ),
+    }
+}
+
+/// The summary of reads served from the page cache: the hit share, how the
+/// bytes were read (file mappings or read syscalls) and the idle storage.
+fn page_cache_served_summary(
+    hit: f64,
+    read_mib: f64,
+    mostly_mapped: bool,
+    read_syscall_mib_per_s: f64,
+    device: Option<&DeviceFigures>,
+) -> String {
+    format!(
+        "Served from the page cache: {} of {:.1} MiB read came from memory, {}; storage idle: {}",
+        pct(hit),
+        read_mib,
+        if mostly_mapped {
+            "most through file mappings".to_string()
+        } else {
+            format!("{read_syscall_mib_per_s:.1} MiB/s through read syscalls")
+        },
+        storage_phrase(device)
+    )
+}
+
+/// The summary of memory pressure: the OOM killer when it struck, else the
+/// share of reader time reclaim and major faults take.
+fn memory_pressure_summary(oom_killed: bool, reclaim_share: f64) -> String {
+    if oom_killed {
+        "Memory pressure: the OOM killer ended a traced process".to_string()
+    } else {
+        format!(
+            "Memory pressure: reclaim and major faults take {} of reader time",
+            pct(reclaim_share)
+        )
+    }
+}
+
+/// Who a checkpoint-bound summary says writes the checkpoints: the trainer
+/// by its thread name, else the consumer.
+fn checkpoint_writer_name(comm: Option<&str>) -> String {
+    comm.map_or_else(
+        || "the consumer".to_string(),
+        |c| format!("the trainer {c}"),
+    )
+}
+
+/// What limits a checkpoint-bound consumer's own writes, in words: storage
+/// when uninterruptible I/O waits are at least half of that time, else the
+/// saving itself.
+fn checkpoint_limit_phrase(own_io_share: f64, device: Option<&WriteDeviceFigures>) -> String {
+    let device = write_device_phrase(device);
+    if own_io_share >= 0.5 {
+        format!(
+            "{} of that time in uninterruptible I/O waits (fsync, writeback): storage is the limit: {device}",
+            pct(own_io_share)
+        )
+    } else {
+        format!(
+            "{} of that time in I/O waits, the rest on a CPU: the saving itself (serializing, copying into the page cache) is the limit, not storage: {device}",
+            pct(own_io_share)
+        )
+    }
+}
+
+/// The summary of a stall: how long nothing moved and the (first four)
+/// threads it is stuck on, or that it did not fire.
+fn stalled_summary(kind: Option<StallKind>, quiet_s: f64, threads: &[(String, u32)]) -> String {
+    let names: Vec<String> = threads
+        .iter()
+        .take(4)
+        .map(|(comm, tid)| format!("{comm} (tid {tid})"))
+        .collect();
+    let names = names.join(", ");
+    match kind {
+        Some(StallKind::Blocked) => format!(
+            "Stalled: no data read and no hand-off between threads for {quiet_s:.0} s; \
+             {names} blocked with nobody to wake them (a deadlock, or a wait that never ends)"
+        ),
+        Some(StallKind::BusyLoop) => {
+            format!(
+                "Stalled: no data read for {quiet_s:.0} s while {names} kept a CPU busy (a loop that reads nothing)"
+            )
+        }
+        None => "Not stalled: data or hand-offs kept flowing".to_string(),
     }
 }
 
