@@ -31,19 +31,19 @@ pub mod screen;
 pub mod select;
 mod session_parts;
 mod session_writer;
+mod setup;
 mod unwind_choice;
 pub mod workload_summary;
 
 use std::{
-    path::PathBuf,
-    time::{Duration, Instant},
+    path::{Path, PathBuf},
+    time::Duration,
 };
 
+use crate::probes;
 pub use crate::probes::SyscallTiming;
-use crate::probes::{self, ProbeOptions, ProbeSet};
 use recorder::Recorder;
 use run_loop::EndReason;
-use storprof_session::model::SESSION_DIR_ENV;
 
 /// Default of [`RecordOptions::grace`].
 pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -253,139 +253,39 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     // From here a signal only sets a flag: start-up checks it, the run
     // loop stops on it and the session is written.
     launch::install_signal_handlers();
-    if options.command.is_empty() && options.pids.is_empty() && options.netns.is_none() {
-        return Err(RecordError::NothingToRecord);
-    }
-    let program = match options.command.first() {
-        Some(name) => Some(
-            launch::resolve_command(name)
-                .ok_or_else(|| RecordError::UnknownCommand(name.clone()))?,
-        ),
-        None => None,
-    };
-    for &pid in &options.pids {
-        if !launch::alive(pid) {
-            return Err(RecordError::NoSuchPid(pid));
-        }
-    }
-    let stops_pids = options.live.until_verdict.is_some()
-        && options.command.is_empty()
-        && options.live.then == Some(live::ThenAction::Stop);
-    if stops_pids {
-        for &pid in &options.pids {
-            launch::may_signal(pid).map_err(|reason| RecordError::CannotSignal { pid, reason })?;
-        }
-    }
+    let program = setup::check_targets(options)?;
     let selector = options
         .netns
         .as_deref()
         .map(select::NetnsSelector::open)
         .transpose()?;
     let tracefs_line = probes::tracefs::ensure_mounted().map_err(RecordError::Tracefs)?;
-    let dir = options.output.clone();
-    storprof_session::safe_path::check_output_dir(
-        &dir,
-        options.force,
-        storprof_session::safe_path::invoking_uid(),
-    )?;
-    let dir_is_new = !dir.exists();
-    std::fs::create_dir_all(&dir).map_err(|source| RecordError::Write {
-        path: dir.clone(),
-        source,
-    })?;
-    let dir_abs = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+    let out = setup::make_output_dir(options)?;
 
-    // Auto mode copies stack windows too, for the processes it marks.
-    let dwarf_mode = options.unwind != UnwindMode::Fp;
-    let probe_options = ProbeOptions {
-        freq_hz: options.freq_hz,
-        syscall_timing: options.syscall_timing,
-        stack_bytes: if dwarf_mode {
-            options.stack_bytes.max(64)
-        } else {
-            0
-        },
-        unwind_per_process: options.unwind == UnwindMode::Auto,
-        offcpu_quantum_us: options.offcpu_quantum_us(),
-    };
-    let mut probes = ProbeSet::load(&probe_options)?;
-    probes.attach_all();
-    for status in &probes.status {
-        if !status.attached {
-            log::warn!("probe {} disabled: {}", status.name, status.note);
-        }
-    }
-    // Ctrl-C or SIGTERM while the probes loaded: nothing was recorded, the
-    // command never started; the directory made for it goes away.
-    let signo = launch::signal_seen();
-    if signo != 0 {
-        if dir_is_new {
-            let _ = std::fs::remove_dir(&dir);
-        }
-        return Err(RecordError::Interrupted(signo));
-    }
+    let probes = setup::load_probes(options)?;
+    setup::stop_if_interrupted(&out)?;
+    let setup::OutputDir {
+        dir, abs: dir_abs, ..
+    } = out;
 
     let start_unix = procfs::unix_ns();
     let start_mono = procfs::monotonic_ns();
     let mut recorder = Recorder::new(Box::new(probes), options.unwind, selector, start_mono);
     recorder.add_selected()?;
-    if let Some(selector) = &recorder.selector {
-        eprintln!(
-            "storprof: recording host {}: {} processes of {} now, newcomers within {} ms; \
-             --duration or Ctrl-C ends it",
-            selector.host_name(),
-            selector.selected(),
-            selector.describe(),
-            select::RESCAN_INTERVAL.as_millis()
-        );
-    }
+    setup::announce_selection(&recorder);
 
     // Attached pids and their existing descendants.
-    for &pid in &options.pids {
-        let mut all = vec![pid];
-        all.extend(procfs::descendants(pid));
-        for p in all {
-            recorder.probes.trace_tgid(p)?;
-            recorder.track(p);
-            recorder.symbolizer.snapshot_process(p);
-            recorder.decide_unwind(p);
-            recorder.detect_python(p);
-        }
-    }
+    setup::trace_attached_pids(&mut recorder, &options.pids)?;
 
     // The command: forked, registered, then released to exec.
     let mut child_pid: Option<i32> = None;
     if let Some(path) = &program {
-        let credentials = if options.as_root {
-            None
-        } else {
-            launch::sudo_credentials()
-        };
-        let env = [(SESSION_DIR_ENV, dir_abs.as_os_str())];
-        let pending = launch::fork_command(
+        child_pid = Some(setup::start_command(
+            &mut recorder,
+            options,
             path,
-            &options.command,
-            &env,
-            credentials,
-            options.command_stdout_to_stderr,
-        )
-        .map_err(|source| RecordError::Spawn {
-            command: options.command.join(" "),
-            source,
-        })?;
-        if let Err(err) = recorder.probes.set_root_tgid(pending.pid as u32) {
-            pending.abort();
-            return Err(err.into());
-        }
-        let pid = pending.start().map_err(|source| RecordError::Spawn {
-            command: options.command.join(" "),
-            source,
-        })?;
-        recorder.track(pid as u32);
-        // Its unwinding mode is decided at its EXEC event.
-        recorder.symbolizer.snapshot_process(pid as u32);
-        recorder.fresh.insert(pid as u32, Instant::now());
-        child_pid = Some(pid);
+            &dir_abs,
+        )?);
     }
     recorder.start_series();
 
@@ -397,6 +297,29 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
     let (ending, early_parts) =
         run_loop::run_loop_live(&mut recorder, options, child_pid, Some(live))?;
     recorder.cpu_when_recording_ended = procfs::own_cpu_s();
+    say_how_it_ended(&ending, options);
+    match early_parts {
+        // An early verdict: the session as it stood then (before the stop).
+        Some(parts) => session_writer::write_parts(&dir, &parts)?,
+        None => write_final_session(
+            &mut recorder,
+            options,
+            &dir,
+            &ending,
+            start_unix,
+            &tracefs_line,
+        )?,
+    }
+    // Dropping `recorder` detaches every probe.
+    drop(recorder);
+
+    let exit_code = exit_code(&ending);
+    Ok(RecordOutcome { dir, exit_code })
+}
+
+/// Says on stderr how the recording ended when storprof had to kill the
+/// command after its SIGTERM, or stopped it at an early verdict.
+fn say_how_it_ended(ending: &run_loop::Ending, options: &RecordOptions) {
     if ending.ended_by.is_some_and(|e| {
         // After a Ctrl-C the run loop said each step as it took it.
         matches!(e, run_loop::CommandEnd::SigkillAfterGrace(cause)
@@ -413,42 +336,49 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
             r.verdict, r.confidence_label, r.from_s, r.to_s
         );
     }
-    match early_parts {
-        // An early verdict: the session as it stood then (before the stop).
-        Some(parts) => session_writer::write_parts(&dir, &parts)?,
-        None => {
-            // Let the exiting tasks' last context switches land in the maps.
-            std::thread::sleep(Duration::from_millis(30));
-            recorder.drain();
-            recorder.tick_series()?;
-            let end_unix = procfs::unix_ns();
-            let end_mono = procfs::monotonic_ns();
-            // The workload's own AU (DLIO, mlpstorage), beside the kernel's.
-            let since = std::time::UNIX_EPOCH + Duration::from_nanos(start_unix);
-            if let Ok(cwd) = std::env::current_dir()
-                && let Some(found) =
-                    workload_summary::copy_into_session(&dir, &options.command, &cwd, since)
-            {
-                eprintln!(
-                    "storprof: the workload's {} is in the session as {}",
-                    found.display(),
-                    storprof_session::model::files::BENCH_SUMMARY
-                );
-            }
-            session_writer::write_session(
-                &mut recorder,
-                options,
-                &dir,
-                &ending,
-                (start_unix, end_unix, end_mono),
-                &tracefs_line,
-            )?;
-        }
-    }
-    // Dropping `recorder` detaches every probe.
-    drop(recorder);
+}
 
-    let exit_code = match (ending.exit_code, ending.exit_signal) {
+/// The session at the end of the recording: the last events drained and
+/// the last tick taken, the workload's own summary copied in when it
+/// wrote one, and everything written to `dir`.
+fn write_final_session(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    dir: &Path,
+    ending: &run_loop::Ending,
+    start_unix: u64,
+    tracefs_line: &str,
+) -> Result<(), RecordError> {
+    // Let the exiting tasks' last context switches land in the maps.
+    std::thread::sleep(Duration::from_millis(30));
+    recorder.drain();
+    recorder.tick_series()?;
+    let end_unix = procfs::unix_ns();
+    let end_mono = procfs::monotonic_ns();
+    // The workload's own AU (DLIO, mlpstorage), beside the kernel's.
+    let since = std::time::UNIX_EPOCH + Duration::from_nanos(start_unix);
+    if let Ok(cwd) = std::env::current_dir()
+        && let Some(found) = workload_summary::copy_into_session(dir, &options.command, &cwd, since)
+    {
+        eprintln!(
+            "storprof: the workload's {} is in the session as {}",
+            found.display(),
+            storprof_session::model::files::BENCH_SUMMARY
+        );
+    }
+    session_writer::write_session(
+        recorder,
+        options,
+        dir,
+        ending,
+        (start_unix, end_unix, end_mono),
+        tracefs_line,
+    )
+}
+
+/// The exit code `storprof record` exits with after `ending`.
+fn exit_code(ending: &run_loop::Ending) -> i32 {
+    match (ending.exit_code, ending.exit_signal) {
         // An early verdict: storprof stopped the command (or left it
         // running); the recording did what was asked.
         _ if ending.reason == EndReason::Verdict => 0,
@@ -456,8 +386,7 @@ pub fn record(options: &RecordOptions) -> Result<RecordOutcome, RecordError> {
         (None, Some(sig)) => 128 + sig,
         (None, None) if ending.reason == EndReason::Interrupted => 130,
         _ => 0,
-    };
-    Ok(RecordOutcome { dir, exit_code })
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The live view's and the checkpoints' turns of the loop: the session
 //! so far built from the recorder, analysed through the caller's
-//! `LiveAnalysis`, shown; written as a checkpoint when one is due.
+//! `LiveAnalysis`, shown, acted on once its verdict has held; written as a
+//! checkpoint when one is due.
 use std::{
     collections::HashMap,
     path::Path,
@@ -8,13 +9,13 @@ use std::{
 };
 
 use super::super::{
-    RecordError, RecordOptions,
-    live::{self, LiveStatus, Reached},
+    RecordError, RecordOptions, launch,
+    live::{self, LiveStatus, Reached, ThenAction},
     procfs,
     recorder::Recorder,
     session_writer::{self, EndState, SessionParts},
 };
-use super::EndReason;
+use super::{CommandEnd, EndReason, Ending};
 
 /// What a live update (and a checkpoint) needs besides the recorder.
 #[derive(Clone, Copy)]
@@ -205,4 +206,141 @@ pub(super) fn live_status(
         built.elapsed().as_secs_f64() - build_s
     );
     Ok((status, parts))
+}
+
+/// Writes the due checkpoint `c` from a fresh build of the session and
+/// schedules the next by the CPU it cost; a failure costs the partial
+/// session only.
+pub(super) fn write_due_checkpoint(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    c: &mut Checkpoints,
+) {
+    let cpu_before = procfs::own_cpu_s();
+    // A failed checkpoint costs the partial session only.
+    if let Err(err) = write_checkpoint(recorder, options, &c.ctx) {
+        log::warn!("checkpoint of the session failed: {err}");
+    }
+    let cost_s = cpu_before
+        .zip(procfs::own_cpu_s())
+        .map(|(before, after)| after - before);
+    c.written(recorder, cost_s);
+    super::super::recorder::return_freed_memory();
+}
+
+/// Writes the due checkpoint `c` from a live update's `built` parts and
+/// schedules the next by the CPU the write cost.
+fn write_live_checkpoint(recorder: &Recorder, c: &mut Checkpoints, built: SessionParts) {
+    // The build is the analysis's: only the write is the checkpoint's.
+    let cpu_before = procfs::own_cpu_s();
+    if let Err(err) = write_checkpoint_from_live(built, &c.ctx) {
+        log::warn!("checkpoint of the session failed: {err}");
+    }
+    let cost_s = cpu_before
+        .zip(procfs::own_cpu_s())
+        .map(|(before, after)| after - before);
+    c.written(recorder, cost_s);
+}
+
+/// One live analysis: the recording so far analysed and shown, written
+/// as the checkpoint when one is due, and acted on once its verdict has
+/// held; then the next analysis scheduled by the CPU this one cost.
+/// Some ending when the verdict ends the recording at once.
+pub(super) fn live_analysis(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    child_pid: Option<i32>,
+    l: &mut Live,
+    checkpoints: &mut Option<Checkpoints>,
+    (early, parts): (&mut Option<Reached>, &mut Option<SessionParts>),
+    verdict_at: &mut Option<Instant>,
+) -> Result<Option<Ending>, RecordError> {
+    let cpu_before = procfs::own_cpu_s();
+    match live_status(recorder, options, &l.ctx, l.analysis) {
+        Ok((status, built)) => {
+            let comms = built
+                .timeseries
+                .threads
+                .iter()
+                .map(|t| (t.tid, t.comm.clone()))
+                .collect();
+            if let Some(c) = checkpoints.as_mut()
+                && c.due(recorder)
+            {
+                write_live_checkpoint(recorder, c, built);
+            }
+            let mut status = status;
+            l.smoother.settle(&mut status);
+            l.screen.show(&status);
+            l.last = Some((status.clone(), comms));
+            if let Some(hold) = options.live.until_verdict
+                && let Some(reached) = l.hold.update(&status, hold)
+                && let Some(ending) = act_on_verdict(
+                    recorder,
+                    options,
+                    child_pid,
+                    &l.ctx,
+                    reached,
+                    (early, parts),
+                    verdict_at,
+                )?
+            {
+                return Ok(Some(ending));
+            }
+        }
+        Err(err) => log::warn!("live update failed: {err}"),
+    }
+    // The update's session (tens of MB under churn) is dropped.
+    super::super::recorder::return_freed_memory();
+    let cost_s = cpu_before
+        .zip(procfs::own_cpu_s())
+        .map_or(0.0, |(before, after)| after - before);
+    l.spent_s += cost_s.max(0.0);
+    l.next_s = options.live.next_analysis_s(elapsed_s(recorder), l.spent_s);
+    log::debug!(
+        "live analysis cost {cost_s:.3} s of CPU ({:.3} s so far); the next at {:.1} s",
+        l.spent_s,
+        l.next_s
+    );
+    l.refresh = Instant::now() + options.live.interval;
+    Ok(None)
+}
+
+/// The verdict `reached` has held: the session as it stands is kept in
+/// `parts`; then the workload is left running (this ending, `--then
+/// continue`) or sent SIGTERM, its stop noted in `verdict_at`.
+fn act_on_verdict(
+    recorder: &mut Recorder,
+    options: &RecordOptions,
+    child_pid: Option<i32>,
+    ctx: &LiveContext,
+    reached: Reached,
+    (early, parts): (&mut Option<Reached>, &mut Option<SessionParts>),
+    verdict_at: &mut Option<Instant>,
+) -> Result<Option<Ending>, RecordError> {
+    let then = options.live.then.unwrap_or(if child_pid.is_some() {
+        ThenAction::Stop
+    } else {
+        ThenAction::Continue
+    });
+    *parts = Some(verdict_parts(recorder, options, ctx, &reached)?);
+    *early = Some(reached);
+    if then == ThenAction::Continue {
+        let ending = Ending::new(EndReason::Verdict, None, None);
+        return Ok(Some(match child_pid {
+            Some(_) => ending.with_command(CommandEnd::LeftRunning, None),
+            None => ending,
+        }));
+    }
+    recorder.mark_stop();
+    match child_pid {
+        Some(pid) => launch::send_signal(pid, libc::SIGTERM),
+        None => {
+            for &pid in &options.pids {
+                launch::send_signal(pid as i32, libc::SIGTERM);
+            }
+        }
+    }
+    *verdict_at = Some(Instant::now());
+    Ok(None)
 }

@@ -18,28 +18,27 @@
 //! analysed every `LiveOptions::interval`, shown, and once the verdict has
 //! held, the loop ends ([`EndReason::Verdict`]), after stopping the
 //! workload when asked to.
-use std::time::{Duration, Instant};
+use std::{
+    os::fd::RawFd,
+    time::{Duration, Instant},
+};
 
 use super::{
     RecordError, RecordOptions, launch,
-    live::{self, Reached, ThenAction},
-    procfs,
+    live::{self, Reached},
     recorder::Recorder,
-    select,
     session_writer::SessionParts,
 };
 
 mod ending;
 mod live_updates;
+mod turn_state;
 
-use ending::command_end;
 pub use ending::{CommandEnd, EndReason, Ending, StopCause};
 pub use live_updates::CHECKPOINT_REASON;
 pub(crate) use live_updates::LiveContext;
-use live_updates::{
-    Checkpoints, Live, elapsed_s, live_status, verdict_parts, write_checkpoint,
-    write_checkpoint_from_live,
-};
+use live_updates::{Checkpoints, Live, elapsed_s, live_analysis, write_due_checkpoint};
+use turn_state::{TurnState, attached_pids_gone, verdict_grace_over};
 
 /// Where the stop of the command after a Ctrl-C stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +195,24 @@ pub(super) fn run_loop_live(
     Ok((ending, parts))
 }
 
+/// Waits for process events on `proc_fd` (sleeps without one): up to
+/// 100 ms, 20 ms while a process is fresh.
+fn wait_for_events(recorder: &Recorder, proc_fd: Option<RawFd>) {
+    let timeout = if recorder.fresh.is_empty() { 100 } else { 20 };
+    if let Some(fd) = proc_fd {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, timeout) };
+    } else {
+        std::thread::sleep(Duration::from_millis(timeout as u64));
+    }
+}
+
+/// The turns of the recording loop, until one ends it.
 fn run_turns(
     recorder: &mut Recorder,
     options: &RecordOptions,
@@ -204,37 +221,13 @@ fn run_turns(
     (early, parts): (&mut Option<Reached>, &mut Option<SessionParts>),
     verdict_at: &mut Option<Instant>,
 ) -> Result<Ending, RecordError> {
-    let started = Instant::now();
+    let mut state = TurnState::new();
     let grace = options.grace;
-    let mut next_tick = Instant::now() + Duration::from_secs(1);
-    let mut interrupted_at: Option<Instant> = None;
-    // The Ctrl-C escalation's current step, and when it was taken.
-    let mut interrupt_step: Option<(InterruptStep, Instant)> = None;
-    let mut terminated_at: Option<Instant> = None;
-    let mut next_scan = Instant::now() + select::RESCAN_INTERVAL;
     let proc_fd = recorder.probes.wait_fd();
     loop {
-        let timeout = if recorder.fresh.is_empty() { 100 } else { 20 };
-        if let Some(fd) = proc_fd {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            unsafe { libc::poll(&mut pfd, 1, timeout) };
-        } else {
-            std::thread::sleep(Duration::from_millis(timeout as u64));
-        }
+        wait_for_events(recorder, proc_fd);
         recorder.drain();
-        if Instant::now() >= next_scan {
-            recorder.add_selected()?;
-            next_scan = Instant::now() + select::RESCAN_INTERVAL;
-        }
-        if Instant::now() >= next_tick {
-            recorder.tick_series()?;
-            next_tick += Duration::from_secs(1);
-        }
+        state.rescan_and_tick(recorder)?;
         // With the live view on, a due checkpoint waits for the next
         // analysis when that comes within an interval, and is written
         // from its parts.
@@ -244,225 +237,52 @@ fn run_turns(
         if let Some(c) = checkpoints.as_mut()
             && !analysis_soon
             && c.due(recorder)
-            && early.is_none()
-            && interrupted_at.is_none()
-            && terminated_at.is_none()
+            && state.undisturbed(early)
         {
-            let cpu_before = procfs::own_cpu_s();
-            // A failed checkpoint costs the partial session only.
-            if let Err(err) = write_checkpoint(recorder, options, &c.ctx) {
-                log::warn!("checkpoint of the session failed: {err}");
-            }
-            let cost_s = cpu_before
-                .zip(procfs::own_cpu_s())
-                .map(|(before, after)| after - before);
-            c.written(recorder, cost_s);
-            super::recorder::return_freed_memory();
+            write_due_checkpoint(recorder, options, c);
         }
         if let Some(l) = live.as_mut()
             && l.analysis_due(recorder)
-            && early.is_none()
-            && interrupted_at.is_none()
-            && terminated_at.is_none()
+            && state.undisturbed(early)
         {
-            let cpu_before = procfs::own_cpu_s();
-            match live_status(recorder, options, &l.ctx, l.analysis) {
-                Ok((status, built)) => {
-                    let comms = built
-                        .timeseries
-                        .threads
-                        .iter()
-                        .map(|t| (t.tid, t.comm.clone()))
-                        .collect();
-                    if let Some(c) = checkpoints.as_mut()
-                        && c.due(recorder)
-                    {
-                        // The build is the analysis's: only the write is
-                        // the checkpoint's.
-                        let cpu_before = procfs::own_cpu_s();
-                        if let Err(err) = write_checkpoint_from_live(built, &c.ctx) {
-                            log::warn!("checkpoint of the session failed: {err}");
-                        }
-                        let cost_s = cpu_before
-                            .zip(procfs::own_cpu_s())
-                            .map(|(before, after)| after - before);
-                        c.written(recorder, cost_s);
-                    }
-                    let mut status = status;
-                    l.smoother.settle(&mut status);
-                    l.screen.show(&status);
-                    l.last = Some((status.clone(), comms));
-                    if let Some(hold) = options.live.until_verdict
-                        && let Some(reached) = l.hold.update(&status, hold)
-                    {
-                        let then = options.live.then.unwrap_or(if child_pid.is_some() {
-                            ThenAction::Stop
-                        } else {
-                            ThenAction::Continue
-                        });
-                        *parts = Some(verdict_parts(recorder, options, &l.ctx, &reached)?);
-                        *early = Some(reached);
-                        if then == ThenAction::Continue {
-                            let ending = Ending::new(EndReason::Verdict, None, None);
-                            return Ok(match child_pid {
-                                Some(_) => ending.with_command(CommandEnd::LeftRunning, None),
-                                None => ending,
-                            });
-                        }
-                        recorder.mark_stop();
-                        match child_pid {
-                            Some(pid) => launch::send_signal(pid, libc::SIGTERM),
-                            None => {
-                                for &pid in &options.pids {
-                                    launch::send_signal(pid as i32, libc::SIGTERM);
-                                }
-                            }
-                        }
-                        *verdict_at = Some(Instant::now());
-                    }
-                }
-                Err(err) => log::warn!("live update failed: {err}"),
+            if let Some(ending) = live_analysis(
+                recorder,
+                options,
+                child_pid,
+                l,
+                checkpoints,
+                (&mut *early, &mut *parts),
+                verdict_at,
+            )? {
+                return Ok(ending);
             }
-            // The update's session (tens of MB under churn) is dropped.
-            super::recorder::return_freed_memory();
-            let cost_s = cpu_before
-                .zip(procfs::own_cpu_s())
-                .map_or(0.0, |(before, after)| after - before);
-            l.spent_s += cost_s.max(0.0);
-            l.next_s = options.live.next_analysis_s(elapsed_s(recorder), l.spent_s);
-            log::debug!(
-                "live analysis cost {cost_s:.3} s of CPU ({:.3} s so far); the next at {:.1} s",
-                l.spent_s,
-                l.next_s
-            );
-            l.refresh = Instant::now() + options.live.interval;
         } else if let Some(l) = live.as_mut()
             && Instant::now() >= l.refresh
-            && early.is_none()
-            && interrupted_at.is_none()
-            && terminated_at.is_none()
+            && state.undisturbed(early)
         {
             l.refresh(recorder, options);
             l.refresh = Instant::now() + options.live.interval;
         }
-        // The workload had the grace period to stop after the early verdict.
-        if let Some(t) = *verdict_at
-            && t.elapsed() > grace
-        {
-            if let Some(pid) = child_pid {
-                let status = kill_after_grace(recorder, pid);
-                return Ok(
-                    Ending::new(EndReason::Verdict, status.0, status.1).with_command(
-                        CommandEnd::SigkillAfterGrace(StopCause::Verdict),
-                        Some(grace),
-                    ),
-                );
-            }
-            return Ok(Ending::new(EndReason::Verdict, None, None));
+        if let Some(ending) = verdict_grace_over(recorder, child_pid, grace, *verdict_at) {
+            return Ok(ending);
         }
-        if let Some(pid) = child_pid
-            && let Some((code, signal)) = launch::try_wait(pid)
-        {
-            if verdict_at.is_some() {
-                // Workers the stopped command left behind (a deadlocked
-                // child outlives its parent) are part of the workload.
-                kill_leftovers(recorder, pid);
-            }
-            let reason = if verdict_at.is_some() {
-                EndReason::Verdict
-            } else if interrupted_at.is_some() {
-                EndReason::Interrupted
-            } else if terminated_at.is_some() {
-                EndReason::Duration
-            } else {
-                EndReason::Exited
-            };
-            let sigterm_for = if verdict_at.is_some() {
-                Some(StopCause::Verdict)
-            } else if terminated_at.is_some() {
-                Some(StopCause::Duration)
-            } else if matches!(interrupt_step, Some((InterruptStep::Sigterm, _))) {
-                Some(StopCause::Interrupt)
-            } else {
-                None
-            };
-            return Ok(Ending::new(reason, code, signal)
-                .with_command(command_end(signal, sigterm_for), sigterm_for.map(|_| grace)));
+        if let Some(ending) = state.command_exited(recorder, child_pid, grace, *verdict_at) {
+            return Ok(ending);
         }
-        if child_pid.is_none()
-            && recorder.selector.is_none()
-            && options
-                .pids
-                .iter()
-                .all(|&p| !recorder.probes.thread_alive(p, p))
-        {
-            let reason = if verdict_at.is_some() {
-                EndReason::Verdict
-            } else {
-                EndReason::Exited
-            };
-            return Ok(Ending::new(reason, None, None));
+        if let Some(ending) = attached_pids_gone(recorder, options, child_pid, *verdict_at) {
+            return Ok(ending);
         }
-        let (signo, forward) = launch::pending_signal();
-        if signo != 0 {
-            recorder.mark_stop();
-            match child_pid {
-                Some(pid) => {
-                    interrupted_at.get_or_insert_with(Instant::now);
-                    let step = interrupt_step.map(|(step, _)| step);
-                    let forward = forward.then_some(signo);
-                    match escalate(pid, step, forward, grace, "Ctrl-C again") {
-                        Some(next) => interrupt_step = Some((next, Instant::now())),
-                        None => return Ok(interrupt_kill(recorder, pid, grace)),
-                    }
-                }
-                None => return Ok(Ending::new(EndReason::Interrupted, None, None)),
-            }
+        if let Some(ending) = state.take_signal(recorder, child_pid, grace) {
+            return Ok(ending);
         }
-        // After the duration's SIGTERM, the command has the grace period
-        // to exit; then SIGKILL.
-        if let (Some(t), Some(pid)) = (terminated_at, child_pid)
-            && t.elapsed() > grace
-        {
-            let (code, signal) = kill_after_grace(recorder, pid);
-            return Ok(Ending::new(EndReason::Duration, code, signal).with_command(
-                CommandEnd::SigkillAfterGrace(StopCause::Duration),
-                Some(grace),
-            ));
+        if let Some(ending) = state.duration_grace_over(recorder, child_pid, grace) {
+            return Ok(ending);
         }
-        // After a Ctrl-C, the command has the grace period at each step:
-        // then SIGTERM, then SIGKILL.
-        if let (Some((step, t)), Some(pid)) = (interrupt_step, child_pid)
-            && t.elapsed() > grace
-        {
-            let why = format!(
-                "still running {:.0} s after the Ctrl-C",
-                grace.as_secs_f64()
-            );
-            let why = match step {
-                InterruptStep::Forwarded => why,
-                InterruptStep::Sigterm => {
-                    format!("still running {:.0} s after SIGTERM", grace.as_secs_f64())
-                }
-            };
-            match escalate(pid, Some(step), None, grace, &why) {
-                Some(next) => interrupt_step = Some((next, Instant::now())),
-                None => return Ok(interrupt_kill(recorder, pid, grace)),
-            }
+        if let Some(ending) = state.interrupt_grace_over(recorder, child_pid, grace) {
+            return Ok(ending);
         }
-        if let Some(limit) = options.duration
-            && started.elapsed() >= limit
-            && terminated_at.is_none()
-            && interrupted_at.is_none()
-        {
-            recorder.mark_stop();
-            match child_pid {
-                Some(pid) => {
-                    launch::send_signal(pid, libc::SIGTERM);
-                    terminated_at = Some(Instant::now());
-                }
-                None => return Ok(Ending::new(EndReason::Duration, None, None)),
-            }
+        if let Some(ending) = state.duration_over(recorder, options, child_pid) {
+            return Ok(ending);
         }
     }
 }
