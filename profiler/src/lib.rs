@@ -30,7 +30,7 @@ mod tests {
     #[test]
     fn the_recorder_and_the_benchmark_name_a_host_by_one_variable() {
         assert_eq!(
-            storprof_record::record::select::HOST_LABEL_ENV,
+            storprof_record::select::HOST_LABEL_ENV,
             storprof_bench::output::HOST_LABEL_ENV
         );
     }

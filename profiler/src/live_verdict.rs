@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use storprof_analysis::{Thresholds, VerdictId};
-use storprof_record::record::live::{LiveAnalysis, LiveStatus, LiveVerdict, RUNNING_CPUS, Recent};
+use storprof_record::live::{LiveAnalysis, LiveStatus, LiveVerdict, RUNNING_CPUS, Recent};
 use storprof_report::diagnosis::Diagnosis;
 use storprof_session::load::Session;
 

@@ -1,7 +1,7 @@
 //! The live verdicts over recorded sessions: the analysis's status, and
 //! the screen that shows it.
 use super::*;
-use storprof_record::record::{
+use storprof_record::{
     live::refresh,
     screen::{BLOCK_ROWS, render_block, render_line},
 };

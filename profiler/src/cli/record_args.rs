@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use storprof_analysis::Thresholds;
-use storprof_record::record::{
+use storprof_record::{
     RecordOptions, SyscallTiming, UnwindMode,
     args::default_output,
     live::{LiveOptions, LiveView, ThenAction},

@@ -27,7 +27,7 @@ use storprof_bench::{
 };
 
 use storprof_analysis::Thresholds;
-use storprof_record::record::{self, RecordOptions};
+use storprof_record::RecordOptions;
 use storprof_report::{
     self, BundleSessionOptions, ReportOptions,
     flamegraph::{self, FlamegraphOptions, Kind},
@@ -130,7 +130,10 @@ pub fn default_data_dir() -> PathBuf {
 
 /// `storprof-demo-YYYYmmdd-HHMMSS` in the current directory (local time).
 pub fn default_results_dir() -> PathBuf {
-    PathBuf::from(format!("storprof-demo-{}", record::args::local_timestamp()))
+    PathBuf::from(format!(
+        "storprof-demo-{}",
+        storprof_record::args::local_timestamp()
+    ))
 }
 
 /// One reader's outcome.
@@ -318,14 +321,14 @@ pub fn run_demo(options: &DemoOptions) -> anyhow::Result<DemoOutcome> {
             output: session_dir.clone(),
             as_root: options.as_root,
             // The demo prints its own stages.
-            live: record::live::LiveOptions {
-                view: record::live::LiveView::Off,
-                ..record::live::LiveOptions::default()
+            live: storprof_record::live::LiveOptions {
+                view: storprof_record::live::LiveView::Off,
+                ..storprof_record::live::LiveOptions::default()
             },
             command_stdout_to_stderr: options.command_stdout_to_stderr,
             ..RecordOptions::default()
         };
-        let outcome = record::record(&rec)?;
+        let outcome = storprof_record::record(&rec)?;
         if outcome.exit_code != 0 {
             anyhow::bail!(
                 "storprof bench --reader {reader} exited with status {}; see {}",

@@ -7,7 +7,7 @@ use super::{
     load_thresholds,
 };
 use crate::cli::{DiagnoseArgs, exit};
-use storprof_record::record::{self, RecordError};
+use storprof_record::RecordError;
 use storprof_report::{
     BundleSessionOptions, ReportOptions,
     report::{render_terminal, verdict_json},
@@ -44,7 +44,7 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         eprintln!("storprof: error: --bundle: {err}");
         return Ok(exit::USAGE);
     }
-    let outcome = match record::record(&options) {
+    let outcome = match storprof_record::record(&options) {
         Ok(o) => o,
         Err(
             err @ (RecordError::NotRoot

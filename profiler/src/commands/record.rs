@@ -1,8 +1,8 @@
-//! `storprof record`: [`crate::cli::RecordArgs`] → [`RecordOptions`](storprof_record::record::RecordOptions),
-//! then [`storprof_record::record::record`]; exits with the traced command's status.
+//! `storprof record`: [`crate::cli::RecordArgs`] → [`RecordOptions`](storprof_record::RecordOptions),
+//! then [`storprof_record::record`]; exits with the traced command's status.
 use crate::cli::{RecordArgs, exit};
 use storprof_analysis::Thresholds;
-use storprof_record::record::{RecordError, record};
+use storprof_record::{RecordError, record};
 
 /// Runs `storprof record`; returns the process exit code.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {

@@ -17,7 +17,7 @@ pub enum ReaderSource<'a> {
         /// The path threads' on-CPU stacks, weighted by their path share.
         path_oncpu: &'a FoldedStacks,
     },
-    /// A consumer that fetches for itself (see [`ReaderSource::choose`]):
+    /// A consumer that fetches for itself (see [`ReaderBasis::choose`]):
     /// it is the one reader and the shares are of its fetching time.
     ConsumerFetch {
         wait: &'a WaitAnalysis,

@@ -149,7 +149,7 @@ pub fn offcpu_state_name(state: u8) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::aggregate::{Direction, direction};
+    use crate::aggregate::{Direction, direction};
 
     #[test]
     fn names_and_directions() {

@@ -88,7 +88,7 @@ pub fn thread_stats(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::aggregate::test_data::{sys, thread};
+    use crate::aggregate::test_data::{sys, thread};
 
     #[test]
     fn threads_join_maps() {

@@ -1,6 +1,6 @@
 //! The live view's pure parts: its budget, the smoother and the hold.
 use super::*;
-use crate::record::screen::render_line;
+use crate::screen::render_line;
 
 /// Stand-ins for the analysis's verdicts: the live view knows them by name.
 mod v {
