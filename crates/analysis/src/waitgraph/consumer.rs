@@ -39,7 +39,9 @@ pub struct ConsumerTime {
     /// start-up, before its tear-down.
     pub window_ns: u64,
     /// 1 − (data wait + GIL + own fetching) / window, in percent (a
-    /// consumer that emulates compute: its CPU and queue time fetching).
+    /// consumer that emulates compute: its CPU and queue time fetching; one
+    /// that computes on a CPU: its D waits outside its loader, `own_io_ns`,
+    /// not computing either).
     pub au_percentage: f64,
     /// Bytes the consumer thread wrote with write-family syscalls over the
     /// recording (checkpoints, logs); 0 for a consumer that wrote nothing.
@@ -107,12 +109,18 @@ pub struct ConsumerTime {
 
 impl ConsumerTime {
     /// What keeps its AU under 100% besides its waits for data and the
-    /// GIL: its own fetching (on a CPU or queued for one taking and
+    /// GIL and a CPU trainer's own D waits: its own fetching (on a CPU or queued for one taking and
     /// unpickling batches, blocked on the device or a socket reading
     /// samples itself), ns.
     pub fn own_fetch_ns(&self) -> u64 {
         let not_computing = self.window_ns as f64 * (1.0 - self.au_percentage / 100.0);
-        (not_computing.max(0.0).round() as u64).saturating_sub(self.data_wait_ns + self.gil_ns)
+        let own_io = if self.emulated_compute {
+            0
+        } else {
+            self.own_io_ns
+        };
+        (not_computing.max(0.0).round() as u64)
+            .saturating_sub(self.data_wait_ns + self.gil_ns + own_io)
     }
 
     /// Of [`Self::own_fetch_ns`], the time queued for a CPU, ns.
@@ -237,10 +245,13 @@ pub fn consumer_time(
         window_ns = loop_ns;
     }
     let own_fetch_blocked = f.io_ns + f.net_ns;
+    // A trainer blocked on a device outside its loader (a checkpoint's
+    // fsync, code or an mmap'd file paged in during a step) computes
+    // nothing meanwhile: that time is its own, not its compute.
     let not_computing = if emulated {
         wait_ns + own.on_cpu + own.runnable + gil_ns + own_fetch_blocked
     } else {
-        wait_ns + gil_ns + f.cpu_ns + f.queued_ns + own_fetch_blocked
+        wait_ns + gil_ns + f.cpu_ns + f.queued_ns + own_fetch_blocked + f.own_io_ns
     };
     let au = if window_ns == 0 {
         100.0

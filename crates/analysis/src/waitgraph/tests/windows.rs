@@ -223,3 +223,58 @@ fn a_trainer_reading_its_own_samples_from_a_slow_disk_is_storage_bound() {
     let a = crate::analyze(&s, &Thresholds::default());
     assert_verdict(&a, VerdictId::StorageBound);
 }
+
+#[test]
+fn a_trainer_blocked_on_a_device_outside_its_loader_is_not_computing() {
+    // As above, but 1 s of the 8 s blocked on the device is a step's page
+    // faults (a library's code paged in from the same slow disk): the
+    // trainer computes 1 s of 10 either way.
+    let threads = [T {
+        pid: 100,
+        tid: 100,
+        comm: "python",
+        per_bucket: [200 * MS, 0, 0, 800 * MS],
+        read_bytes: 100 << 20,
+    }];
+    let mut s = session(&threads, &[(100, 0)], Vec::new());
+    let stack = |frames: &str, n: u64| {
+        (
+            format!("python;[100/100];<module> (/t/train.py:9);{frames}"),
+            n,
+        )
+    };
+    let next = "train (/t/train.py:61);_BaseDataLoaderIter.__next__ (/v/torch/utils/data/dataloader.py:733);np.load (/v/numpy/npyio.py:400)";
+    let step = "train (/t/train.py:64);train_step (/t/train.py:40)";
+    s.oncpu_threads.stacks = vec![
+        stack(&format!("{next};memcpy"), 99),
+        stack(&format!("{step};sgemm"), 99),
+    ];
+    s.offcpu_threads.stacks = vec![
+        stack(
+            &format!("{next};read;ksys_read_[k];folio_wait_bit_common_[k];io_schedule_[k]"),
+            7_000_000,
+        ),
+        stack(
+            &format!(
+                "{step};[libdnnl.so];asm_exc_page_fault_[k];filemap_fault_[k];io_schedule_[k]"
+            ),
+            1_000_000,
+        ),
+    ];
+    let w = analyze(&s, &Thresholds::default()).unwrap();
+    let c = &w.consumers[0];
+    assert_eq!(c.fetch_io_ns, 7_000_000_000);
+    assert!(
+        c.own_io_ns.abs_diff(1_000_000_000) < 10_000_000,
+        "{}",
+        c.own_io_ns
+    );
+    let au = w.kernel_au_percentage.unwrap();
+    assert!((au - 10.0).abs() < 1.0, "{au}");
+    // The paging is the trainer's own, not fetching.
+    assert!(
+        c.own_fetch_ns().abs_diff(8_000_000_000) < 100_000_000,
+        "{}",
+        c.own_fetch_ns()
+    );
+}
