@@ -110,6 +110,10 @@ pub trait Kernel {
     fn parent_of(&self, pid: u32) -> Option<u32>;
     /// Process `tgid`'s executable (None: gone).
     fn exe(&self, tgid: u32) -> Option<PathBuf>;
+    /// Process `tgid`'s layout now (None: gone), for its stacks' names.
+    fn process_layout(&self, tgid: u32) -> Option<ProcessLayout>;
+    /// The processes descended from `pid` now (an attached process's).
+    fn descendants(&self, pid: u32) -> Vec<u32>;
     /// A block device's kernel name from its dev_t ("MAJOR:MINOR" when
     /// sysfs has none).
     fn device_name(&self, dev: u32) -> String;
@@ -117,13 +121,27 @@ pub trait Kernel {
     fn kernel_facts(&self) -> KernelFacts;
 }
 
-/// What the session says of the running kernel.
+/// What the session says of the running kernel and its machine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelFacts {
     /// `/proc/sys/kernel/osrelease` (empty: unreadable).
     pub release: String,
     /// Whether `/sys/kernel/btf/vmlinux` exists.
     pub btf: bool,
+    /// `/proc/sys/kernel/hostname` (empty: unreadable).
+    pub host_name: String,
+    /// The CPUs the recorder may run on (at least 1).
+    pub num_cpus: u32,
+}
+
+/// A process's memory layout as the kernel shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcessLayout {
+    /// The text of `/proc/PID/maps`.
+    pub maps: String,
+    /// The text of its perf map (`/tmp/perf-PID.map`, written by JITs and
+    /// CPython's `-X perf`), when it has one.
+    pub perf_map: Option<String>,
 }
 
 impl Kernel for ProbeSet {
@@ -223,6 +241,12 @@ impl Kernel for ProbeSet {
     }
     fn exe(&self, tgid: u32) -> Option<PathBuf> {
         procfs::exe(tgid)
+    }
+    fn process_layout(&self, tgid: u32) -> Option<ProcessLayout> {
+        procfs::process_layout(tgid)
+    }
+    fn descendants(&self, pid: u32) -> Vec<u32> {
+        procfs::descendants(pid)
     }
     fn device_name(&self, dev: u32) -> String {
         procfs::device_name(dev)

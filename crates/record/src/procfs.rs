@@ -112,7 +112,18 @@ pub(super) fn kernel_facts() -> super::kernel::KernelFacts {
             .map(|s| s.trim().to_string())
             .unwrap_or_default(),
         btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
+        host_name: super::select::kernel_host(),
+        num_cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
     }
+}
+
+/// Process `tgid`'s `/proc/PID/maps` and perf map (None: gone).
+pub(super) fn process_layout(tgid: u32) -> Option<super::kernel::ProcessLayout> {
+    let maps = std::fs::read_to_string(format!("/proc/{tgid}/maps")).ok()?;
+    Some(super::kernel::ProcessLayout {
+        maps,
+        perf_map: std::fs::read_to_string(format!("/tmp/perf-{tgid}.map")).ok(),
+    })
 }
 
 /// Kernel name of a block device from its kernel-internal dev_t.

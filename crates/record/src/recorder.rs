@@ -217,7 +217,7 @@ impl Recorder {
         for pid in selector.scan() {
             self.probes.trace_tgid(pid)?;
             self.track(pid);
-            self.symbolizer.snapshot_process(pid);
+            self.read_layout(pid);
             self.fresh.insert(pid, Instant::now());
             self.decide_unwind(pid);
         }
@@ -233,7 +233,7 @@ impl Recorder {
                     self.parents.insert(child, event.tgid);
                     self.track(child);
                     self.symbolizer.inherit(child, event.tgid);
-                    self.symbolizer.snapshot_process(child);
+                    self.read_layout(child);
                     self.inherit_unwind(child, event.tgid);
                     self.inherit_python(child, event.tgid);
                 }
@@ -261,7 +261,7 @@ impl Recorder {
                 self.python.forget(event.tgid);
                 self.unwind_decisions.remove(&event.tgid);
                 self.decide_unwind(event.tgid);
-                self.symbolizer.snapshot_process(event.tgid);
+                self.read_layout(event.tgid);
                 self.fresh.insert(event.tgid, Instant::now());
             }
             _ => {}
@@ -310,11 +310,20 @@ impl Recorder {
         self.drain_python_offcpu();
     }
 
+    /// Reads the layout of `tgid` through the kernel seam for its stacks'
+    /// names; false when it is gone (its last layout stays).
+    pub(super) fn read_layout(&mut self, tgid: u32) -> bool {
+        self.probes.process_layout(tgid).is_some_and(|layout| {
+            self.symbolizer
+                .set_layout_text(tgid, &layout.maps, layout.perf_map.as_deref())
+        })
+    }
+
     /// Re-reads the layout of `tgid` and drops its unwinder modules (the
     /// loader may have mapped libraries; unwind tables stay cached per file).
     fn reread_layout(&mut self, tgid: u32) {
         let before = self.symbolizer.layout_id(tgid);
-        self.symbolizer.snapshot_process(tgid);
+        self.read_layout(tgid);
         self.layout_read.insert(tgid, Instant::now());
         // An unchanged layout keeps its unwinder (rebuilding one costs more
         // than most samples' unwinding).
@@ -520,7 +529,7 @@ impl Recorder {
         // DWARF processes' layouts are re-read when their samples need it.
         for tgid in live {
             if !self.is_dwarf_process(tgid) {
-                self.symbolizer.snapshot_process(tgid);
+                self.read_layout(tgid);
                 self.detect_python(tgid);
             }
         }

@@ -16,7 +16,7 @@ use std::{
 
 use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
 
-use super::kernel::{Kernel, KernelFacts};
+use super::kernel::{Kernel, KernelFacts, ProcessLayout};
 use crate::probes::{MapSnapshot, ProbeError, RetiredThreads, UserStackEvent};
 use storprof_session::model::{LowerDevice, ProbeStatus};
 
@@ -80,6 +80,8 @@ pub struct ReplayHost {
     pub exes: BTreeMap<u32, PathBuf>,
     /// dev_t → kernel name.
     pub device_names: BTreeMap<u32, String>,
+    /// pid → its memory layout (absent: none, its stacks unnamed).
+    pub layouts: BTreeMap<u32, ProcessLayout>,
     pub kernel: KernelFacts,
 }
 
@@ -250,6 +252,28 @@ impl Kernel for ReplayKernel {
     }
     fn exe(&self, tgid: u32) -> Option<PathBuf> {
         self.host.exes.get(&tgid).cloned()
+    }
+    fn process_layout(&self, tgid: u32) -> Option<ProcessLayout> {
+        self.host.layouts.get(&tgid).cloned()
+    }
+    fn descendants(&self, pid: u32) -> Vec<u32> {
+        // Breadth first over the replayed parents, as /proc's children lists.
+        let mut out: Vec<u32> = Vec::new();
+        let mut next = vec![pid];
+        while let Some(p) = next.pop() {
+            for (&child, _) in self
+                .host
+                .parents
+                .iter()
+                .filter(|(c, parent)| **parent == p && **c != pid)
+            {
+                if !out.contains(&child) {
+                    out.push(child);
+                    next.push(child);
+                }
+            }
+        }
+        out
     }
     fn device_name(&self, dev: u32) -> String {
         self.host

@@ -183,9 +183,10 @@ pub fn kernel_host() -> String {
         .unwrap_or_default()
 }
 
-/// The session host name of a recording without a selection: `$STORPROF_HOST`, else the host name.
-pub fn default_host_name() -> String {
-    choose_host_name(env_host().as_deref(), None, None, &kernel_host())
+/// The session host name of a recording without a selection:
+/// `$STORPROF_HOST`, else the machine's `kernel_host`.
+pub fn default_host_name(kernel_host: &str) -> String {
+    choose_host_name(env_host().as_deref(), None, None, kernel_host)
 }
 
 /// Every process in `/proc` with its network namespace.

@@ -19,8 +19,14 @@ use super::session_parts::{
     threads_seen, time_series,
 };
 use super::{
-    RecordError, RecordOptions, aggregate, dwarf_samples::DwarfSamples, fold, kernel::Kernel,
-    launch, procfs, recorder::Recorder, run_loop::Ending, select,
+    RecordError, RecordOptions, aggregate,
+    dwarf_samples::DwarfSamples,
+    fold,
+    kernel::{Kernel, KernelFacts},
+    launch, procfs,
+    recorder::Recorder,
+    run_loop::Ending,
+    select,
 };
 use crate::probes;
 use storprof_session::{
@@ -353,7 +359,7 @@ pub(super) fn build_session(
     let processes = process_infos(recorder_tracked, live, parents, probes, &threads);
     let gathered = InfoParts {
         tracked_pids,
-        kernel_release: kernel_facts.release,
+        kernel: kernel_facts,
         features,
         notes,
         unwind,
@@ -374,7 +380,8 @@ pub(super) fn build_session(
 /// What `session.json`'s info takes from the session's other parts.
 struct InfoParts {
     tracked_pids: Vec<u32>,
-    kernel_release: String,
+    /// The kernel and machine, through the seam (a replay's own).
+    kernel: KernelFacts,
     features: BTreeMap<String, String>,
     notes: Vec<String>,
     unwind: model::UnwindStats,
@@ -400,12 +407,12 @@ fn session_info(
             .map(|p| p.display().to_string()),
         attached_pids: options.pids.clone(),
         tracked_pids: parts.tracked_pids,
-        hostname: recorder
-            .selector
-            .as_ref()
-            .map_or_else(select::default_host_name, select::NetnsSelector::host_name),
-        kernel: parts.kernel_release,
-        num_cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        hostname: recorder.selector.as_ref().map_or_else(
+            || select::default_host_name(&parts.kernel.host_name),
+            select::NetnsSelector::host_name,
+        ),
+        kernel: parts.kernel.release,
+        num_cpus: parts.kernel.num_cpus.max(1),
         start_unix_ns: start_unix,
         end_unix_ns: end_unix,
         duration_s: (end_unix.saturating_sub(start_unix)) as f64 / 1e9,

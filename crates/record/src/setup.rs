@@ -8,9 +8,7 @@ use std::{
 
 use storprof_session::model::SESSION_DIR_ENV;
 
-use super::{
-    RecordError, RecordOptions, UnwindMode, launch, live, procfs, recorder::Recorder, select,
-};
+use super::{RecordError, RecordOptions, UnwindMode, launch, live, recorder::Recorder, select};
 use crate::probes::{ProbeOptions, ProbeSet};
 
 /// Checks that there is something to record and that it can be: the
@@ -135,11 +133,11 @@ pub(super) fn trace_attached_pids(
 ) -> Result<(), RecordError> {
     for &pid in pids {
         let mut all = vec![pid];
-        all.extend(procfs::descendants(pid));
+        all.extend(recorder.probes.descendants(pid));
         for p in all {
             recorder.probes.trace_tgid(p)?;
             recorder.track(p);
-            recorder.symbolizer.snapshot_process(p);
+            recorder.read_layout(p);
             recorder.decide_unwind(p);
             recorder.detect_python(p);
         }
@@ -183,7 +181,7 @@ pub(super) fn start_command(
     })?;
     recorder.track(pid as u32);
     // Its unwinding mode is decided at its EXEC event.
-    recorder.symbolizer.snapshot_process(pid as u32);
+    recorder.read_layout(pid as u32);
     recorder.fresh.insert(pid as u32, Instant::now());
     Ok(pid)
 }

@@ -1,10 +1,11 @@
 //! Turns recorded instruction pointers into frame names with blazesym.
 //!
-//! Data flow: while the recording runs, `record` calls
-//! [`Symbolizer::snapshot_process`] for each traced process when it appears
-//! (fork/exec events) and every second, so the address layout
-//! (`/proc/PID/maps`) and perf map (`/tmp/perf-PID.map`) of short-lived
-//! workers are kept after they exit. At the end, user addresses are turned
+//! Data flow: while the recording runs, `record` hands
+//! [`Symbolizer::set_layout_text`] each traced process's address layout
+//! (`/proc/PID/maps`) and perf map (`/tmp/perf-PID.map`) when it appears
+//! (fork/exec events) and while it is young, read through its kernel seam
+//! ([`Symbolizer::snapshot_process`] reads them itself), so the layouts of
+//! short-lived workers are kept after they exit. At the end, user addresses are turned
 //! into (file, file offset) with that layout and symbolized from the ELF
 //! files (symbols and DWARF); anonymous memory is looked up in the perf map;
 //! kernel addresses are symbolized from kallsyms and suffixed `_[k]`.
@@ -153,17 +154,26 @@ impl Symbolizer {
     /// Reads the current layout of `tgid` (keeps the old one when the
     /// process is gone). Returns false when it could not be read.
     pub fn snapshot_process(&mut self, tgid: u32) -> bool {
-        let Ok(text) = std::fs::read_to_string(format!("/proc/{tgid}/maps")) else {
+        let Ok(maps) = std::fs::read_to_string(format!("/proc/{tgid}/maps")) else {
             return false;
         };
-        let entries = parse_maps(&text);
+        let perf_map = std::fs::read_to_string(format!("/tmp/perf-{tgid}.map")).ok();
+        self.set_layout_text(tgid, &maps, perf_map.as_deref())
+    }
+
+    /// Sets the layout of `tgid` from the text of its `/proc/PID/maps` and
+    /// perf map, read by the caller (the recorder reads them through its
+    /// kernel seam, so a replay names stacks with its own layouts). Keeps
+    /// the old layout and returns false when `maps` has no mapping.
+    pub fn set_layout_text(&mut self, tgid: u32, maps: &str, perf_map: Option<&str>) -> bool {
+        let entries = parse_maps(maps);
         if entries.is_empty() {
             return false;
         }
         let shared = self.intern(entries);
         self.maps.insert(tgid, shared);
-        if let Ok(text) = std::fs::read_to_string(format!("/tmp/perf-{tgid}.map")) {
-            self.perf_maps.insert(tgid, parse_perf_map(&text));
+        if let Some(text) = perf_map {
+            self.perf_maps.insert(tgid, parse_perf_map(text));
         }
         true
     }
