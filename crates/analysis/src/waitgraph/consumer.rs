@@ -93,8 +93,9 @@ pub struct ConsumerTime {
     /// Time receiving from a socket inside its loader's API, ns.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fetch_net_ns: u64,
-    /// Its steps in the window: data deliveries, or timed-sleep compute
-    /// steps when it took more of those (a consumer that never waits).
+    /// Its steps in the window: a consumer that emulates its compute, its
+    /// timed sleeps; else its data deliveries, or its timed sleeps when it
+    /// took more of those (a consumer that never waits).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub steps: u64,
     /// Later generations of worker processes (started anew each epoch)
@@ -230,7 +231,7 @@ pub fn consumer_time(
         Some(_) => window_accounted_ns(whole, g, c, own),
         None => ((ctx.span_s.1 - ctx.span_s.0).max(0.0) * 1e9) as u64,
     };
-    let compute_ns = g.timer_sleep_ns(c);
+    let (compute_ns, timer_sleeps) = g.blocked_by(c, |e| classify::is_timer_sleep(e.edge));
     // A consumer that emulates compute with timed sleeps (DLIO, the
     // bench) computes only inside its sleep call: its own time on CPU
     // (unpickling a batch, queue bookkeeping) is fetching, as DLIO
@@ -297,7 +298,15 @@ pub fn consumer_time(
         fetch_queued_ns: f.queued_ns,
         fetch_io_ns: f.io_ns,
         fetch_net_ns: f.net_ns,
-        steps: deliveries.max(g.blocked_by(c, |e| classify::is_timer_sleep(e.edge)).1),
+        // A consumer that emulates its compute sleeps once a step, where a
+        // batch can take it several wake-ups (PyTorch's workers pass a
+        // batch's tensors as file descriptors over sockets): its sleeps
+        // count its steps.
+        steps: if emulated && timer_sleeps > 0 {
+            timer_sleeps
+        } else {
+            deliveries.max(timer_sleeps)
+        },
         epoch_starts,
         epoch_start_wait_ns,
     }
