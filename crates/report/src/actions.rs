@@ -63,6 +63,9 @@ pub fn actions(d: &Decision, f: &Features) -> Vec<String> {
             ..
         } => cpu_bound_reader(f, hot, *gil_share, gil_holders, basis_text(d.basis)),
         Detail::StorageBound {
+            fs_daemon: Some(d), ..
+        } => vec![fs_daemon_action(d)],
+        Detail::StorageBound {
             limit,
             device,
             io_limit,
@@ -285,6 +288,26 @@ fn stalled(kind: Option<StallKind>, threads: &[(String, u32)]) -> Vec<String> {
         "The job stopped moving: {what}. The report's stall section has the stacks{on}; \
          py-spy dump --pid PID shows the Python side."
     )]
+}
+
+/// What to try when a FUSE daemon answers the readers' storage waits.
+fn fs_daemon_action(d: &storprof_analysis::features::FsDaemonFeature) -> String {
+    let record = if d.traced {
+        "its own waits are in this recording".to_string()
+    } else {
+        format!(
+            "record it with the job (`storprof diagnose --pid {} -- COMMAND`) to see where its \
+             time goes",
+            d.pid
+        )
+    };
+    format!(
+        "The reads go to a file system served by {} (pid {}), a FUSE daemon: its backend (an \
+         object store's latency and bandwidth), its cache and prefetch settings, or more reads \
+         in flight (DataLoader workers, read threads: each read waits on the daemon's round \
+         trip) set the rate; {record}.",
+        d.comm, d.pid
+    )
 }
 
 #[cfg(test)]

@@ -134,6 +134,7 @@ impl Features {
             io_limit: top_device
                 .as_ref()
                 .and_then(|d| read_limit_on(&session.info.io_limits, &session.io.devices, &d.name)),
+            fs_daemon: devices::fs_daemon(session),
             top_device,
             devices,
             consumer,

@@ -234,7 +234,7 @@ mod tests;
 mod writes;
 
 use devices::*;
-pub use devices::{CarriedDevice, DeviceFeature, IoLimitFeature};
+pub use devices::{CarriedDevice, DeviceFeature, FsDaemonFeature, IoLimitFeature};
 use extract::bench_feature;
 pub use readers::{ReaderBasis, ReaderSource};
 use writes::*;
@@ -374,6 +374,10 @@ pub struct Features {
     /// device (cgroup v1 blkio throttle or v2 io.max).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_limit: Option<IoLimitFeature>,
+    /// The FUSE daemon whose replies ended most storage waits, when one
+    /// did: the reads went to a file system served from user space.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs_daemon: Option<FsDaemonFeature>,
     pub devices: Vec<DeviceFeature>,
     pub consumer: Option<ConsumerFeature>,
     pub bench: Option<BenchFeature>,

@@ -309,3 +309,62 @@ mod reader_basis {
         assert_eq!(f.consumer, None);
     }
 }
+
+mod fs_daemon {
+    use super::*;
+    use storprof_session::model::{WaitGraph, WakeEdge};
+
+    fn edge(waker: (u32, &str), stack: &[&str], ns: u64) -> WakeEdge {
+        WakeEdge {
+            waker_kind: "task".into(),
+            waker_pid: waker.0,
+            waker_tid: waker.0,
+            waker_comm: waker.1.into(),
+            waker_stack: stack.iter().map(|f| format!("{f}_[k]")).collect(),
+            wakee_pid: 100,
+            wakee_tid: 101,
+            wakee_state: "sleeping".into(),
+            syscall: Some("read".into()),
+            blocked_ns: ns,
+            count: 1,
+            ..WakeEdge::default()
+        }
+    }
+
+    fn session(edges: Vec<WakeEdge>) -> Session {
+        Session {
+            waits: Some(WaitGraph {
+                edges,
+                ..WaitGraph::default()
+            }),
+            ..Session::default()
+        }
+    }
+
+    const FUSE: &[&str] = &["fuse_dev_do_write", "fuse_request_end", "try_to_wake_up"];
+    const DISK: &[&str] = &["blk_mq_end_request", "bio_endio", "try_to_wake_up"];
+
+    #[test]
+    fn the_daemon_that_answered_most_storage_waits_is_named() {
+        let s = session(vec![
+            edge((7, "mount-s3"), FUSE, 6_000),
+            edge((8, "other-fuse"), FUSE, 1_000),
+            edge((0, "swapper"), DISK, 3_000),
+            // Not storage: a pipe write by another process.
+            edge((9, "sh"), &["anon_pipe_write"], 50_000),
+        ]);
+        let d = devices::fs_daemon(&s).expect("a daemon");
+        assert_eq!((d.pid, d.comm.as_str(), d.traced), (7, "mount-s3", false));
+        assert!((d.share - 0.7).abs() < 1e-9, "{}", d.share);
+    }
+
+    #[test]
+    fn under_half_of_the_storage_waits_is_no_daemon() {
+        let s = session(vec![
+            edge((7, "mount-s3"), FUSE, 4_000),
+            edge((0, "swapper"), DISK, 6_000),
+        ]);
+        assert_eq!(devices::fs_daemon(&s), None);
+        assert_eq!(devices::fs_daemon(&Session::default()), None);
+    }
+}

@@ -52,6 +52,13 @@ pub enum Figure {
     ReaderReadSyscall {
         share: f64,
     },
+    /// The share of storage waits a FUSE daemon's replies ended, and the
+    /// daemon that answered most.
+    FsDaemonReplies {
+        comm: String,
+        pid: u32,
+        share: f64,
+    },
     PageCacheHitRatio {
         hit: f64,
         read_mib: f64,
@@ -174,6 +181,7 @@ impl Figure {
             Self::DeviceReadSplit { .. } => "device_read_queue_p50_us",
             Self::ReaderBlockedIo { .. } => "reader_blocked_io_share",
             Self::ReaderReadSyscall { .. } => "reader_read_syscall_share",
+            Self::FsDaemonReplies { .. } => "fuse_reply_share",
             Self::PageCacheHitRatio { .. } => "page_cache_hit_ratio",
             Self::ReaderCacheCopyCpu { .. } => "reader_cache_copy_cpu_share",
             Self::BenchAu { .. } => "bench_au_percentage",
@@ -216,6 +224,7 @@ impl Figure {
             | Self::HotCategory { share, .. }
             | Self::ReaderBlockedIo { share }
             | Self::ReaderReadSyscall { share }
+            | Self::FsDaemonReplies { share, .. }
             | Self::ReaderCacheCopyCpu { share }
             | Self::ConsumerSleep { share, .. }
             | Self::ReaderSleeping { share }

@@ -281,6 +281,9 @@ pub enum StorageLimit {
     Device,
     /// The device is not saturated: a throttle or queue limit in front of it.
     Throttle,
+    /// A FUSE daemon answered the reads: the file system it serves (an
+    /// object store behind s3fs, gcsfuse, Mountpoint) is the limit.
+    FsDaemon,
 }
 
 /// The AU figure compute-bound names.
@@ -317,6 +320,8 @@ pub enum Detail {
         device: Option<DeviceFigures>,
         /// A cgroup's read limit on the device, when one is set.
         io_limit: Option<super::features::IoLimitFeature>,
+        /// The FUSE daemon that answered the reads, when one did.
+        fs_daemon: Option<super::features::FsDaemonFeature>,
     },
     PageCacheServed {
         hit: f64,

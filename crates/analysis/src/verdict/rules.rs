@@ -136,6 +136,8 @@ pub(super) fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
     let fired = f.reader_blocked_io_share >= t.storage_bound_blocked_share;
     let limit = if !fired {
         StorageLimit::NotFired
+    } else if f.fs_daemon.is_some() {
+        StorageLimit::FsDaemon
     } else if util >= t.storage_busy_utilization {
         StorageLimit::Device
     } else {
@@ -149,6 +151,13 @@ pub(super) fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
             share: f.reader_read_syscall_share,
         },
     ];
+    if let Some(d) = &f.fs_daemon {
+        figures.push(Figure::FsDaemonReplies {
+            comm: d.comm.clone(),
+            pid: d.pid,
+            share: d.share,
+        });
+    }
     figures.extend(device_evidence(f));
     Finding {
         verdict: VerdictId::StorageBound,
@@ -159,6 +168,7 @@ pub(super) fn rule_storage_bound(f: &Features, t: &Thresholds) -> Finding {
             limit,
             device: device_figures(f),
             io_limit: f.io_limit.clone(),
+            fs_daemon: f.fs_daemon.clone(),
         },
         figures,
     }

@@ -84,7 +84,17 @@ pub const BLOCK_FRAMES: &[&str] = &[
     "iomap_dio_bio_end_io",
     "blkdev_bio_end_io",
     "aio_complete",
+    FUSE_REPLY_FRAME,
 ];
+/// A FUSE daemon's reply ending a request (a read, an open) of a file
+/// system served from user space (s3fs, gcsfuse, Mountpoint for S3,
+/// virtiofs): storage to the reader, whichever process answered.
+const FUSE_REPLY_FRAME: &str = "fuse_request_end";
+
+/// Whether a FUSE daemon's reply ended `e`'s waits.
+pub fn is_fuse_reply(e: &WakeEdge) -> bool {
+    stack_has(e, &[FUSE_REPLY_FRAME])
+}
 /// Kernel frames of a waker stack that mean a timer expired.
 const TIMER_FRAMES: &[&str] = &["hrtimer_wakeup", "process_timeout", "pollwake_timeout"];
 /// The outermost kernel frames of a task in process context: a waker
@@ -290,5 +300,40 @@ mod tests {
         // Without a stack, an interrupt ending a D-state wait is I/O.
         let d = edge("hardirq", &[], "read", "uninterruptible");
         assert_eq!(classify(&d), EdgeKind::Storage);
+    }
+
+    #[test]
+    fn a_fuse_daemons_reply_is_storage_whoever_sent_it() {
+        // The daemon writes its reply to /dev/fuse: an untraced task that
+        // would otherwise be some other process.
+        let reply = edge(
+            "task",
+            &[
+                "entry_SYSCALL_64_after_hwframe",
+                "ksys_write",
+                "vfs_write",
+                "fuse_dev_write",
+                "fuse_dev_do_write",
+                "fuse_request_end",
+                "__wake_up",
+                "try_to_wake_up",
+            ],
+            "read",
+            "sleeping",
+        );
+        assert_eq!(classify(&reply), EdgeKind::Storage);
+        assert!(is_fuse_reply(&reply));
+        let other = edge(
+            "task",
+            &[
+                "entry_SYSCALL_64_after_hwframe",
+                "anon_pipe_write",
+                "try_to_wake_up",
+            ],
+            "read",
+            "sleeping",
+        );
+        assert_eq!(classify(&other), EdgeKind::OtherProcess);
+        assert!(!is_fuse_reply(&other));
     }
 }

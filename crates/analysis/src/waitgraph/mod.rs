@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 use super::Thresholds;
 use storprof_session::load::Session;
 
-pub use classify::{EdgeKind, classify};
+pub use classify::{EdgeKind, classify, is_fuse_reply};
 pub use sites::{WaitSite, per_thread as wait_sites};
 
 /// A thread, by (pid, tid).

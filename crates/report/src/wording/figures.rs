@@ -11,6 +11,7 @@ pub fn figure_text(figure: &Figure, basis: ShareBasis) -> String {
         | Figure::HotCategory { .. }
         | Figure::ReaderBlockedIo { .. }
         | Figure::ReaderReadSyscall { .. }
+        | Figure::FsDaemonReplies { .. }
         | Figure::PageCacheHitRatio { .. }
         | Figure::ReaderCacheCopyCpu { .. }
         | Figure::ReaderSleeping { .. }
@@ -83,6 +84,11 @@ fn reader_figure_text(figure: &Figure, basis: &str) -> String {
         ),
         Figure::ReaderReadSyscall { share } => format!(
             "readers inside read syscalls {} of the readers' time",
+            pct(*share)
+        ),
+        Figure::FsDaemonReplies { comm, pid, share } => format!(
+            "a FUSE daemon's replies ended {} of the traced threads' storage waits, most of them \
+             from {comm} (pid {pid})",
             pct(*share)
         ),
         Figure::PageCacheHitRatio {

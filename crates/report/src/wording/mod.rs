@@ -117,9 +117,24 @@ fn summary_for(finding: &Finding, basis: ShareBasis, consumer: &str) -> String {
         ),
         Detail::StorageBound {
             blocked_share,
+            limit: StorageLimit::FsDaemon,
+            device,
+            fs_daemon: Some(d),
+            ..
+        } => format!(
+            "Storage-bound: readers wait on a FUSE file system {} {basis_text}: its daemon {} \
+             (pid {}) answers their reads, not a local device ({})",
+            pct(*blocked_share),
+            d.comm,
+            d.pid,
+            storage_phrase(device.as_ref())
+        ),
+        Detail::StorageBound {
+            blocked_share,
             limit,
             device,
             io_limit,
+            ..
         } => format!(
             "Storage-bound: readers wait on block I/O {} {basis_text}; {}",
             pct(*blocked_share),
@@ -300,6 +315,9 @@ fn storage_limit_phrase(limit: StorageLimit, device: String) -> String {
         StorageLimit::Throttle => format!(
             "the device is not saturated ({device}), so a throttle or queue limit in front of it is (cgroup io.max / blkio, network storage)"
         ),
+        StorageLimit::FsDaemon => {
+            format!("a FUSE daemon answers the reads, not a local device ({device})")
+        }
     }
 }
 
