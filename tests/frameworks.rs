@@ -4,7 +4,7 @@
 //! restarted every epoch, stopped mid-training, or none: the trainer
 //! loading its own batches, decoding JPEGs, reading NumPy files from a
 //! throttled disk with a cold cache or fetching them over HTTP through a
-//! shaped link), tf.data, fio with its
+//! shaped link; workers reading from a FUSE mount), tf.data, fio with its
 //! sync, libaio and io_uring engines behind a blkio throttle, an HTTP
 //! loader behind a shaped link between network namespaces, Python thread
 //! pools (GIL-bound, and I/O-bound behind a throttle) and forked pyarrow
@@ -253,6 +253,7 @@ fn fmt_rate(x: f64) -> String {
     format!("{x:.1}/s")
 }
 
+mod fuse;
 mod network;
 mod scenarios;
 

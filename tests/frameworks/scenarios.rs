@@ -25,6 +25,7 @@ pub const ALL: &[(&str, Run)] = &[
     ("fio-psync-throttled", fio_psync),
     ("http-shaped-link", network::http_shaped_link),
     ("torch-http-in-process", network::torch_http_in_process),
+    ("torch-npy-fuse", fuse::torch_npy_fuse),
     ("pool-gil", pool_gil),
     ("pool-io-throttled", pool_io_throttled),
     ("arrow-workers-no-trainer", arrow_workers),
