@@ -103,7 +103,7 @@ fn readers_by_bytes(session: &Session, t: &Thresholds) -> BTreeSet<ThreadId> {
             let data_share = origins
                 .get(&(th.pid, th.tid))
                 .map_or(1.0, sites::ReadOrigins::data_share);
-            let own = input_bytes(th) as f64 * data_share;
+            let own = data_bytes(session, th, data_share);
             let during = bytes_during_life(session, (th.pid, th.tid))
                 .filter(|&b| b > 0)
                 .unwrap_or(total)
@@ -113,6 +113,37 @@ fn readers_by_bytes(session: &Session, t: &Thresholds) -> BTreeSet<ThreadId> {
         .map(|th| (th.pid, th.tid))
         .collect();
     without_start_up_readers(session, candidates)
+}
+
+/// How long after a thread's first read its imports are taken to run:
+/// the import share of its stacks discounts only what it read then.
+const IMPORT_SPAN_NS: u64 = 2_000_000_000;
+
+/// The bytes `th` took in as data: its stacks' share of read time outside
+/// imports (`data_share`) applied to what it read in its first
+/// `IMPORT_SPAN_NS`, and all it read after. A spawned DataLoader worker
+/// imports torch from disk, then reads its samples from the page cache so
+/// fast that its stacks barely show them: by time its reads were nearly
+/// all imports, by bytes nearly all data.
+fn data_bytes(session: &Session, th: &ThreadStats, data_share: f64) -> f64 {
+    let bytes = input_bytes(th) as f64;
+    let Some(ts) = session.timeseries.as_ref().filter(|_| data_share < 1.0) else {
+        return bytes * data_share;
+    };
+    let Some(series) = ts
+        .threads
+        .iter()
+        .find(|s| (s.pid, s.tid) == (th.pid, th.tid))
+    else {
+        return bytes * data_share;
+    };
+    let read = series.read();
+    let Some(first) = read.first_nonzero() else {
+        return bytes * data_share;
+    };
+    let span = IMPORT_SPAN_NS.div_ceil(ts.bucket_ns.max(1)) as usize;
+    let later = (read.total().saturating_sub(read.sum(first, first + span)) as f64).min(bytes);
+    (bytes - later) * data_share + later
 }
 
 /// Readers less those that read (nearly) only before any other began (or
@@ -439,4 +470,50 @@ pub fn share_of(st: Option<&StateTime>, f: impl Fn(&StateTime) -> u64) -> f64 {
             0.0
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storprof_session::model::{ThreadSeries, TimeSeries};
+
+    /// A thread that read `per_bucket` bytes in each of its buckets from
+    /// `first_bucket` on, in a session of 1 s buckets.
+    fn reader(first_bucket: u32, per_bucket: &[u64]) -> (Session, ThreadStats) {
+        let th = ThreadStats {
+            pid: 200,
+            tid: 200,
+            read_bytes: per_bucket.iter().sum(),
+            ..ThreadStats::default()
+        };
+        let session = Session {
+            timeseries: Some(TimeSeries {
+                bucket_ns: 1_000_000_000,
+                threads: vec![ThreadSeries {
+                    pid: 200,
+                    tid: 200,
+                    first_bucket,
+                    read_bytes: per_bucket.to_vec(),
+                    ..ThreadSeries::default()
+                }],
+                ..TimeSeries::default()
+            }),
+            ..Session::default()
+        };
+        (session, th)
+    }
+
+    #[test]
+    fn imports_discount_only_a_threads_first_reads() {
+        // A spawned worker: 6 MB of imports in its first second, then
+        // 9 MB a second of samples its stacks barely show.
+        let (s, th) = reader(9, &[6 << 20, 9 << 20, 9 << 20, 9 << 20]);
+        let data = data_bytes(&s, &th, 0.0);
+        assert_eq!(data, (18u64 << 20) as f64);
+        // An importer reads only at its start: nothing left as data.
+        let (s, th) = reader(0, &[30 << 20, 10 << 20]);
+        assert_eq!(data_bytes(&s, &th, 0.0), 0.0);
+        // Without a discount, everything.
+        assert_eq!(data_bytes(&s, &th, 1.0), (40u64 << 20) as f64);
+    }
 }
