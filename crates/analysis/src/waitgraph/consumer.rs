@@ -487,26 +487,32 @@ fn own_fetching(
     };
     // Its own waits on a device or a socket inside the loader's API (a
     // loader in its own thread): no thread of the data side ends them, so
-    // they are no delivery. The stacks span the recording: the window
-    // holds its share of the thread's blocked time.
-    let in_span = (w.blocked / all_blocked.max(1.0)).min(1.0);
+    // they are no delivery. The stacks span the recording: a window
+    // between deliveries holds its share of the thread's blocked time; its
+    // loop holds all of them (its start-up, blocked in imports and page
+    // faults, takes no batch).
+    let in_span = match span {
+        Some(_) => 1.0,
+        None => (w.blocked / all_blocked.max(1.0)).min(1.0),
+    };
     let io_ns = (own_time.fetch_io_us as f64 * 1e3 * in_span).min(w.blocked);
     let net_ns = (own_time.fetch_net_us as f64 * 1e3 * in_span).min(w.blocked - io_ns);
     // Its CPU inside that API (unpickling a batch, starting an epoch's
     // workers, decoding samples itself) is fetching, not its compute,
-    // and so is the time it was queued for a CPU there (a preempted
-    // thread resumes where it was sampled running): over its loop, what
-    // its samples there measure; over a window between deliveries, their
-    // share of its time (a sleeping consumer's CPU is all fetching
-    // already).
+    // and so is the time it was queued for a CPU there: over its loop,
+    // what its samples there measure, and of its queueing the share of
+    // its loop's time (on a CPU and blocked) it spent there, as a thread
+    // queues both when preempted (in proportion to its CPU) and after
+    // each wake-up (in proportion to its waits: a trainer woken by every
+    // received packet of its samples queues there); over a window between
+    // deliveries, its samples' share of its time (a sleeping consumer's
+    // CPU is all fetching already).
     let (cpu_ns, queued_ns) = if emulated {
         (0.0, 0.0)
     } else if span.is_some() {
-        let loop_samples = (own_time.all - own_time.startup).max(1) as f64;
-        (
-            (own_time.fetch as f64 * period_ns).min(w.on_cpu),
-            w.runnable * own_time.fetch as f64 / loop_samples,
-        )
+        let cpu = (own_time.fetch as f64 * period_ns).min(w.on_cpu);
+        let in_loader = (cpu + io_ns + net_ns) / (w.on_cpu + w.blocked).max(1.0);
+        (cpu, w.runnable * in_loader.min(1.0))
     } else {
         let share = own_time.fetch as f64 / own_time.all.max(1) as f64;
         (w.on_cpu * share, w.runnable * share)
