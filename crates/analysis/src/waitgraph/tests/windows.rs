@@ -180,11 +180,17 @@ fn a_trainer_loading_its_own_batches_is_its_own_cpu_bound_reader() {
     assert_verdict(&a, VerdictId::CpuBoundReader);
 }
 
-#[test]
-fn a_trainer_reading_its_own_samples_from_a_slow_disk_is_storage_bound() {
-    // A DataLoader without workers over files out of the page cache: the
-    // trainer's main thread is blocked on the device inside the loader's
-    // next() 8 s of 10, decodes there 1 s and trains 1 s.
+/// Where a self-loading trainer's stacks take a batch and train a step.
+const NEXT: &str = "train (/t/train.py:61);_BaseDataLoaderIter.__next__ (/v/torch/utils/data/dataloader.py:733);np.load (/v/numpy/npyio.py:400)";
+const STEP: &str = "train (/t/train.py:64);train_step (/t/train.py:40)";
+/// A read that waits for the device.
+const DEVICE_READ: &str = "read;ksys_read_[k];folio_wait_bit_common_[k];io_schedule_[k]";
+
+/// A DataLoader without workers over files out of the page cache: the
+/// trainer's main thread on a CPU 2 s of 10 (half decoding in the
+/// loader's next(), half training), blocked on the device 8 s, with
+/// `offcpu` (frames under its loop, µs) saying where.
+fn slow_disk_trainer(offcpu: &[(String, u64)]) -> Session {
     let threads = [T {
         pid: 100,
         tid: 100,
@@ -199,18 +205,19 @@ fn a_trainer_reading_its_own_samples_from_a_slow_disk_is_storage_bound() {
             n,
         )
     };
-    let next = "train (/t/train.py:61);_BaseDataLoaderIter.__next__ (/v/torch/utils/data/dataloader.py:733);np.load (/v/numpy/npyio.py:400)";
     s.oncpu_threads.stacks = vec![
-        stack(&format!("{next};memcpy"), 99),
-        stack(
-            "train (/t/train.py:64);train_step (/t/train.py:40);sgemm",
-            99,
-        ),
+        stack(&format!("{NEXT};memcpy"), 99),
+        stack(&format!("{STEP};sgemm"), 99),
     ];
-    s.offcpu_threads.stacks = vec![stack(
-        &format!("{next};read;ksys_read_[k];folio_wait_bit_common_[k];io_schedule_[k]"),
-        8_000_000,
-    )];
+    s.offcpu_threads.stacks = offcpu.iter().map(|(f, us)| stack(f, *us)).collect();
+    s
+}
+
+#[test]
+fn a_trainer_reading_its_own_samples_from_a_slow_disk_is_storage_bound() {
+    // Blocked on the device inside next() 8 s of 10, decoding there 1 s,
+    // training 1 s.
+    let s = slow_disk_trainer(&[(format!("{NEXT};{DEVICE_READ}"), 8_000_000)]);
     let w = analyze(&s, &Thresholds::default()).unwrap();
     assert_eq!(w.consumers.len(), 1);
     let c = &w.consumers[0];
@@ -229,38 +236,13 @@ fn a_trainer_blocked_on_a_device_outside_its_loader_is_not_computing() {
     // As above, but 1 s of the 8 s blocked on the device is a step's page
     // faults (a library's code paged in from the same slow disk): the
     // trainer computes 1 s of 10 either way.
-    let threads = [T {
-        pid: 100,
-        tid: 100,
-        comm: "python",
-        per_bucket: [200 * MS, 0, 0, 800 * MS],
-        read_bytes: 100 << 20,
-    }];
-    let mut s = session(&threads, &[(100, 0)], Vec::new());
-    let stack = |frames: &str, n: u64| {
+    let s = slow_disk_trainer(&[
+        (format!("{NEXT};{DEVICE_READ}"), 7_000_000),
         (
-            format!("python;[100/100];<module> (/t/train.py:9);{frames}"),
-            n,
-        )
-    };
-    let next = "train (/t/train.py:61);_BaseDataLoaderIter.__next__ (/v/torch/utils/data/dataloader.py:733);np.load (/v/numpy/npyio.py:400)";
-    let step = "train (/t/train.py:64);train_step (/t/train.py:40)";
-    s.oncpu_threads.stacks = vec![
-        stack(&format!("{next};memcpy"), 99),
-        stack(&format!("{step};sgemm"), 99),
-    ];
-    s.offcpu_threads.stacks = vec![
-        stack(
-            &format!("{next};read;ksys_read_[k];folio_wait_bit_common_[k];io_schedule_[k]"),
-            7_000_000,
-        ),
-        stack(
-            &format!(
-                "{step};[libdnnl.so];asm_exc_page_fault_[k];filemap_fault_[k];io_schedule_[k]"
-            ),
+            format!("{STEP};[libdnnl.so];asm_exc_page_fault_[k];filemap_fault_[k];io_schedule_[k]"),
             1_000_000,
         ),
-    ];
+    ]);
     let w = analyze(&s, &Thresholds::default()).unwrap();
     let c = &w.consumers[0];
     assert_eq!(c.fetch_io_ns, 7_000_000_000);
