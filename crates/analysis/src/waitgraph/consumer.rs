@@ -110,9 +110,9 @@ pub struct ConsumerTime {
 
 impl ConsumerTime {
     /// What keeps its AU under 100% besides its waits for data and the
-    /// GIL and a CPU trainer's own D waits: its own fetching (on a CPU or queued for one taking and
-    /// unpickling batches, blocked on the device or a socket reading
-    /// samples itself), ns.
+    /// GIL (and a CPU trainer's own D waits): its own fetching (on a CPU
+    /// or queued for one taking and unpickling batches, blocked on the
+    /// device or a socket reading samples itself), ns.
     pub fn own_fetch_ns(&self) -> u64 {
         let not_computing = self.window_ns as f64 * (1.0 - self.au_percentage / 100.0);
         let own_io = if self.emulated_compute {
