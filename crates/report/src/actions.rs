@@ -292,21 +292,14 @@ fn stalled(kind: Option<StallKind>, threads: &[(String, u32)]) -> Vec<String> {
 
 /// What to try when a FUSE daemon answers the readers' storage waits.
 fn fs_daemon_action(d: &storprof_analysis::features::FsDaemonFeature) -> String {
-    let record = if d.traced {
-        "its own waits are in this recording".to_string()
-    } else {
-        format!(
-            "record it with the job (`storprof diagnose --pid {} -- COMMAND`) to see where its \
-             time goes",
-            d.pid
-        )
-    };
     format!(
-        "The reads go to a file system served by {} (pid {}), a FUSE daemon: its backend (an \
-         object store's latency and bandwidth), its cache and prefetch settings, or more reads \
-         in flight (DataLoader workers, read threads: each read waits on the daemon's round \
-         trip) set the rate; {record}.",
-        d.comm, d.pid
+        "The reads go to a file system served by {comm} (pid {pid}), a FUSE daemon: its backend \
+         (an object store's latency and bandwidth), its cache and prefetch settings, or more \
+         reads in flight (DataLoader workers, read threads: each read waits on the daemon's \
+         round trip) set the rate; record it with the job (`storprof diagnose --pid {pid} -- \
+         COMMAND`) to see where its time goes.",
+        comm = d.comm,
+        pid = d.pid
     )
 }
 

@@ -231,36 +231,34 @@ pub struct FsDaemonFeature {
     /// Of the storage waits (ns) of the traced threads, the share FUSE
     /// replies ended (any daemon's).
     pub share: f64,
-    /// Whether the daemon is one of the traced processes (its own waits
-    /// are then in the recording).
-    pub traced: bool,
 }
 
 /// [`FsDaemonFeature`] of a session's wake-up graph (None: no graph, no
-/// storage waits, or FUSE replies ended under half of them).
+/// storage waits, or FUSE replies ended under half of them). A traced
+/// daemon's replies are hand-offs, followed into its own waits: the
+/// daemon named here is never one of the job's.
 pub(crate) fn fs_daemon(session: &Session) -> Option<FsDaemonFeature> {
     use crate::waitgraph::{EdgeKind, classify, is_fuse_reply};
     let edges = &session.waits.as_ref()?.edges;
     let mut storage_ns = 0u64;
     let mut fuse_ns = 0u64;
-    let mut daemons: std::collections::BTreeMap<(u32, &str, bool), u64> = Default::default();
+    let mut daemons: std::collections::BTreeMap<(u32, &str), u64> = Default::default();
     for e in edges.iter().filter(|e| classify(e) == EdgeKind::Storage) {
         storage_ns += e.blocked_ns;
         if is_fuse_reply(e) {
             fuse_ns += e.blocked_ns;
             *daemons
-                .entry((e.waker_pid, e.waker_comm.as_str(), e.waker_traced))
+                .entry((e.waker_pid, e.waker_comm.as_str()))
                 .or_default() += e.blocked_ns;
         }
     }
     if storage_ns == 0 || 2 * fuse_ns < storage_ns {
         return None;
     }
-    let ((pid, comm, traced), _) = daemons.into_iter().max_by_key(|(_, ns)| *ns)?;
+    let ((pid, comm), _) = daemons.into_iter().max_by_key(|(_, ns)| *ns)?;
     Some(FsDaemonFeature {
         comm: comm.to_string(),
         pid,
         share: fuse_ns as f64 / storage_ns as f64,
-        traced,
     })
 }

@@ -127,23 +127,22 @@ const IMPORT_SPAN_NS: u64 = 2_000_000_000;
 /// all imports, by bytes nearly all data.
 fn data_bytes(session: &Session, th: &ThreadStats, data_share: f64) -> f64 {
     let bytes = input_bytes(th) as f64;
-    let Some(ts) = session.timeseries.as_ref().filter(|_| data_share < 1.0) else {
-        return bytes * data_share;
+    let later = if data_share < 1.0 {
+        read_after_imports(session, (th.pid, th.tid)).map_or(0.0, |b| (b as f64).min(bytes))
+    } else {
+        0.0
     };
-    let Some(series) = ts
-        .threads
-        .iter()
-        .find(|s| (s.pid, s.tid) == (th.pid, th.tid))
-    else {
-        return bytes * data_share;
-    };
-    let read = series.read();
-    let Some(first) = read.first_nonzero() else {
-        return bytes * data_share;
-    };
-    let span = IMPORT_SPAN_NS.div_ceil(ts.bucket_ns.max(1)) as usize;
-    let later = (read.total().saturating_sub(read.sum(first, first + span)) as f64).min(bytes);
     (bytes - later) * data_share + later
+}
+
+/// What thread `id` read after the first `IMPORT_SPAN_NS` of its reads
+/// (None: no time series, or no reads in it).
+fn read_after_imports(session: &Session, id: ThreadId) -> Option<u64> {
+    let ts = session.timeseries.as_ref()?;
+    let read = ts.threads.iter().find(|s| (s.pid, s.tid) == id)?.read();
+    let first = read.first_nonzero()?;
+    let span = IMPORT_SPAN_NS.div_ceil(ts.bucket_ns.max(1)) as usize;
+    Some(read.total().saturating_sub(read.sum(first, first + span)))
 }
 
 /// Readers less those that read (nearly) only before any other began (or

@@ -3,9 +3,8 @@
 //! Data flow: while the recording runs, `record` hands
 //! [`Symbolizer::set_layout_text`] each traced process's address layout
 //! (`/proc/PID/maps`) and perf map (`/tmp/perf-PID.map`) when it appears
-//! (fork/exec events) and while it is young, read through its kernel seam
-//! ([`Symbolizer::snapshot_process`] reads them itself), so the layouts of
-//! short-lived workers are kept after they exit. At the end, user addresses are turned
+//! (fork/exec events) and while it is young, read through its kernel seam,
+//! so the layouts of short-lived workers are kept after they exit. At the end, user addresses are turned
 //! into (file, file offset) with that layout and symbolized from the ELF
 //! files (symbols and DWARF); anonymous memory is looked up in the perf map;
 //! kernel addresses are symbolized from kallsyms and suffixed `_[k]`.
@@ -151,16 +150,6 @@ impl Symbolizer {
         &self.frame_modules
     }
 
-    /// Reads the current layout of `tgid` (keeps the old one when the
-    /// process is gone). Returns false when it could not be read.
-    pub fn snapshot_process(&mut self, tgid: u32) -> bool {
-        let Ok(maps) = std::fs::read_to_string(format!("/proc/{tgid}/maps")) else {
-            return false;
-        };
-        let perf_map = std::fs::read_to_string(format!("/tmp/perf-{tgid}.map")).ok();
-        self.set_layout_text(tgid, &maps, perf_map.as_deref())
-    }
-
     /// Sets the layout of `tgid` from the text of its `/proc/PID/maps` and
     /// perf map, read by the caller (the recorder reads them through its
     /// kernel seam, so a replay names stacks with its own layouts). Keeps
@@ -178,7 +167,7 @@ impl Symbolizer {
         true
     }
 
-    /// Sets the layout and perf map of `tgid` as [`Self::snapshot_process`]
+    /// Sets the layout and perf map of `tgid` as [`Self::set_layout_text`]
     /// would have read them: for the fuzz targets (fuzz/), which feed
     /// layouts and ELF files without a live process.
     pub fn set_layout(&mut self, tgid: u32, maps: Vec<MapEntry>, perf_map: Vec<PerfMapEntry>) {

@@ -138,12 +138,12 @@ fn nested_capture_level_one(len: usize) -> StackSample {
 
 fn symbolized(sample: &StackSample) -> (Vec<String>, UnwindEnd) {
     let pid = std::process::id();
-    let layout =
-        parse_maps(&std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps"));
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+    let layout = parse_maps(&maps);
     let mut unwinder = DwarfUnwinder::new();
     let unwound = unwinder.unwind(pid, &layout, sample);
     let mut symbolizer = Symbolizer::new();
-    assert!(symbolizer.snapshot_process(pid));
+    assert!(symbolizer.set_layout_text(pid, &maps, None));
     (symbolizer.user_frames(pid, &unwound.ips), unwound.end)
 }
 
