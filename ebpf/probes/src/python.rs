@@ -5,6 +5,8 @@ use storprof_common::{
     MAX_PY_FRAMES, MAX_PY_THREADS, PY_NO_OFFSET, PyFrameRecord, PyProcess, py_status, py_tstate,
 };
 
+use aya_ebpf::{cty::c_void, helpers::generated::bpf_loop};
+
 use crate::maps::{CONFIG, PY_PROCS};
 
 /// Reads a `T` from the current task's user memory (None when it faults).
@@ -24,7 +26,7 @@ fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
     if interp == 0 {
         return Some(0);
     }
-    let mut tstate = read_user::<u64>(interp + py.interp_tstate_head as u64)?;
+    let tstate = read_user::<u64>(interp + py.interp_tstate_head as u64)?;
     // What the thread state holds for this thread: its pthread_t (the FS
     // base) in BY_PTHREAD mode, else its id in its own pid namespace.
     let (wanted, field) = if py.tstate_mode == py_tstate::BY_PTHREAD {
@@ -32,17 +34,76 @@ fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
     } else {
         (native_tid(py, tid)? as u64, py.tstate_native_tid)
     };
-    for _ in 0..MAX_PY_THREADS {
-        if tstate == 0 {
-            break;
-        }
-        let value = read_user::<u64>(tstate + field as u64)?;
-        if value == wanted {
-            return Some(tstate);
-        }
-        tstate = read_user::<u64>(tstate + py.tstate_next as u64)?;
+    let mut search = ThreadSearch {
+        tstate,
+        wanted,
+        field: u64::from(field),
+        next: u64::from(py.tstate_next),
+        outcome: ThreadSearch::NOT_FOUND,
+    };
+    // SAFETY: the callback and its context match `bpf_loop`'s contract
+    // (index, context pointer; 0 goes on, 1 stops), and `search` outlives it.
+    unsafe {
+        bpf_loop(
+            MAX_PY_THREADS,
+            next_thread_state as *mut c_void,
+            (&raw mut search).cast(),
+            0,
+        )
+    };
+    match search.outcome {
+        ThreadSearch::FOUND => Some(search.tstate),
+        ThreadSearch::READ_FAILED => None,
+        _ => Some(0),
     }
-    Some(0)
+}
+
+/// A walk of an interpreter's thread-state list for the state whose
+/// `field` holds `wanted`. A `bpf_loop` walks it, so that the verifier
+/// checks its step once (an inlined loop is walked once per iteration).
+#[repr(C)]
+struct ThreadSearch {
+    /// The state the next step looks at (0: the list's end).
+    tstate: u64,
+    wanted: u64,
+    field: u64,
+    /// Offset of `PyThreadState.next`.
+    next: u64,
+    outcome: u64,
+}
+
+impl ThreadSearch {
+    const NOT_FOUND: u64 = 0;
+    const FOUND: u64 = 1;
+    const READ_FAILED: u64 = 2;
+}
+
+/// `bpf_loop` callback: one step of the `ThreadSearch` at `ctx`.
+extern "C" fn next_thread_state(_index: u64, ctx: *mut c_void) -> i64 {
+    let search = ctx.cast::<ThreadSearch>();
+    // SAFETY: `ctx` is the caller's `ThreadSearch`.
+    unsafe {
+        let tstate = (*search).tstate;
+        if tstate == 0 {
+            return 1;
+        }
+        let Some(value) = read_user::<u64>(tstate + (*search).field) else {
+            (*search).outcome = ThreadSearch::READ_FAILED;
+            return 1;
+        };
+        if value == (*search).wanted {
+            (*search).outcome = ThreadSearch::FOUND;
+            return 1;
+        }
+        match read_user::<u64>(tstate + (*search).next) {
+            Some(next) => (*search).tstate = next,
+            None => {
+                (*search).outcome = ThreadSearch::READ_FAILED;
+                return 1;
+            }
+        }
+    }
+    0
 }
 
 /// The current task's user FS base (`pthread_self()` on x86_64 glibc).
@@ -109,32 +170,91 @@ pub(crate) fn python_frames(
             None => return (0, py_status::READ_FAILED),
         }
     }
-    let mut count: u16 = 0;
-    for slot in out.iter_mut() {
+    let mut walk = FrameWalk {
+        frame,
+        out: core::ptr::from_mut(out),
+        code: u64::from(py.frame_code),
+        instr: u64::from(py.frame_instr),
+        flag: py.frame_flag,
+        previous: py.frame_previous,
+        count: 0,
+        status: FrameWalk::WALKING,
+    };
+    // SAFETY: as in `python_thread_state`, for `walk`.
+    unsafe {
+        bpf_loop(
+            MAX_PY_FRAMES as u32,
+            read_frame as *mut c_void,
+            (&raw mut walk).cast(),
+            0,
+        )
+    };
+    let status = match walk.status {
+        FrameWalk::WALKING if walk.frame == 0 => py_status::OK,
+        FrameWalk::WALKING => py_status::TRUNCATED,
+        done => done,
+    };
+    (walk.count, status)
+}
+
+/// A walk of a thread's Python frames, innermost first, into `out`, by
+/// `bpf_loop` (see `ThreadSearch`).
+#[repr(C)]
+struct FrameWalk {
+    /// The frame the next step reads (0: the outermost was read).
+    frame: u64,
+    out: *mut [PyFrameRecord; MAX_PY_FRAMES],
+    /// `PyProcess` offsets of the frame's code, instruction and previous
+    /// frame, and of its owner flag (`PY_NO_OFFSET`: none).
+    code: u64,
+    instr: u64,
+    flag: u32,
+    previous: u32,
+    count: u16,
+    /// `WALKING`, or the `py_status` the walk ended with.
+    status: u16,
+}
+
+impl FrameWalk {
+    const WALKING: u16 = u16::MAX;
+}
+
+/// `bpf_loop` callback: reads frame `index` of the `FrameWalk` at `ctx`.
+extern "C" fn read_frame(index: u64, ctx: *mut c_void) -> i64 {
+    let walk = ctx.cast::<FrameWalk>();
+    let i = index as usize;
+    if i >= MAX_PY_FRAMES {
+        return 1;
+    }
+    // SAFETY: `ctx` is the caller's `FrameWalk`, whose `out` is this CPU's
+    // scratch value; `i` is in bounds.
+    unsafe {
+        let frame = (*walk).frame;
         if frame == 0 {
-            return (count, py_status::OK);
+            (*walk).status = py_status::OK;
+            return 1;
         }
         let (Some(code), Some(instr)) = (
-            read_user::<u64>(frame + py.frame_code as u64),
-            read_user::<u64>(frame + py.frame_instr as u64),
+            read_user::<u64>(frame + (*walk).code),
+            read_user::<u64>(frame + (*walk).instr),
         ) else {
-            return (count, py_status::READ_FAILED);
+            (*walk).status = py_status::READ_FAILED;
+            return 1;
         };
-        let flag = if py.frame_flag == PY_NO_OFFSET {
+        let flag = if (*walk).flag == PY_NO_OFFSET {
             0
         } else {
-            read_user::<u8>(frame + py.frame_flag as u64).unwrap_or(0)
+            read_user::<u8>(frame + u64::from((*walk).flag)).unwrap_or(0)
         };
-        *slot = PyFrameRecord::new(code, instr, flag);
-        count += 1;
-        frame = match read_user::<u64>(frame + py.frame_previous as u64) {
-            Some(f) => f,
-            None => return (count, py_status::READ_FAILED),
-        };
+        (*(*walk).out)[i] = PyFrameRecord::new(code, instr, flag);
+        (*walk).count = i as u16 + 1;
+        match read_user::<u64>(frame + u64::from((*walk).previous)) {
+            Some(previous) => (*walk).frame = previous,
+            None => {
+                (*walk).status = py_status::READ_FAILED;
+                return 1;
+            }
+        }
     }
-    if frame == 0 {
-        (count, py_status::OK)
-    } else {
-        (count, py_status::TRUNCATED)
-    }
+    0
 }

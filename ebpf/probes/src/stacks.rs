@@ -4,8 +4,10 @@
 use aya_ebpf::{
     EbpfContext,
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
+    cty::c_void,
     helpers::{
-        bpf_get_current_pid_tgid, generated::bpf_get_stack, generated::bpf_probe_read_kernel,
+        bpf_get_current_pid_tgid, generated::bpf_get_stack, generated::bpf_loop,
+        generated::bpf_probe_read_kernel,
     },
     programs::PerfEventContext,
 };
@@ -66,43 +68,129 @@ fn stack_id<C: EbpfContext>(ctx: &C, flags: u64, buf_slot: u32) -> i32 {
     if len <= 0 {
         return -1;
     }
-    // FNV-1a over the frames, seeded apart for user and kernel stacks.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ flags;
-    for i in 0..MAX_STACK_FRAMES {
-        // SAFETY: this CPU's buffer, index in bounds.
-        let ip = unsafe { (*buf).ips[i] };
-        if ip == 0 {
-            break;
-        }
-        hash = (hash ^ ip).wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    // Both loops run as `bpf_loop` callbacks: the verifier checks a
+    // callback's body once, where it walks an inlined loop once per
+    // iteration and every exit on, at each of a program's stack sites.
+    let mut fold = FrameHash {
+        frames: buf.cast_const(),
+        // FNV-1a, seeded apart for user and kernel stacks.
+        hash: 0xcbf2_9ce4_8422_2325 ^ flags,
+    };
+    // SAFETY: the callback and its context match `bpf_loop`'s contract
+    // (index, context pointer; 0 goes on, 1 stops), and `fold` outlives it.
+    unsafe {
+        bpf_loop(
+            MAX_STACK_FRAMES as u32,
+            hash_frame as *mut c_void,
+            (&raw mut fold).cast(),
+            0,
+        )
+    };
+    let hash = fold.hash;
     // Open addressing over the slots: the first probe is the hash's low
     // bits, then an odd step (it visits every slot of a power-of-two
     // table). A slot is claimed by inserting its owner's hash with
     // BPF_NOEXIST, which one CPU alone can win.
-    let mask = STACK_SLOTS - 1;
-    let mut slot = (hash as u32) & mask;
-    let step = ((hash >> 32) as u32) | 1;
-    for _ in 0..STACK_PROBES {
-        // SAFETY: a lookup; the value is a plain u64.
-        match unsafe { STACK_OWNERS.get(slot) } {
-            Some(&owner) if owner == hash => return slot as i32,
-            Some(_) => {}
+    let mut search = SlotSearch {
+        hash,
+        frames: buf,
+        slot: (hash as u32) & (STACK_SLOTS - 1),
+        step: ((hash >> 32) as u32) | 1,
+        found: SLOT_NOT_FOUND,
+    };
+    // SAFETY: as above, for `search`.
+    unsafe {
+        bpf_loop(
+            STACK_PROBES,
+            probe_slot as *mut c_void,
+            (&raw mut search).cast(),
+            0,
+        )
+    };
+    if search.found == SLOT_NOT_FOUND {
+        count_lost(lost::STACKS_FULL);
+        return -1;
+    }
+    search.found
+}
+
+/// The FNV-1a hash `hash_frame` folds a stack's frames into.
+#[repr(C)]
+struct FrameHash {
+    frames: *const StackFrames,
+    hash: u64,
+}
+
+/// `bpf_loop` callback: folds frame `index` into the `FrameHash` at
+/// `ctx`; stops at the first zero frame.
+extern "C" fn hash_frame(index: u64, ctx: *mut c_void) -> i64 {
+    let fold = ctx.cast::<FrameHash>();
+    let i = index as usize;
+    if i >= MAX_STACK_FRAMES {
+        return 1;
+    }
+    // SAFETY: `ctx` is the caller's `FrameHash`, whose `frames` is this
+    // CPU's stack buffer; `i` is in bounds.
+    unsafe {
+        let ip = (*(*fold).frames).ips[i];
+        if ip == 0 {
+            return 1;
+        }
+        (*fold).hash = ((*fold).hash ^ ip).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    0
+}
+
+/// `SlotSearch::found` while no slot holds or took the stack.
+const SLOT_NOT_FOUND: i32 = i32::MIN;
+
+/// A search of `STACK_OWNERS` for the slot of the stack hashed `hash`.
+#[repr(C)]
+struct SlotSearch {
+    hash: u64,
+    /// The stack's frames, stored when a free slot is claimed.
+    frames: *mut StackFrames,
+    /// The slot the next probe looks at.
+    slot: u32,
+    step: u32,
+    /// The stack's id once found or stored (-1: claimed, not stored).
+    found: i32,
+}
+
+/// `bpf_loop` callback: one probe of the `SlotSearch` at `ctx`; stops
+/// when the slot holds the stack or has just been claimed for it.
+extern "C" fn probe_slot(_index: u64, ctx: *mut c_void) -> i64 {
+    let search = ctx.cast::<SlotSearch>();
+    // SAFETY: `ctx` is the caller's `SlotSearch`.
+    let (hash, slot) = unsafe { ((*search).hash, (*search).slot) };
+    // SAFETY: a lookup; the value is a plain u64.
+    let found = match unsafe { STACK_OWNERS.get(slot) } {
+        Some(&owner) if owner == hash => Some(slot as i32),
+        Some(_) => None,
+        None if STACK_OWNERS.insert(slot, hash, BPF_NOEXIST as u64).is_ok() => {
+            // SAFETY: as above.
+            Some(store_frames(slot, unsafe { (*search).frames }))
+        }
+        None => {
+            // Another CPU claimed it first, maybe for this very stack.
+            // SAFETY: as above.
+            let owner = unsafe { STACK_OWNERS.get(slot) }.copied();
+            (owner == Some(hash)).then_some(slot as i32)
+        }
+    };
+    // SAFETY: as above.
+    unsafe {
+        match found {
+            Some(id) => {
+                (*search).found = id;
+                1
+            }
             None => {
-                if STACK_OWNERS.insert(slot, hash, BPF_NOEXIST as u64).is_ok() {
-                    return store_frames(slot, buf);
-                }
-                // Another CPU claimed it first, maybe for this very stack.
-                // SAFETY: as above.
-                if unsafe { STACK_OWNERS.get(slot) } == Some(&hash) {
-                    return slot as i32;
-                }
+                (*search).slot = slot.wrapping_add((*search).step) & (STACK_SLOTS - 1);
+                0
             }
         }
-        slot = slot.wrapping_add(step) & mask;
     }
-    count_lost(lost::STACKS_FULL);
-    -1
 }
 
 /// Copies the stack in `buf` into `STACK_FRAMES[slot]`, a slot just claimed.

@@ -35,10 +35,10 @@ pub(crate) fn switch_out_stacks(
     if let Some(ids) = reusable_stacks(tid, prev_state, now) {
         return ids;
     }
-    // Only what lived across `stack_ids`' loops before the reuse lives
-    // across them now (the state and syscall are worked out again after):
-    // more there, known differently on each way here, had the verifier
-    // walk the loops once per way, three times the work at every load.
+    // Only what lived across `stack_ids` before the reuse lives across it
+    // now (the state and syscall are worked out again after): more there,
+    // known differently on each way here, had the verifier walk it once
+    // per way, several times the work at every load.
     let ids = stack_ids(ctx, STACK_BUF_TRACE);
     remember_stacks(
         tid,
