@@ -189,11 +189,42 @@ struct KernelOffsets {
     block: Result<storprof_common::BlockLayout, BtfError>,
 }
 
+/// The running kernel's BTF: mapped where the kernel allows it (6.15 and
+/// later), which spares a copy of its ~5 MB at every start, else read.
+fn read_vmlinux_btf() -> std::io::Result<VmlinuxBtf> {
+    const PATH: &str = "/sys/kernel/btf/vmlinux";
+    let file = std::fs::File::open(PATH)?;
+    // A private mapping: the kernel refuses shared ones of this file.
+    // SAFETY: the kernel's BTF is read-only and never changes while the
+    // system runs, so the mapping cannot change under the slice.
+    match unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file) } {
+        Ok(map) => Ok(VmlinuxBtf::Mapped(map)),
+        Err(_) => std::fs::read(PATH).map(VmlinuxBtf::Read),
+    }
+}
+
+/// The bytes of `/sys/kernel/btf/vmlinux`, mapped or read.
+enum VmlinuxBtf {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for VmlinuxBtf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Mapped(map) => map,
+            Self::Read(bytes) => bytes,
+        }
+    }
+}
+
 /// [`KernelOffsets`] of the running kernel, read on first use.
 fn kernel_offsets() -> &'static KernelOffsets {
     static OFFSETS: std::sync::OnceLock<KernelOffsets> = std::sync::OnceLock::new();
     OFFSETS.get_or_init(|| {
-        let types = std::fs::read("/sys/kernel/btf/vmlinux")
+        let types = read_vmlinux_btf()
             .map_err(|_| BtfError::BadHeader)
             .and_then(|data| KernelTypes::parse(&data));
         match types {
