@@ -38,8 +38,20 @@ impl StackFrames for Symbols<'_> {
         self.symbolizer.user_frames(tgid, ips)
     }
     fn kernel_frames(&mut self, ips: &[u64]) -> Vec<String> {
-        self.symbolizer.kernel_frames(ips)
+        kernel_frames(self.symbolizer, self.kernel, ips)
     }
+}
+
+/// Names of kernel addresses (leaf first): those not named yet are asked
+/// of the kernel itself, in one batch, and kallsyms names what it cannot.
+pub fn kernel_frames(symbolizer: &mut Symbolizer, kernel: &dyn Kernel, ips: &[u64]) -> Vec<String> {
+    let unnamed = symbolizer.unnamed_kernel_addresses(ips);
+    if !unnamed.is_empty()
+        && let Some(names) = kernel.kernel_symbol_names(&unnamed)
+    {
+        symbolizer.name_kernel_addresses(unnamed.into_iter().zip(names));
+    }
+    symbolizer.kernel_frames(ips)
 }
 
 /// What is folded.

@@ -69,6 +69,12 @@ pub trait Kernel {
     fn retire_threads(&mut self, tids: &BTreeSet<u32>) -> Result<RetiredThreads, ProbeError>;
     /// The instruction pointers of a stack id (leaf first; empty: none).
     fn stack(&self, id: i32) -> Vec<u64>;
+    /// The running kernel's name of each of `addrs` (None: no symbol),
+    /// asked of the kernel itself; None when it cannot be asked, and the
+    /// symbolizer reads kallsyms instead (a replay's default).
+    fn kernel_symbol_names(&self, _addrs: &[u64]) -> Option<Vec<Option<String>>> {
+        None
+    }
     /// Drop counters by name.
     fn lost_events(&self) -> BTreeMap<String, u64>;
     /// Switch-ins found without their `sched_switch` event, and repaired.
@@ -205,6 +211,9 @@ impl Kernel for ProbeSet {
     }
     fn stack(&self, id: i32) -> Vec<u64> {
         ProbeSet::stack(self, id)
+    }
+    fn kernel_symbol_names(&self, addrs: &[u64]) -> Option<Vec<Option<String>>> {
+        ProbeSet::kernel_symbol_names(self, addrs)
     }
     fn lost_events(&self) -> BTreeMap<String, u64> {
         ProbeSet::lost_events(self)

@@ -273,8 +273,13 @@ pub(super) fn build_session(
     } = recorder;
     let start_mono = *start_mono;
     let dwarf_mode = unwinder.is_some();
-    // One kallsyms pass for every kernel address (per stack it cost ~5 ms each).
-    symbolizer.kernel_frames(&kernel_ips(&snapshot, dwarf_offcpu, &wake_edges, probes));
+    // Every kernel address named in one batch (per stack it cost ~5 ms
+    // each from kallsyms).
+    fold::kernel_frames(
+        symbolizer,
+        probes,
+        &kernel_ips(&snapshot, dwarf_offcpu, &wake_edges, probes),
+    );
     let folded = {
         let input = fold::FoldInput {
             mode: options.unwind,

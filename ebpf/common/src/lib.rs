@@ -108,7 +108,9 @@ mod pod {
         WakeKey,
         WakeAcc,
         FutexWaiters,
-        IrqContext
+        IrqContext,
+        KsymRequest,
+        KsymNames
     );
 }
 

@@ -99,3 +99,32 @@ pub const USER_STACK_PREFIX: usize =
 const _: () = assert!(
     core::mem::size_of::<UserStackSample>() == USER_STACK_PREFIX + MAX_STACK_BYTES as usize
 );
+
+/// Kernel addresses `kernel_symbols` names in one run (`KSYM_REQUEST`).
+pub const KSYM_BATCH: usize = 256;
+/// Bytes of one name in `KsymNames`, its NUL included: longer names are
+/// cut.
+pub const KSYM_NAME_BYTES: usize = 128;
+
+/// The addresses user space asks `kernel_symbols` to name (map
+/// `KSYM_REQUEST`, one value).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KsymRequest {
+    /// Addresses of `addrs` to name (at most `KSYM_BATCH`).
+    pub count: u32,
+    pub _pad: u32,
+    pub addrs: [u64; KSYM_BATCH],
+}
+const _: () = assert!(core::mem::size_of::<KsymRequest>() == 8 + KSYM_BATCH * 8);
+
+/// What `kernel_symbols` wrote (map `KSYM_NAMES`, one value): the kernel's
+/// `%ps` of each requested address, NUL-terminated. The kernel prints a
+/// module's symbol as `name [module]` and an address it does not know as
+/// `0x…`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KsymNames {
+    pub names: [[u8; KSYM_NAME_BYTES]; KSYM_BATCH],
+}
+const _: () = assert!(core::mem::size_of::<KsymNames>() == KSYM_BATCH * KSYM_NAME_BYTES);

@@ -49,12 +49,14 @@
 //!   `irq_handler_*`, `softirq_*` and `hrtimer_expire_*` keep (raw
 //!   tracepoints: a classic one is skipped inside another probe, and a
 //!   missed exit would leave its counter raised).
+//! - `kernel_symbols` (raw tracepoint, never attached): user space runs it
+//!   to name kernel addresses (`ksyms`).
 //!
 //! Layout: this file holds only the entry points (user space finds the
 //! programs and maps by name, so those names are fixed); each calls into
 //! the module of its concern: `maps` (every map and the helpers that update
 //! them), `kernel` (tracepoint fields, kernel reads, registers, clock),
-//! `stacks`, `sched` (scheduler, off-CPU time, process lifecycle),
+//! `stacks`, `ksyms` (kernel symbol names), `sched` (scheduler, off-CPU time, process lifecycle),
 //! `syscalls`, `block`, `page_cache`, `python` (CPython frames) and
 //! `wakeups`. Tracepoint field offsets come from
 //! `storprof_common::tracepoint_offsets`, which user space checks.
@@ -63,6 +65,7 @@
 
 mod block;
 mod kernel;
+mod ksyms;
 mod maps;
 mod page_cache;
 mod python;
@@ -183,6 +186,12 @@ pub fn hrtimer_expire_entry(_ctx: RawTracePointContext) -> u32 {
 pub fn hrtimer_expire_exit(_ctx: RawTracePointContext) -> u32 {
     wakeups::irq_depth_add(irq_context::TIMER, false);
     0
+}
+
+/// Never attached: user space runs it to name kernel addresses.
+#[raw_tracepoint]
+pub fn kernel_symbols(_ctx: RawTracePointContext) -> u32 {
+    ksyms::name_requested()
 }
 
 #[cfg(not(test))]

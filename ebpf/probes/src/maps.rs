@@ -8,11 +8,11 @@ use aya_ebpf::{
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use storprof_common::{
-    BlockInflight, BlockKey, BlockSubmitter, FutexWaiters, IrqContext, OffCpuPending, OffCpuStart,
-    ProbeConfig, PyOffCpuSample, PyProcess, STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS,
-    SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES, SYSCALL_THREAD_SLOTS, StackFrames, StackKey,
-    SyscallAcc, SyscallKey, SyscallStart, ThreadAcc, UserStackSample, WakeAcc, WakeKey, lost,
-    py_offcpu_lost,
+    BlockInflight, BlockKey, BlockSubmitter, FutexWaiters, IrqContext, KsymNames, KsymRequest,
+    OffCpuPending, OffCpuStart, ProbeConfig, PyOffCpuSample, PyProcess,
+    STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
+    SYSCALL_THREAD_SLOTS, StackFrames, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
+    UserStackSample, WakeAcc, WakeKey, lost, py_offcpu_lost,
 };
 
 /// Sizes of the per-pid arrays; user space sets them to `kernel.pid_max`.
@@ -196,6 +196,14 @@ pub(crate) static BLOCK_SUBMITTER: LruHashMap<BlockKey, BlockSubmitter> =
 
 #[map]
 pub(crate) static BLOCK_EVENTS: RingBuf = RingBuf::with_byte_size(8 << 20, 0);
+
+/// Kernel addresses to name (`kernel_symbols`), written by user space.
+#[map]
+pub(crate) static KSYM_REQUEST: Array<KsymRequest> = Array::with_max_entries(1, 0);
+
+/// Their names, written by `kernel_symbols`.
+#[map]
+pub(crate) static KSYM_NAMES: Array<KsymNames> = Array::with_max_entries(1, 0);
 
 /// User-stack samples for DWARF unwinding (header + stack window).
 #[map]

@@ -10,6 +10,7 @@
 pub mod btf;
 mod catalog;
 mod drain;
+mod ksyms;
 mod snapshot;
 pub mod tracefs;
 
@@ -170,6 +171,9 @@ pub struct ProbeSet {
     /// stack first claims it, and never again in a recording, so each is
     /// read from the kernel once however often the live view folds it.
     stack_cache: std::sync::Mutex<std::collections::HashMap<u32, std::sync::Arc<[u64]>>>,
+    /// The kernel's own names of kernel addresses (None: kallsyms names
+    /// them); behind a lock because naming writes a map from `&self`.
+    kernel_symbols: std::sync::Mutex<Option<ksyms::KernelSymbols>>,
 }
 
 impl Drop for ProbeSet {
@@ -234,7 +238,7 @@ impl ProbeSet {
             return Err(ProbeError::NoProbeObject);
         }
         let pid_slots = pid_max();
-        let ebpf = EbpfLoader::new()
+        let mut ebpf = EbpfLoader::new()
             .map_max_entries("TRACED", pid_slots)
             .map_max_entries("ONCPU_START", pid_slots)
             .map_max_entries("OFFCPU_START", pid_slots)
@@ -249,6 +253,7 @@ impl ProbeSet {
                     * aya::util::nr_cpus().map_or(1024, |n| n as u32).max(1),
             )
             .load(PROBE_OBJECT)?;
+        let kernel_symbols = ksyms::KernelSymbols::load(&mut ebpf);
         let mut set = Self {
             ebpf,
             proc_events: None,
@@ -264,6 +269,7 @@ impl ProbeSet {
             task_pid: None,
             links: Vec::new(),
             stack_cache: Default::default(),
+            kernel_symbols: std::sync::Mutex::new(kernel_symbols),
         };
         set.write_current_config()?;
         set.proc_events = Some(set.take_ringbuf("PROC_EVENTS")?);
@@ -324,6 +330,23 @@ impl ProbeSet {
     /// The stack window the probe copies (0: none), at most `MAX_STACK_BYTES`.
     fn stack_bytes(&self) -> u32 {
         self.options.stack_bytes.min(MAX_STACK_BYTES)
+    }
+
+    /// The kernel's names of `addrs` (see [`ksyms`]); None when its
+    /// program did not load or a run failed (logged; kallsyms names them).
+    pub fn kernel_symbol_names(&self, addrs: &[u64]) -> Option<Vec<Option<String>>> {
+        let mut guard = self
+            .kernel_symbols
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match guard.as_mut()?.names(addrs) {
+            Ok(names) => Some(names),
+            Err(err) => {
+                log::debug!("naming kernel frames by kernel_symbols failed: {err}");
+                *guard = None;
+                None
+            }
+        }
     }
 
     fn take_ringbuf(&mut self, name: &'static str) -> Result<RingBuf<MapData>, ProbeError> {

@@ -323,6 +323,30 @@ impl Symbolizer {
         }
     }
 
+    /// The distinct addresses of `ips` that have no kernel name yet.
+    pub fn unnamed_kernel_addresses(&self, ips: &[u64]) -> Vec<u64> {
+        let mut unnamed: Vec<u64> = ips
+            .iter()
+            .copied()
+            .filter(|ip| !self.kernel_cache.contains_key(ip))
+            .collect();
+        unnamed.sort_unstable();
+        unnamed.dedup();
+        unnamed
+    }
+
+    /// Names kernel addresses from another source than kallsyms (the
+    /// kernel asked directly); None: no symbol.
+    pub fn name_kernel_addresses(
+        &mut self,
+        named: impl IntoIterator<Item = (u64, Option<String>)>,
+    ) {
+        for (ip, name) in named {
+            self.kernel_cache
+                .insert(ip, name.map(|name| clean_frame(&name)));
+        }
+    }
+
     /// Frame names of a kernel stack, leaf first, each suffixed `_[k]`.
     pub fn kernel_frames(&mut self, ips: &[u64]) -> Vec<String> {
         let missing: Vec<u64> = ips
