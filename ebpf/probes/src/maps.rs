@@ -2,7 +2,7 @@
 //! small helpers the programs share to update them: the traced-set filter,
 //! lost-event counters, u64 sums and per-thread accumulators.
 use aya_ebpf::{
-    bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
+    bindings::BPF_NOEXIST,
     helpers::bpf_get_current_comm,
     macros::map,
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
@@ -32,12 +32,9 @@ pub(crate) static LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(lost::C
 /// Stacks of every probe by id (`stacks::stack_id`). Not a kernel stack-trace
 /// map: that one drops a stack whose hash bucket holds another, which lost
 /// 79–108 stacks of a real DLIO run at 65536 buckets. Here a stack is lost
-/// only when all slots are taken. Not preallocated: a slot's 1016 B are
-/// allocated when a stack first takes it, where an array allocated and
-/// zeroed 66 MB at every start.
+/// only when all slots are taken. 66 MB of locked memory (1016 B a slot).
 #[map]
-pub(crate) static STACK_FRAMES: HashMap<u32, StackFrames> =
-    HashMap::with_max_entries(STACK_SLOTS, BPF_F_NO_PREALLOC);
+pub(crate) static STACK_FRAMES: Array<StackFrames> = Array::with_max_entries(STACK_SLOTS, 0);
 
 /// Slot of `STACK_FRAMES` → the 64-bit hash of the stack it holds. A hash
 /// map so a slot can be claimed atomically (insert with BPF_NOEXIST).

@@ -6,8 +6,8 @@ use aya_ebpf::{
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     cty::c_void,
     helpers::{
-        bpf_get_current_pid_tgid,
-        generated::{bpf_get_stack, bpf_loop},
+        bpf_get_current_pid_tgid, generated::bpf_get_stack, generated::bpf_loop,
+        generated::bpf_probe_read_kernel,
     },
     programs::PerfEventContext,
 };
@@ -196,14 +196,19 @@ extern "C" fn probe_slot(_index: u64, ctx: *mut c_void) -> i64 {
 /// Copies the stack in `buf` into `STACK_FRAMES[slot]`, a slot just claimed.
 #[inline(always)]
 fn store_frames(slot: u32, buf: *mut StackFrames) -> i32 {
-    // SAFETY: `buf` is this CPU's buffer, a map value holding a StackFrames
-    // that nothing else writes while this program runs.
-    let frames = unsafe { &*buf };
-    if STACK_FRAMES.insert(slot, frames, 0).is_ok() {
-        slot as i32
-    } else {
-        -1
-    }
+    let Some(dest) = STACK_FRAMES.get_ptr_mut(slot) else {
+        return -1;
+    };
+    // SAFETY: `dest` is the claimed slot's value, written by this program
+    // alone; `buf` is this CPU's buffer; both hold a StackFrames.
+    let copied = unsafe {
+        bpf_probe_read_kernel(
+            dest.cast(),
+            core::mem::size_of::<StackFrames>() as u32,
+            buf.cast_const().cast(),
+        )
+    };
+    if copied == 0 { slot as i32 } else { -1 }
 }
 
 /// `cpu_sample`: counts the sample under its thread and stacks, and in
