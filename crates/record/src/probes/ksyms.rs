@@ -14,6 +14,28 @@ use aya::{
 };
 use storprof_common::{KSYM_BATCH, KSYM_NAME_BYTES, KsymNames, KsymRequest};
 
+/// The program's name in the probe object.
+const PROGRAM: &str = "kernel_symbols";
+
+/// Why the program is not used.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    #[error("the probe object has no {PROGRAM} program")]
+    NoProgram,
+    #[error("{PROGRAM}: {0}")]
+    Program(#[from] aya::programs::ProgramError),
+    #[error("{PROGRAM}'s descriptor: {0}")]
+    Fd(#[from] std::io::Error),
+    #[error("eBPF map {0} is missing from the probe object")]
+    MissingMap(&'static str),
+    #[error("eBPF map {name} has the wrong type: {source}")]
+    Map {
+        name: &'static str,
+        #[source]
+        source: aya::maps::MapError,
+    },
+}
+
 /// The loaded `kernel_symbols` program and its two maps.
 pub(super) struct KernelSymbols {
     program: ProgramFd,
@@ -34,27 +56,17 @@ impl KernelSymbols {
         }
     }
 
-    fn try_load(ebpf: &mut Ebpf) -> Result<Self, String> {
+    fn try_load(ebpf: &mut Ebpf) -> Result<Self, LoadError> {
         let program: &mut RawTracePoint = ebpf
-            .program_mut("kernel_symbols")
-            .ok_or("no kernel_symbols program")?
-            .try_into()
-            .map_err(|e| format!("{e}"))?;
-        program.load().map_err(|e| format!("{e}"))?;
-        let program = program
-            .fd()
-            .and_then(|fd| fd.try_clone().map_err(Into::into))
-            .map_err(|e| format!("{e}"))?;
-        let mut array = |name: &str| {
-            let map = ebpf.take_map(name).ok_or(format!("no map {name}"))?;
-            Ok::<_, String>(map)
-        };
-        let request = Array::try_from(array("KSYM_REQUEST")?).map_err(|e| format!("{e}"))?;
-        let names = Array::try_from(array("KSYM_NAMES")?).map_err(|e| format!("{e}"))?;
+            .program_mut(PROGRAM)
+            .ok_or(LoadError::NoProgram)?
+            .try_into()?;
+        program.load()?;
+        let program = program.fd()?.try_clone()?;
         Ok(Self {
+            request: take_array(ebpf, "KSYM_REQUEST")?,
+            names: take_array(ebpf, "KSYM_NAMES")?,
             program,
-            request,
-            names,
         })
     }
 
@@ -101,6 +113,15 @@ impl KernelSymbols {
         }
         Ok(())
     }
+}
+
+/// Takes array map `name` out of `ebpf`.
+fn take_array<V: aya::Pod>(
+    ebpf: &mut Ebpf,
+    name: &'static str,
+) -> Result<Array<MapData, V>, LoadError> {
+    let map = ebpf.take_map(name).ok_or(LoadError::MissingMap(name))?;
+    Array::try_from(map).map_err(|source| LoadError::Map { name, source })
 }
 
 /// `enum bpf_cmd`'s BPF_PROG_TEST_RUN.
