@@ -59,6 +59,11 @@ pub fn run(mut report: impl FnMut(&Check)) -> Vec<Check> {
         ),
         &mut checks,
     );
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    push(
+        check("kernel 5.17 or later", kernel_release_check(release.trim())),
+        &mut checks,
+    );
     push(
         check(
             "BTF (/sys/kernel/btf/vmlinux)",
@@ -147,4 +152,33 @@ pub fn run(mut report: impl FnMut(&Check)) -> Vec<Check> {
         }
     }
     checks
+}
+
+/// Whether kernel `release` (`uname -r`) has what the probes use: their
+/// loops are `bpf_loop` callbacks (5.17).
+fn kernel_release_check(release: &str) -> Result<String, String> {
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|part| part.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) if (major, minor) >= (5, 17) => Ok(release.to_string()),
+        (Some(_), Some(_)) => Err(format!(
+            "{release}: the probes need 5.17 or later (bpf_loop)"
+        )),
+        _ => Err(format!("cannot read the kernel release {release:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_releases_from_5_17_pass() {
+        assert!(kernel_release_check("6.18.44-fc-v1272").is_ok());
+        assert!(kernel_release_check("5.17.0").is_ok());
+        assert!(kernel_release_check("5.15.0-91-generic").is_err());
+        assert!(kernel_release_check("4.19.0").is_err());
+        assert!(kernel_release_check("").is_err());
+    }
 }

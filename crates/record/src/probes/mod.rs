@@ -332,8 +332,8 @@ impl ProbeSet {
         self.options.stack_bytes.min(MAX_STACK_BYTES)
     }
 
-    /// The kernel's names of `addrs` (see [`ksyms`]); None when its
-    /// program did not load or a run failed (logged; kallsyms names them).
+    /// The kernel's names of `addrs` (the `kernel_symbols` program); None
+    /// when it did not load or a run failed (logged; kallsyms names them).
     pub fn kernel_symbol_names(&self, addrs: &[u64]) -> Option<Vec<Option<String>>> {
         let mut guard = self
             .kernel_symbols
