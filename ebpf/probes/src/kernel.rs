@@ -1,6 +1,12 @@
 //! Reads from the kernel shared by every module: tracepoint record fields,
-//! kernel memory, the saved user registers' layout and the clock.
-use aya_ebpf::{EbpfContext, helpers::bpf_ktime_get_ns, programs::TracePointContext};
+//! kernel memory, the saved user registers' layout and the clock; and
+//! `bounded_loop`, the one way the probes loop.
+use aya_ebpf::{
+    EbpfContext,
+    cty::c_void,
+    helpers::{bpf_ktime_get_ns, generated::bpf_loop},
+    programs::TracePointContext,
+};
 use storprof_common::NO_SYSCALL;
 
 /// x86_64 `struct pt_regs` word indices.
@@ -16,6 +22,28 @@ pub(crate) mod pt_regs {
     pub(crate) const ORIG_AX: usize = 15;
     pub(crate) const IP: usize = 16;
     pub(crate) const SP: usize = 19;
+}
+
+/// A `bpf_loop` callback: step `index` over the caller's state at `ctx`;
+/// returns 0 to go on, 1 to stop.
+pub(crate) type LoopStep = extern "C" fn(index: u64, ctx: *mut c_void) -> i64;
+
+/// Runs `step` over `state` for indices `0..count` until it returns 1.
+/// The verifier checks a callback's body once, where it walks an inlined
+/// loop once per iteration, and the rest of the program once per way out
+/// of it, at each place the loop is inlined.
+#[inline(always)]
+pub(crate) fn bounded_loop<T>(count: u32, step: LoopStep, state: &mut T) {
+    // SAFETY: `step` has `bpf_loop`'s callback signature, and `state`, the
+    // pointer it is handed, outlives the call.
+    unsafe {
+        bpf_loop(
+            count,
+            step as *mut c_void,
+            core::ptr::from_mut(state).cast(),
+            0,
+        )
+    };
 }
 
 #[inline(always)]

@@ -5,11 +5,14 @@
 //! reading `/proc/kallsyms` has the kernel print all of its symbols.
 use aya_ebpf::{
     cty::{c_char, c_void},
-    helpers::generated::{bpf_loop, bpf_snprintf},
+    helpers::generated::bpf_snprintf,
 };
 use storprof_common::{KSYM_BATCH, KSYM_NAME_BYTES, KsymNames, KsymRequest};
 
-use crate::maps::{KSYM_NAMES, KSYM_REQUEST};
+use crate::{
+    kernel::bounded_loop,
+    maps::{KSYM_NAMES, KSYM_REQUEST},
+};
 
 /// The format of a name: the symbol alone, no offset (a read-only global:
 /// `bpf_snprintf` takes its format from a frozen map only).
@@ -23,17 +26,7 @@ pub(crate) fn name_requested() -> u32 {
     };
     // SAFETY: the map value holds a KsymRequest.
     let count = unsafe { (*request).count }.min(KSYM_BATCH as u32);
-    let mut batch = KsymBatch { request, names };
-    // SAFETY: the callback and its context match `bpf_loop`'s contract
-    // (index, context pointer; 0 goes on, 1 stops), and `batch` outlives it.
-    unsafe {
-        bpf_loop(
-            count,
-            name_address as *mut c_void,
-            (&raw mut batch).cast(),
-            0,
-        )
-    };
+    bounded_loop(count, name_address, &mut KsymBatch { request, names });
     0
 }
 

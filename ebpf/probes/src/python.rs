@@ -5,9 +5,12 @@ use storprof_common::{
     MAX_PY_FRAMES, MAX_PY_THREADS, PY_NO_OFFSET, PyFrameRecord, PyProcess, py_status, py_tstate,
 };
 
-use aya_ebpf::{cty::c_void, helpers::generated::bpf_loop};
+use aya_ebpf::cty::c_void;
 
-use crate::maps::{CONFIG, PY_PROCS};
+use crate::{
+    kernel::bounded_loop,
+    maps::{CONFIG, PY_PROCS},
+};
 
 /// Reads a `T` from the current task's user memory (None when it faults).
 #[inline(always)]
@@ -41,16 +44,7 @@ fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
         next: u64::from(py.tstate_next),
         outcome: ThreadSearch::NOT_FOUND,
     };
-    // SAFETY: the callback and its context match `bpf_loop`'s contract
-    // (index, context pointer; 0 goes on, 1 stops), and `search` outlives it.
-    unsafe {
-        bpf_loop(
-            MAX_PY_THREADS,
-            next_thread_state as *mut c_void,
-            (&raw mut search).cast(),
-            0,
-        )
-    };
+    bounded_loop(MAX_PY_THREADS, next_thread_state, &mut search);
     match search.outcome {
         ThreadSearch::FOUND => Some(search.tstate),
         ThreadSearch::READ_FAILED => None,
@@ -59,8 +53,7 @@ fn python_thread_state(py: &PyProcess, tid: u32) -> Option<u64> {
 }
 
 /// A walk of an interpreter's thread-state list for the state whose
-/// `field` holds `wanted`. A `bpf_loop` walks it, so that the verifier
-/// checks its step once (an inlined loop is walked once per iteration).
+/// `field` holds `wanted`, a step at a time (`bounded_loop`).
 #[repr(C)]
 struct ThreadSearch {
     /// The state the next step looks at (0: the list's end).
@@ -180,15 +173,7 @@ pub(crate) fn python_frames(
         count: 0,
         status: FrameWalk::WALKING,
     };
-    // SAFETY: as in `python_thread_state`, for `walk`.
-    unsafe {
-        bpf_loop(
-            MAX_PY_FRAMES as u32,
-            read_frame as *mut c_void,
-            (&raw mut walk).cast(),
-            0,
-        )
-    };
+    bounded_loop(MAX_PY_FRAMES as u32, read_frame, &mut walk);
     let status = match walk.status {
         FrameWalk::WALKING if walk.frame == 0 => py_status::OK,
         FrameWalk::WALKING => py_status::TRUNCATED,
@@ -197,8 +182,8 @@ pub(crate) fn python_frames(
     (walk.count, status)
 }
 
-/// A walk of a thread's Python frames, innermost first, into `out`, by
-/// `bpf_loop` (see `ThreadSearch`).
+/// A walk of a thread's Python frames, innermost first, into `out`, a
+/// frame at a time (`bounded_loop`).
 #[repr(C)]
 struct FrameWalk {
     /// The frame the next step reads (0: the outermost was read).

@@ -6,8 +6,7 @@ use aya_ebpf::{
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     cty::c_void,
     helpers::{
-        bpf_get_current_pid_tgid, generated::bpf_get_stack, generated::bpf_loop,
-        generated::bpf_probe_read_kernel,
+        bpf_get_current_pid_tgid, generated::bpf_get_stack, generated::bpf_probe_read_kernel,
     },
     programs::PerfEventContext,
 };
@@ -18,7 +17,7 @@ use storprof_common::{
 };
 
 use crate::{
-    kernel::{pt_regs, pt_regs_word},
+    kernel::{bounded_loop, pt_regs, pt_regs_word},
     maps::{
         CONFIG, DWARF_PROCS, PY_PROCS, SAMPLES, STACK_BUF, STACK_BUF_SAMPLE, STACK_EVENTS,
         STACK_FRAMES, STACK_OWNERS, STACK_PROBES, STACK_SCRATCH, add_to, count_lost, is_traced,
@@ -68,24 +67,12 @@ fn stack_id<C: EbpfContext>(ctx: &C, flags: u64, buf_slot: u32) -> i32 {
     if len <= 0 {
         return -1;
     }
-    // Both loops run as `bpf_loop` callbacks: the verifier checks a
-    // callback's body once, where it walks an inlined loop once per
-    // iteration and every exit on, at each of a program's stack sites.
     let mut fold = FrameHash {
         frames: buf.cast_const(),
         // FNV-1a, seeded apart for user and kernel stacks.
         hash: 0xcbf2_9ce4_8422_2325 ^ flags,
     };
-    // SAFETY: the callback and its context match `bpf_loop`'s contract
-    // (index, context pointer; 0 goes on, 1 stops), and `fold` outlives it.
-    unsafe {
-        bpf_loop(
-            MAX_STACK_FRAMES as u32,
-            hash_frame as *mut c_void,
-            (&raw mut fold).cast(),
-            0,
-        )
-    };
+    bounded_loop(MAX_STACK_FRAMES as u32, hash_frame, &mut fold);
     let hash = fold.hash;
     // Open addressing over the slots: the first probe is the hash's low
     // bits, then an odd step (it visits every slot of a power-of-two
@@ -98,15 +85,7 @@ fn stack_id<C: EbpfContext>(ctx: &C, flags: u64, buf_slot: u32) -> i32 {
         step: ((hash >> 32) as u32) | 1,
         found: SLOT_NOT_FOUND,
     };
-    // SAFETY: as above, for `search`.
-    unsafe {
-        bpf_loop(
-            STACK_PROBES,
-            probe_slot as *mut c_void,
-            (&raw mut search).cast(),
-            0,
-        )
-    };
+    bounded_loop(STACK_PROBES, probe_slot, &mut search);
     if search.found == SLOT_NOT_FOUND {
         count_lost(lost::STACKS_FULL);
         return -1;
