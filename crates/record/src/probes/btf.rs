@@ -193,13 +193,17 @@ struct KernelOffsets {
 /// later), which spares a copy of its ~5 MB at every start, else read.
 fn read_vmlinux_btf() -> std::io::Result<VmlinuxBtf> {
     const PATH: &str = "/sys/kernel/btf/vmlinux";
-    let file = std::fs::File::open(PATH)?;
+    let mut file = std::fs::File::open(PATH)?;
     // A private mapping: the kernel refuses shared ones of this file.
     // SAFETY: the kernel's BTF is read-only and never changes while the
     // system runs, so the mapping cannot change under the slice.
     match unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file) } {
         Ok(map) => Ok(VmlinuxBtf::Mapped(map)),
-        Err(_) => std::fs::read(PATH).map(VmlinuxBtf::Read),
+        Err(_) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut bytes)?;
+            Ok(VmlinuxBtf::Read(bytes))
+        }
     }
 }
 

@@ -7,7 +7,9 @@
 //! so the layouts of short-lived workers are kept after they exit. At the end, user addresses are turned
 //! into (file, file offset) with that layout and symbolized from the ELF
 //! files (symbols and DWARF); anonymous memory is looked up in the perf map;
-//! kernel addresses are symbolized from kallsyms and suffixed `_[k]`.
+//! kernel addresses are named by the kernel when the recorder can ask it
+//! ([`Symbolizer::name_kernel_addresses`]), else from kallsyms, and
+//! suffixed `_[k]`.
 use std::{
     collections::{HashMap, HashSet},
     sync::Arc,
@@ -349,11 +351,7 @@ impl Symbolizer {
 
     /// Frame names of a kernel stack, leaf first, each suffixed `_[k]`.
     pub fn kernel_frames(&mut self, ips: &[u64]) -> Vec<String> {
-        let missing: Vec<u64> = ips
-            .iter()
-            .copied()
-            .filter(|ip| !self.kernel_cache.contains_key(ip))
-            .collect();
+        let missing = self.unnamed_kernel_addresses(ips);
         if !missing.is_empty() {
             let src = Source::Kernel(Kernel {
                 vmlinux: blazesym::MaybeDefault::None,
