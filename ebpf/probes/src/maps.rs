@@ -74,29 +74,34 @@ pub(crate) static OFFCPU_START: Array<OffCpuStart> = Array::with_max_entries(PID
 #[map]
 pub(crate) static OFFCPU_STACKS: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
 
-/// tid → the stacks its last switch-out inside a syscall took, and what
-/// they were taken for (`sched::switch_out_stacks`). A hash map of traced
-/// threads (removed at their exit), not a per-pid array: at 80 B a slot,
-/// an array sized to a systemd host's pid_max (4194304) pinned 320 MiB.
+/// tid → the stacks its last switch-outs took, and what they were taken
+/// for (`switch_stacks::switch_out_stacks`). A hash map of traced threads
+/// (removed at their exit), not a per-pid array: at 160 B a slot, an array
+/// sized to a systemd host's pid_max (4194304) would pin 640 MiB.
 /// Full, a switch-out takes its stacks anew (this is only a cache).
 #[map]
 pub(crate) static SWITCH_STACKS: HashMap<u32, SwitchStacks> =
     HashMap::with_max_entries(THREAD_ENTRIES, 0);
 
 /// The stack ids a thread's switch-outs took, for its next switch-outs
-/// from the same places: two ways, for a thread that blocks in turn at
-/// two places (a condition variable's wait and its mutex).
+/// from the same places: four ways, for a thread that leaves the CPU in
+/// turn from several places.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct SwitchStacks {
-    pub ways: [SwitchStackWay; 2],
+    pub ways: [SwitchStackWay; SWITCH_STACK_WAYS],
 }
+
+/// Places remembered per thread: a condition variable's wait, its mutex,
+/// and the preemptions at a syscall's return that a hand-off causes.
+pub(crate) const SWITCH_STACK_WAYS: usize = 4;
 
 /// One place a thread left the CPU from, and the stacks taken there.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct SwitchStackWay {
-    /// The user registers' instruction and stack pointers at the syscall.
+    /// The user instruction and stack pointers saved at the kernel entry
+    /// (the syscall, or the interrupt that preempted it in user space).
     pub ip: u64,
     pub sp: u64,
     /// When the stacks were taken.
