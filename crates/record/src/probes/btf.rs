@@ -3,9 +3,8 @@
 //!
 //! Only what that needs is parsed: the header, then the type records in
 //! order (a type's id is its position, from 1), skipping each kind's
-//! trailing data, and the struct members' names and bit offsets.
-use std::collections::HashMap;
-
+//! trailing data; a struct's name and members are read where a lookup
+//! asks for them.
 const BTF_MAGIC: u16 = 0xeb9f;
 
 const KIND_INT: u32 = 1;
@@ -34,20 +33,26 @@ pub enum BtfError {
     NoMember { strukt: String, member: String },
 }
 
-/// One struct or union member: name, type id, offset in bits.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Member {
-    name: String,
-    type_id: u32,
-    bit_offset: u32,
+/// The type records of a BTF blob, found by id; names and members are
+/// read from the blob only when looked up (this VM's vmlinux has 125,850
+/// types and 67,040 struct and union members; the probes need a dozen).
+#[derive(Debug)]
+pub struct KernelTypes<'a> {
+    types: &'a [u8],
+    strings: &'a [u8],
+    /// Type id → byte position of its record in `types` (id 0 is void).
+    positions: Vec<u32>,
 }
 
-/// The structs and unions of a BTF blob, by type id, and their names.
-#[derive(Debug, Default)]
-pub struct KernelTypes {
-    members: HashMap<u32, Vec<Member>>,
-    /// Struct name → ids of the structs with members (forward declarations left out).
-    struct_ids: HashMap<String, Vec<u32>>,
+/// A struct or union record: where its members start, how many, and
+/// whether their offsets use the bitfield encoding.
+#[derive(Clone, Copy)]
+struct Composite {
+    name_off: u32,
+    kind: u32,
+    members_at: usize,
+    vlen: usize,
+    kind_flag: bool,
 }
 
 fn u32_at(data: &[u8], at: usize) -> Result<u32, BtfError> {
@@ -55,18 +60,20 @@ fn u32_at(data: &[u8], at: usize) -> Result<u32, BtfError> {
     Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
 }
 
-fn string_at(strings: &[u8], offset: u32) -> String {
-    let start = offset as usize;
-    let Some(rest) = strings.get(start..) else {
-        return String::new();
+/// The NUL-terminated name at `offset` of the string section.
+fn name_at(strings: &[u8], offset: u32) -> &[u8] {
+    let Some(rest) = strings.get(offset as usize..) else {
+        return &[];
     };
     let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-    String::from_utf8_lossy(&rest[..end]).into_owned()
+    &rest[..end]
 }
 
-impl KernelTypes {
-    /// Parses a little-endian BTF blob.
-    pub fn parse(data: &[u8]) -> Result<Self, BtfError> {
+impl<'a> KernelTypes<'a> {
+    /// Indexes a little-endian BTF blob: the header, then each type
+    /// record's position (a type's id is its place, from 1), checking
+    /// that every record and its trailing data are inside the blob.
+    pub fn parse(data: &'a [u8]) -> Result<Self, BtfError> {
         let magic = data.get(0..2).ok_or(BtfError::BadHeader)?;
         if u16::from_le_bytes([magic[0], magic[1]]) != BTF_MAGIC {
             return Err(BtfError::BadHeader);
@@ -85,98 +92,121 @@ impl KernelTypes {
             .get(strings_start..strings_start + str_len)
             .ok_or(BtfError::Truncated(strings_start))?;
 
-        let mut out = Self::default();
+        let mut positions = vec![0];
         let mut at = 0usize;
-        let mut id = 1u32;
         while at < types.len() {
-            let name_off = u32_at(types, at)?;
+            let id = positions.len() as u32;
             let info = u32_at(types, at + 4)?;
-            at += 12;
             let vlen = (info & 0xffff) as usize;
             let kind = (info >> 24) & 0x1f;
-            let kind_flag = info >> 31 == 1;
             let extra = match kind {
                 KIND_INT | KIND_VAR | KIND_DECL_TAG => 4,
                 KIND_ARRAY => 12,
-                KIND_STRUCT | KIND_UNION => {
-                    let mut members = Vec::with_capacity(vlen);
-                    for i in 0..vlen {
-                        let m = at + i * 12;
-                        let offset = u32_at(types, m + 8)?;
-                        members.push(Member {
-                            name: string_at(strings, u32_at(types, m)?),
-                            type_id: u32_at(types, m + 4)?,
-                            // With kind_flag the top 8 bits are a bitfield size.
-                            bit_offset: if kind_flag {
-                                offset & 0x00ff_ffff
-                            } else {
-                                offset
-                            },
-                        });
-                    }
-                    if kind == KIND_STRUCT && vlen > 0 {
-                        out.struct_ids
-                            .entry(string_at(strings, name_off))
-                            .or_default()
-                            .push(id);
-                    }
-                    out.members.insert(id, members);
-                    vlen * 12
-                }
+                KIND_STRUCT | KIND_UNION | KIND_DATASEC | KIND_ENUM64 => vlen * 12,
                 KIND_ENUM | KIND_FUNC_PROTO => vlen * 8,
-                KIND_DATASEC | KIND_ENUM64 => vlen * 12,
                 2 | 7..=12 | 16 | 18 => 0,
                 _ => return Err(BtfError::UnknownKind { id, kind }),
             };
-            at += extra;
-            id += 1;
+            let next = at + 12 + extra;
+            if next > types.len() {
+                return Err(BtfError::Truncated(types_start + at));
+            }
+            positions.push(at as u32);
+            at = next;
         }
-        Ok(out)
+        Ok(Self {
+            types,
+            strings,
+            positions,
+        })
+    }
+
+    /// The struct or union of id `type_id` (None for other kinds).
+    fn composite(&self, type_id: u32) -> Option<Composite> {
+        let at = *self.positions.get(type_id as usize)? as usize;
+        if type_id == 0 {
+            return None;
+        }
+        let name_off = u32_at(self.types, at).ok()?;
+        let info = u32_at(self.types, at + 4).ok()?;
+        let kind = (info >> 24) & 0x1f;
+        (kind == KIND_STRUCT || kind == KIND_UNION).then_some(Composite {
+            name_off,
+            kind,
+            members_at: at + 12,
+            vlen: (info & 0xffff) as usize,
+            kind_flag: info >> 31 == 1,
+        })
+    }
+
+    /// The first struct named `name` that has members (forward
+    /// declarations left out).
+    fn struct_named(&self, name: &str) -> Option<u32> {
+        (1..self.positions.len() as u32).find(|&id| {
+            self.composite(id).is_some_and(|c| {
+                c.kind == KIND_STRUCT
+                    && c.vlen > 0
+                    && name_at(self.strings, c.name_off) == name.as_bytes()
+            })
+        })
     }
 
     /// The byte offset of `path` (members, outermost first) inside struct
     /// `strukt`, e.g. `("task_struct", ["thread", "fsbase"])`. Members of
     /// anonymous structs and unions are searched through.
     pub fn offset_of(&self, strukt: &str, path: &[&str]) -> Result<u32, BtfError> {
-        let ids = self
-            .struct_ids
-            .get(strukt)
+        let mut type_id = self
+            .struct_named(strukt)
             .ok_or_else(|| BtfError::NoStruct(strukt.to_string()))?;
-        let mut type_id = ids[0];
         let mut bits = 0u32;
-        let mut owner = strukt.to_string();
+        let mut owner = strukt;
         for &name in path {
             let (member_bits, member_type) =
                 self.find_member(type_id, name)
                     .ok_or_else(|| BtfError::NoMember {
-                        strukt: owner.clone(),
+                        strukt: owner.to_string(),
                         member: name.to_string(),
                     })?;
             bits += member_bits;
-            type_id = self.resolve_struct(member_type).unwrap_or(member_type);
-            owner = name.to_string();
+            type_id = member_type;
+            owner = name;
         }
         Ok(bits / 8)
     }
 
     /// `name` in the struct/union `type_id` or its anonymous members:
-    /// (bit offset, type id).
+    /// (bit offset, type id). Typedefs and qualifiers are not followed:
+    /// the members used here are plain.
     fn find_member(&self, type_id: u32, name: &str) -> Option<(u32, u32)> {
-        let members = self.members.get(&type_id)?;
-        if let Some(m) = members.iter().find(|m| m.name == name) {
-            return Some((m.bit_offset, m.type_id));
+        let composite = self.composite(type_id)?;
+        let members = (0..composite.vlen).filter_map(|i| {
+            let at = composite.members_at + i * 12;
+            let offset = u32_at(self.types, at + 8).ok()?;
+            Some((
+                u32_at(self.types, at).ok()?,
+                u32_at(self.types, at + 4).ok()?,
+                // With kind_flag the top 8 bits are a bitfield size.
+                if composite.kind_flag {
+                    offset & 0x00ff_ffff
+                } else {
+                    offset
+                },
+            ))
+        });
+        let mut anonymous = Vec::new();
+        for (name_off, member_type, bit_offset) in members {
+            let member_name = name_at(self.strings, name_off);
+            if member_name == name.as_bytes() {
+                return Some((bit_offset, member_type));
+            }
+            if member_name.is_empty() {
+                anonymous.push((bit_offset, member_type));
+            }
         }
-        members.iter().filter(|m| m.name.is_empty()).find_map(|m| {
-            let inner = self.resolve_struct(m.type_id)?;
-            let (bits, ty) = self.find_member(inner, name)?;
-            Some((m.bit_offset + bits, ty))
+        anonymous.into_iter().find_map(|(bit_offset, member_type)| {
+            let (bits, ty) = self.find_member(member_type, name)?;
+            Some((bit_offset + bits, ty))
         })
-    }
-
-    /// `type_id` itself when it is a struct/union with members (typedefs
-    /// and qualifiers are not followed: the members used here are plain).
-    fn resolve_struct(&self, type_id: u32) -> Option<u32> {
-        self.members.contains_key(&type_id).then_some(type_id)
     }
 }
 
@@ -228,9 +258,11 @@ impl std::ops::Deref for VmlinuxBtf {
 fn kernel_offsets() -> &'static KernelOffsets {
     static OFFSETS: std::sync::OnceLock<KernelOffsets> = std::sync::OnceLock::new();
     OFFSETS.get_or_init(|| {
-        let types = read_vmlinux_btf()
+        let data = read_vmlinux_btf();
+        let types = data
+            .as_deref()
             .map_err(|_| BtfError::BadHeader)
-            .and_then(|data| KernelTypes::parse(&data));
+            .and_then(KernelTypes::parse);
         match types {
             Ok(types) => KernelOffsets {
                 task_pid: types.offset_of("task_struct", &["pid"]),
@@ -263,7 +295,7 @@ pub fn block_layout() -> Result<storprof_common::BlockLayout, BtfError> {
     kernel_offsets().block.clone()
 }
 
-impl KernelTypes {
+impl KernelTypes<'_> {
     /// [`block_layout`] from parsed types.
     pub fn block_layout(&self) -> Result<storprof_common::BlockLayout, BtfError> {
         Ok(storprof_common::BlockLayout {
@@ -326,7 +358,8 @@ mod tests {
 
     #[test]
     fn finds_a_member_through_an_anonymous_union() {
-        let types = KernelTypes::parse(&blob()).unwrap();
+        let data = blob();
+        let types = KernelTypes::parse(&data).unwrap();
         // outer.<anon>@64 bits + thread@0 + fsbase@64 bits = 16 bytes.
         assert_eq!(types.offset_of("outer", &["thread", "fsbase"]), Ok(16));
         assert_eq!(types.offset_of("inner", &["fsbase"]), Ok(8));
