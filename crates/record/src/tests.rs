@@ -750,3 +750,47 @@ fn checkpoints_come_less_often_once_they_cost_more_than_the_budget() {
     // A negative reading (clock skew) costs nothing.
     assert_eq!(super::next_checkpoint_s(10.0, 30.0, -1.0), 40.0);
 }
+
+/// The drain looks at a fresh process's layout again on its schedule, but
+/// reads it only when the process maps a different number of pages, or
+/// when that is unknown, or when a perf map (which grows in place) is read.
+#[test]
+fn a_fresh_layout_is_read_again_only_when_its_mapped_size_changed() {
+    let pid = fake_pid(9);
+    let reads_after_one_due_check =
+        |pages_at_read: Option<u64>, pages_now: Option<u64>, perf_map: Option<&str>| {
+            let mut kernel = ReplayKernel::new(&[family::SCHED], []);
+            kernel.host.layouts.insert(
+                pid,
+                crate::kernel::ProcessLayout {
+                    maps: "00400000-00401000 r-xp 00000000 00:00 0 /bin/job\n".into(),
+                    perf_map: perf_map.map(str::to_string),
+                    mapped_pages: None,
+                },
+            );
+            let pages = kernel.host.mapped_pages.clone();
+            let set_pages = |now: Option<u64>| {
+                let mut map = pages.lock().unwrap();
+                match now {
+                    Some(n) => map.insert(pid, n),
+                    None => map.remove(&pid),
+                };
+            };
+            set_pages(pages_at_read);
+            let reads = kernel.layout_reads.clone();
+            let mut recorder = Recorder::new(Box::new(kernel), UnwindMode::Fp, None, 0);
+            assert!(recorder.read_layout(pid));
+            recorder.fresh.insert(pid, std::time::Instant::now());
+            set_pages(pages_now);
+            // Never read since: due at once.
+            recorder.drain();
+            reads.load(std::sync::atomic::Ordering::Relaxed)
+        };
+    assert_eq!(reads_after_one_due_check(Some(100), Some(100), None), 1);
+    assert_eq!(reads_after_one_due_check(Some(100), Some(116), None), 2);
+    assert_eq!(reads_after_one_due_check(None, None, None), 2);
+    assert_eq!(
+        reads_after_one_due_check(Some(100), Some(100), Some("1000 10 jitted\n")),
+        2
+    );
+}
