@@ -118,13 +118,6 @@ pub trait Kernel {
     fn exe(&self, tgid: u32) -> Option<PathBuf>;
     /// Process `tgid`'s layout now (None: gone), for its stacks' names.
     fn process_layout(&self, tgid: u32) -> Option<ProcessLayout>;
-    /// Process `tgid`'s mapped size in pages (`/proc/PID/statm`), which a
-    /// library the loader maps changes: a layout read with the same size
-    /// is taken as still current. None (the default, and a replay's
-    /// answer) when unknown: the layout is read again.
-    fn mapped_pages(&self, _tgid: u32) -> Option<u64> {
-        None
-    }
     /// The processes descended from `pid` now (an attached process's).
     fn descendants(&self, pid: u32) -> Vec<u32>;
     /// A block device's kernel name from its dev_t ("MAJOR:MINOR" when
@@ -147,12 +140,6 @@ pub struct KernelFacts {
     pub num_cpus: u32,
 }
 
-/// The running kernel's facts, read where no probe set is loaded yet
-/// (`storprof doctor` checks them before it loads one).
-pub fn running_kernel_facts() -> KernelFacts {
-    procfs::kernel_facts()
-}
-
 /// A process's memory layout as the kernel shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProcessLayout {
@@ -161,9 +148,6 @@ pub struct ProcessLayout {
     /// The text of its perf map (`/tmp/perf-PID.map`, written by JITs and
     /// CPython's `-X perf`), when it has one.
     pub perf_map: Option<String>,
-    /// Its mapped size in pages, read just before `maps` (see
-    /// [`Kernel::mapped_pages`]); None when unknown.
-    pub mapped_pages: Option<u64>,
 }
 
 impl Kernel for ProbeSet {
@@ -269,9 +253,6 @@ impl Kernel for ProbeSet {
     }
     fn process_layout(&self, tgid: u32) -> Option<ProcessLayout> {
         procfs::process_layout(tgid)
-    }
-    fn mapped_pages(&self, tgid: u32) -> Option<u64> {
-        procfs::mapped_pages(tgid)
     }
     fn descendants(&self, pid: u32) -> Vec<u32> {
         procfs::descendants(pid)

@@ -119,13 +119,9 @@ pub(super) fn kernel_facts() -> super::kernel::KernelFacts {
 
 /// Process `tgid`'s `/proc/PID/maps` and perf map (None: gone).
 pub(super) fn process_layout(tgid: u32) -> Option<super::kernel::ProcessLayout> {
-    // Before the maps: a mapping added while they are read changes the
-    // size the next check sees.
-    let mapped_pages = mapped_pages(tgid);
     let maps = std::fs::read_to_string(format!("/proc/{tgid}/maps")).ok()?;
     Some(super::kernel::ProcessLayout {
         maps,
-        mapped_pages,
         perf_map: std::fs::read_to_string(format!("/tmp/perf-{tgid}.map")).ok(),
     })
 }
@@ -250,14 +246,6 @@ pub(super) fn own_cpu_s() -> Option<f64> {
     Some(secs(usage.ru_utime) + secs(usage.ru_stime))
 }
 
-/// The first field of `/proc/PID/statm`: the process's mapped size in
-/// pages (a few hundred bytes to read, where its maps of a process that
-/// loaded PyTorch are about a millisecond of the kernel's time).
-pub(super) fn mapped_pages(tgid: u32) -> Option<u64> {
-    let statm = std::fs::read_to_string(format!("/proc/{tgid}/statm")).ok()?;
-    statm.split_whitespace().next()?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use std::{fs, os::unix::fs::symlink};
@@ -361,35 +349,5 @@ mod tests {
             user_dev_major_minor((259 << 8) | (0x12 << 20) | 0x34),
             (259, 0x1234)
         );
-    }
-
-    #[test]
-    fn a_new_mapping_adds_to_the_mapped_pages() {
-        let me = std::process::id();
-        let before = mapped_pages(me).expect("our own statm");
-        let len = 64 << 20;
-        // SAFETY: a fresh anonymous mapping, unmapped below and never
-        // touched.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(addr, libc::MAP_FAILED);
-        let after = mapped_pages(me);
-        // SAFETY: the mapping made above, of `len` bytes.
-        unsafe { libc::munmap(addr, len) };
-        // 16,384 pages of 4 KiB; other tests' threads allocate and free
-        // meanwhile, so only most of it is asserted.
-        assert!(
-            after.is_some_and(|a| a >= before + 8192),
-            "{before} → {after:?}"
-        );
-        assert_eq!(mapped_pages(u32::MAX), None);
     }
 }

@@ -46,10 +46,6 @@ pub(super) struct Recorder {
     /// When the layout of a fresh process (or one a sample found stale)
     /// was last read.
     pub(super) layout_read: std::collections::HashMap<u32, Instant>,
-    /// The mapped size in pages each process had when its layout was last
-    /// read (processes with a perf map left out: it grows without the size
-    /// changing).
-    layout_pages: std::collections::HashMap<u32, u64>,
     pub(super) series: aggregate::SeriesBuilder,
     /// `/proc/vmstat` at the same ticks as `series`.
     pub(super) vmstat: aggregate::VmstatBuilder,
@@ -132,7 +128,6 @@ impl Recorder {
             blocks: aggregate::BlockAggregate::new(start_mono, aggregate::BUCKET_NS),
             fresh: BTreeMap::new(),
             layout_read: std::collections::HashMap::new(),
-            layout_pages: std::collections::HashMap::new(),
             series: aggregate::SeriesBuilder::default(),
             vmstat: aggregate::VmstatBuilder::default(),
             host_cpu: aggregate::HostCpuBuilder::new(procfs::clock_ticks_per_s()),
@@ -286,11 +281,11 @@ impl Recorder {
         // Entries only matter while they can still hold a re-read back.
         self.layout_read
             .retain(|_, t| t.elapsed() < Duration::from_secs(1));
-        // Fresh processes' layouts are looked at after `FRESH_REREAD`,
-        // then at half their age (a process maps most of its code at its
-        // start), and read when their mapped size moved (a large process's
-        // maps cost about a millisecond to read); a sample in code mapped
-        // meanwhile asks for a read itself (`unwind_sample`).
+        // Fresh processes' layouts are re-read after `FRESH_REREAD`, then
+        // at half their age (a large process's maps cost about a
+        // millisecond to read; a process maps most of its code at its
+        // start); a sample in code mapped meanwhile asks for a read itself
+        // (`unwind_sample`).
         let due: Vec<u32> = self
             .fresh
             .iter()
@@ -303,11 +298,7 @@ impl Recorder {
             .map(|(&tgid, _)| tgid)
             .collect();
         for tgid in due {
-            if self.layout_unchanged(tgid) {
-                self.layout_read.insert(tgid, Instant::now());
-            } else {
-                self.reread_layout(tgid);
-            }
+            self.reread_layout(tgid);
             self.detect_python(tgid);
         }
         // DWARF mode: every sample; frame-pointer mode: Python processes' samples.
@@ -322,26 +313,10 @@ impl Recorder {
     /// Reads the layout of `tgid` through the kernel seam for its stacks'
     /// names; false when it is gone (its last layout stays).
     pub(super) fn read_layout(&mut self, tgid: u32) -> bool {
-        let Some(layout) = self.probes.process_layout(tgid) else {
-            return false;
-        };
-        match layout.mapped_pages.filter(|_| layout.perf_map.is_none()) {
-            Some(pages) => self.layout_pages.insert(tgid, pages),
-            None => self.layout_pages.remove(&tgid),
-        };
-        self.symbolizer
-            .set_layout_text(tgid, &layout.maps, layout.perf_map.as_deref())
-    }
-
-    /// Whether `tgid` maps as many pages as when its layout was last read:
-    /// the loader maps each library anew, so its layout is taken as the
-    /// same and not read (the fresh processes' re-reads were most of the
-    /// recorder's reads of `/proc` on a PyTorch job). A sample in code the
-    /// layout does not cover still has it read (`reread_layout_on_demand`).
-    fn layout_unchanged(&self, tgid: u32) -> bool {
-        self.layout_pages
-            .get(&tgid)
-            .is_some_and(|&pages| self.probes.mapped_pages(tgid) == Some(pages))
+        self.probes.process_layout(tgid).is_some_and(|layout| {
+            self.symbolizer
+                .set_layout_text(tgid, &layout.maps, layout.perf_map.as_deref())
+        })
     }
 
     /// Re-reads the layout of `tgid` and drops its unwinder modules (the

@@ -66,8 +66,6 @@ pub struct ReplayKernel {
     pub lower_devices: BTreeMap<u32, Vec<LowerDevice>>,
     /// The replayed machine's processes: none, unless a test gives them.
     pub host: ReplayHost,
-    /// How many layouts the recorder read (shared with the test).
-    pub layout_reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The processes and devices a replay's machine has (by default none: a
@@ -84,9 +82,6 @@ pub struct ReplayHost {
     pub device_names: BTreeMap<u32, String>,
     /// pid → its memory layout (absent: none, its stacks unnamed).
     pub layouts: BTreeMap<u32, ProcessLayout>,
-    /// pid → its mapped size in pages (absent: unknown, so its layout is
-    /// read at every check); shared, so a test can map more meanwhile.
-    pub mapped_pages: std::sync::Arc<std::sync::Mutex<BTreeMap<u32, u64>>>,
     pub kernel: KernelFacts,
 }
 
@@ -259,17 +254,7 @@ impl Kernel for ReplayKernel {
         self.host.exes.get(&tgid).cloned()
     }
     fn process_layout(&self, tgid: u32) -> Option<ProcessLayout> {
-        self.layout_reads
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let layout = self.host.layouts.get(&tgid)?;
-        Some(ProcessLayout {
-            mapped_pages: self.mapped_pages(tgid),
-            ..layout.clone()
-        })
-    }
-    fn mapped_pages(&self, tgid: u32) -> Option<u64> {
-        let pages = self.host.mapped_pages.lock().ok()?;
-        pages.get(&tgid).copied()
+        self.host.layouts.get(&tgid).cloned()
     }
     fn descendants(&self, pid: u32) -> Vec<u32> {
         // Breadth first over the replayed parents, as /proc's children lists.
