@@ -1,7 +1,8 @@
 //! Stacks at `sched_switch`: a thread that leaves the CPU again and again
 //! from the same place (a futex hand-off, a small read) has its stacks
 //! taken about every 10 ms instead of at every switch (preemptions too),
-//! most of that hook's cost; the Python off-CPU program reuses the ones `switch` took.
+//! most of that hook's cost; the Python off-CPU program reuses the ones
+//! `switch` took.
 use aya_ebpf::programs::TracePointContext;
 use storprof_common::{offcpu_state, tracepoint_offsets as offsets};
 
@@ -133,6 +134,7 @@ fn remember_stacks(tid: u32, prev_state: i64, now: u64, ids: (i32, i32)) {
                 oldest = i;
             }
         }
+        // `oldest` is in bounds; the modulo shows the verifier so.
         (*slot).ways[oldest % SWITCH_STACK_WAYS] = way;
     }
 }
