@@ -11,7 +11,7 @@ pub struct MapSnapshot {
     pub samples: Vec<(StackKey, u64)>,
     pub offcpu: Vec<(StackKey, u64)>,
     /// tid → (switch-in time, off-CPU slot) for threads possibly on a CPU
-    /// now, read so that the two agree ([`consistent_slots`]).
+    /// now, read so that they and `threads` agree ([`consistent_slots`]).
     pub oncpu_start: BTreeMap<u32, (u64, OffCpuStart)>,
     /// CLOCK_MONOTONIC just before `oncpu_start` was read (0: unknown). A
     /// thread it shows on a CPU was there from its switch-in until at
@@ -19,29 +19,48 @@ pub struct MapSnapshot {
     pub slots_read_ns: u64,
 }
 
-/// Tries at reading a thread's two slots between two of its switch-ins.
+/// Tries at reading a thread's slots and accumulator between two of its
+/// context switches.
 const SLOT_READ_TRIES: usize = 3;
 
-/// A thread's switch-in time and off-CPU slot as one consistent pair.
-/// They are two map reads, and a thread switched in between them (a
-/// sleeper woken) would pair its switch-in time from before the sleep with
-/// the cleared off-CPU slot of the new slice: "on a CPU since before the
-/// sleep". The switch-in time is read again after the slot; when it moved,
-/// the pair is read again, and a thread that keeps being switched in gets
-/// no switch-in time (0): its slice is not counted as in progress, only
-/// later at its switch-out, which never counts a sleep as time on a CPU.
-pub fn consistent_slots(
+/// A thread's switch-in time, off-CPU slot and accumulator as one
+/// consistent triple. They are separate map reads. A thread switched in
+/// between them (a sleeper woken) would pair its switch-in time from
+/// before the sleep with the cleared off-CPU slot of the new slice: "on a
+/// CPU since before the sleep". A thread switched out between them (an
+/// exiting thread's last switch) would show its slot closed and an
+/// accumulator read before that slice was added: the slice counted
+/// nowhere. So the accumulator is read between two reads of the slots,
+/// and when a slot moved the three are read again; a thread that keeps
+/// switching gets no switch-in time (0): its slice is not counted as in
+/// progress, only later at its switch-out, which never counts a sleep as
+/// time on a CPU.
+pub fn consistent_slots<A>(
     mut read_on: impl FnMut() -> Option<u64>,
     mut read_off: impl FnMut() -> Option<OffCpuStart>,
-) -> Option<(u64, OffCpuStart)> {
+    mut read_acc: impl FnMut() -> Option<A>,
+) -> Option<(u64, OffCpuStart, Option<A>)> {
     for _ in 0..SLOT_READ_TRIES {
         let on = read_on()?;
         let off = read_off()?;
-        if read_on()? == on {
-            return Some((on, off));
+        let acc = read_acc();
+        if read_on()? == on && read_off()?.ts == off.ts {
+            return Some((on, off, acc));
         }
     }
-    Some((0, read_off()?))
+    let off = read_off()?;
+    Some((0, off, read_acc()))
+}
+
+/// The accumulators read with the slots replace those of the map's walk
+/// (same tids), which may be older than the slots.
+fn with_fresh_accs(
+    threads: Vec<ThreadAcc>,
+    fresh: impl IntoIterator<Item = ThreadAcc>,
+) -> Vec<ThreadAcc> {
+    let mut by_tid: BTreeMap<u32, ThreadAcc> = threads.into_iter().map(|t| (t.tid, t)).collect();
+    by_tid.extend(fresh.into_iter().map(|t| (t.tid, t)));
+    by_tid.into_values().collect()
 }
 
 impl ProbeSet {
@@ -67,16 +86,21 @@ impl ProbeSet {
         let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
         let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
         let slots_read_ns = monotonic_ns();
+        let mut fresh = Vec::new();
         let oncpu_start = tids
             .into_iter()
             .filter_map(|tid| {
-                let slots =
-                    consistent_slots(|| oncpu.get(&tid, 0).ok(), || offstart.get(&tid, 0).ok())?;
-                Some((tid, slots))
+                let (on, off, acc) = consistent_slots(
+                    || oncpu.get(&tid, 0).ok(),
+                    || offstart.get(&tid, 0).ok(),
+                    || threads_map.get(&tid, 0).ok(),
+                )?;
+                fresh.extend(acc);
+                Some((tid, (on, off)))
             })
             .collect();
         Ok(MapSnapshot {
-            threads,
+            threads: with_fresh_accs(threads, fresh),
             syscalls,
             oncpu_start,
             slots_read_ns,
@@ -100,15 +124,19 @@ impl ProbeSet {
         let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
         let slots_read_ns = monotonic_ns();
         let mut oncpu_start = BTreeMap::new();
+        let mut fresh = Vec::new();
         for &tid in tids_of_interest {
-            if let Some(slots) =
-                consistent_slots(|| oncpu.get(&tid, 0).ok(), || offstart.get(&tid, 0).ok())
-            {
-                oncpu_start.insert(tid, slots);
+            if let Some((on, off, acc)) = consistent_slots(
+                || oncpu.get(&tid, 0).ok(),
+                || offstart.get(&tid, 0).ok(),
+                || threads_map.get(&tid, 0).ok(),
+            ) {
+                oncpu_start.insert(tid, (on, off));
+                fresh.extend(acc);
             }
         }
         Ok(MapSnapshot {
-            threads,
+            threads: with_fresh_accs(threads, fresh),
             syscalls,
             samples,
             offcpu,
@@ -408,19 +436,60 @@ mod tests {
         // sees 100; it is woken at 900 before the slot read, which sees the
         // new slice (ts 0); the second switch-in read sees 900. Taken as
         // read first, it would be on a CPU since 100, its sleep included.
-        let got = consistent_slots(reads(&[100, 900, 900, 900]), reads(&[off(0), off(0)]));
-        assert_eq!(got, Some((900, off(0))));
+        let got = consistent_slots(
+            reads(&[100, 900, 900, 900]),
+            reads(&[off(0)]),
+            reads(&[7u64]),
+        );
+        assert_eq!(got, Some((900, off(0), Some(7))));
         // Asleep through both reads: its open off-CPU slot is kept.
-        let got = consistent_slots(reads(&[100, 100]), reads(&[off(200)]));
-        assert_eq!(got, Some((100, off(200))));
+        let got = consistent_slots(reads(&[100, 100]), reads(&[off(200)]), reads(&[7u64]));
+        assert_eq!(got, Some((100, off(200), Some(7))));
+    }
+
+    #[test]
+    fn a_slice_ended_between_the_reads_is_in_the_accumulator_read_with_the_slots() {
+        // On a CPU since 100 (its on-CPU total 50 before that slice); it
+        // switches out for good at 400, after the first slot reads and
+        // the accumulator read (which still says 50): taken as read, the
+        // slot says off-CPU and the accumulator lacks 100..400. Read
+        // again, the accumulator has the slice.
+        let got = consistent_slots(
+            reads(&[100]),
+            reads(&[off(0), off(400), off(400), off(400)]),
+            reads(&[50u64, 350]),
+        );
+        assert_eq!(got, Some((100, off(400), Some(350))));
     }
 
     #[test]
     fn a_thread_switched_in_at_every_try_has_no_slice_in_progress() {
-        let got = consistent_slots(reads(&[1, 2, 3, 4, 5, 6, 7]), reads(&[off(0)]));
-        assert_eq!(got, Some((0, off(0))));
-        // An unreadable slot is no pair at all.
-        assert_eq!(consistent_slots(reads(&[1, 1]), || None), None);
+        let got = consistent_slots(
+            reads(&[1, 2, 3, 4, 5, 6, 7]),
+            reads(&[off(0)]),
+            reads(&[9u64]),
+        );
+        assert_eq!(got, Some((0, off(0), Some(9))));
+        // An unreadable slot is no triple at all; a thread without an
+        // accumulator still has its slots.
+        assert_eq!(
+            consistent_slots(reads(&[1, 1]), || None, reads(&[9u64])),
+            None
+        );
+        let got = consistent_slots(reads(&[1, 1]), reads(&[off(0)]), || None::<u64>);
+        assert_eq!(got, Some((1, off(0), None)));
+    }
+
+    #[test]
+    fn accumulators_read_with_the_slots_replace_those_of_the_walk() {
+        let acc = |tid, on_cpu_ns| ThreadAcc {
+            tid,
+            on_cpu_ns,
+            ..ThreadAcc::default()
+        };
+        let got = with_fresh_accs(vec![acc(3, 10), acc(1, 5)], [acc(3, 12), acc(4, 1)]);
+        let got: Vec<(u32, u64)> = got.iter().map(|t| (t.tid, t.on_cpu_ns)).collect();
+        assert_eq!(got, [(1, 5), (3, 12), (4, 1)]);
     }
 
     fn acc(count: u64, bytes: u64, bucket: usize) -> SyscallAcc {
