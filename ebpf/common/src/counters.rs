@@ -16,7 +16,8 @@ pub mod lost {
     pub const BLOCK_RINGBUF_FULL: u32 = 5;
     /// The process event ring buffer was full.
     pub const PROC_RINGBUF_FULL: u32 = 6;
-    /// Every stack slot was taken: a new stack was not stored.
+    /// Every stack slot was taken, or the kernel had no memory for one: a
+    /// new stack was not stored.
     pub const STACKS_FULL: u32 = 7;
     /// The user-stack ring buffer was full (a DWARF-mode sample was lost).
     pub const STACK_RINGBUF_FULL: u32 = 8;

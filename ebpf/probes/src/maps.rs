@@ -1,8 +1,15 @@
 //! Every map of the object (user space finds them by these names) and the
 //! small helpers the programs share to update them: the traced-set filter,
 //! lost-event counters, u64 sums and per-thread accumulators.
+//!
+//! Hash maps whose entries come with a new key (a stack, a thread, a
+//! wake-up edge) and then live on are allocated as entries arrive
+//! (`BPF_F_NO_PREALLOC`): preallocating every one was most of a
+//! recording's start, for maps a job fills a few percent of. Maps with an
+//! insert and a delete at every event (an I/O in flight, a pending wait)
+//! stay preallocated, which keeps allocation off those paths.
 use aya_ebpf::{
-    bindings::BPF_NOEXIST,
+    bindings::{BPF_F_NO_PREALLOC, BPF_NOEXIST},
     helpers::bpf_get_current_comm,
     macros::map,
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
@@ -32,14 +39,19 @@ pub(crate) static LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(lost::C
 /// Stacks of every probe by id (`stacks::stack_id`). Not a kernel stack-trace
 /// map: that one drops a stack whose hash bucket holds another, which lost
 /// 79–108 stacks of a real DLIO run at 65536 buckets. Here a stack is lost
-/// only when all slots are taken. 66 MB of locked memory (1016 B a slot).
+/// only when all slots are taken. Entries are allocated as stacks arrive: a
+/// job stores a few thousand, and preallocating all 66 MB (1016 B a slot)
+/// was the largest single cost of a recording's start.
 #[map]
-pub(crate) static STACK_FRAMES: Array<StackFrames> = Array::with_max_entries(STACK_SLOTS, 0);
+pub(crate) static STACK_FRAMES: HashMap<u32, StackFrames> =
+    HashMap::with_max_entries(STACK_SLOTS, BPF_F_NO_PREALLOC);
 
 /// Slot of `STACK_FRAMES` → the 64-bit hash of the stack it holds. A hash
-/// map so a slot can be claimed atomically (insert with BPF_NOEXIST).
+/// map so a slot can be claimed atomically (insert with BPF_NOEXIST);
+/// allocated as slots are claimed, like the frames.
 #[map]
-pub(crate) static STACK_OWNERS: HashMap<u32, u64> = HashMap::with_max_entries(STACK_SLOTS, 0);
+pub(crate) static STACK_OWNERS: HashMap<u32, u64> =
+    HashMap::with_max_entries(STACK_SLOTS, BPF_F_NO_PREALLOC);
 
 /// Slots a new stack tries before it is lost (`stack_map_full`): with half
 /// the slots taken, 16 probes all fail about once in 65536 new stacks.
@@ -54,13 +66,15 @@ pub(crate) const STACK_BUF_SAMPLE: u32 = 0;
 pub(crate) const STACK_BUF_TRACE: u32 = 1;
 
 #[map]
-pub(crate) static SAMPLES: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
+pub(crate) static SAMPLES: HashMap<StackKey, u64> =
+    HashMap::with_max_entries(65536, BPF_F_NO_PREALLOC);
 
 /// Threads the per-thread hash maps hold.
 pub(crate) const THREAD_ENTRIES: u32 = 16384;
 
 #[map]
-pub(crate) static THREADS: HashMap<u32, ThreadAcc> = HashMap::with_max_entries(THREAD_ENTRIES, 0);
+pub(crate) static THREADS: HashMap<u32, ThreadAcc> =
+    HashMap::with_max_entries(THREAD_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// tid → time it was last switched in (every task, not only traced ones:
 /// the tgid of `next` is not known at switch-in).
@@ -72,7 +86,8 @@ pub(crate) static ONCPU_START: Array<u64> = Array::with_max_entries(PID_SLOTS, 0
 pub(crate) static OFFCPU_START: Array<OffCpuStart> = Array::with_max_entries(PID_SLOTS, 0);
 
 #[map]
-pub(crate) static OFFCPU_STACKS: HashMap<StackKey, u64> = HashMap::with_max_entries(65536, 0);
+pub(crate) static OFFCPU_STACKS: HashMap<StackKey, u64> =
+    HashMap::with_max_entries(65536, BPF_F_NO_PREALLOC);
 
 /// tid → the stacks its last switch-outs took, and what they were taken
 /// for (`switch_stacks::switch_out_stacks`). A hash map of traced threads
@@ -81,7 +96,7 @@ pub(crate) static OFFCPU_STACKS: HashMap<StackKey, u64> = HashMap::with_max_entr
 /// Full, a switch-out takes its stacks anew (this is only a cache).
 #[map]
 pub(crate) static SWITCH_STACKS: HashMap<u32, SwitchStacks> =
-    HashMap::with_max_entries(THREAD_ENTRIES, 0);
+    HashMap::with_max_entries(THREAD_ENTRIES, BPF_F_NO_PREALLOC);
 
 /// The stack ids a thread's switch-outs took, for its next switch-outs
 /// from the same places: four ways, for a thread that leaves the CPU in
@@ -142,7 +157,8 @@ pub(crate) static SYSCALL_START: Array<SyscallStart> = Array::with_max_entries(P
 
 /// Fallback for threads / entries beyond the array pool below.
 #[map]
-pub(crate) static SYSCALLS: HashMap<SyscallKey, SyscallAcc> = HashMap::with_max_entries(16384, 0);
+pub(crate) static SYSCALLS: HashMap<SyscallKey, SyscallAcc> =
+    HashMap::with_max_entries(16384, BPF_F_NO_PREALLOC);
 
 /// tid → its syscall thread slot + 1 (0: not looked up yet, `NO_SLOT`:
 /// the slot belongs to another thread). Cleared at thread exit.
@@ -280,7 +296,8 @@ pub(crate) static FUTEX_WAITERS: LruHashMap<u64, FutexWaiters> =
 
 /// Wake-up edges, summed in the kernel (nothing per event is streamed).
 #[map]
-pub(crate) static WAKE_EDGES: HashMap<WakeKey, WakeAcc> = HashMap::with_max_entries(32768, 0);
+pub(crate) static WAKE_EDGES: HashMap<WakeKey, WakeAcc> =
+    HashMap::with_max_entries(32768, BPF_F_NO_PREALLOC);
 
 /// The interrupt contexts active on each CPU (one entry per CPU).
 #[map]

@@ -5,9 +5,7 @@ use aya_ebpf::{
     EbpfContext,
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     cty::c_void,
-    helpers::{
-        bpf_get_current_pid_tgid, generated::bpf_get_stack, generated::bpf_probe_read_kernel,
-    },
+    helpers::{bpf_get_current_pid_tgid, generated::bpf_get_stack},
     programs::PerfEventContext,
 };
 use storprof_common::{
@@ -172,22 +170,23 @@ extern "C" fn probe_slot(_index: u64, ctx: *mut c_void) -> i64 {
     }
 }
 
-/// Copies the stack in `buf` into `STACK_FRAMES[slot]`, a slot just claimed.
+/// Stores the stack in `buf` as `STACK_FRAMES[slot]`, a slot just claimed.
+/// When the entry cannot be allocated the claim is given back (a later
+/// sighting of the stack tries again) and the stack is lost.
 #[inline(always)]
 fn store_frames(slot: u32, buf: *mut StackFrames) -> i32 {
-    let Some(dest) = STACK_FRAMES.get_ptr_mut(slot) else {
-        return -1;
-    };
-    // SAFETY: `dest` is the claimed slot's value, written by this program
-    // alone; `buf` is this CPU's buffer; both hold a StackFrames.
-    let copied = unsafe {
-        bpf_probe_read_kernel(
-            dest.cast(),
-            core::mem::size_of::<StackFrames>() as u32,
-            buf.cast_const().cast(),
-        )
-    };
-    if copied == 0 { slot as i32 } else { -1 }
+    // SAFETY: `buf` is this CPU's stack buffer, a map value holding a
+    // StackFrames; the insert copies it.
+    let frames = unsafe { &*buf };
+    if STACK_FRAMES
+        .insert(slot, frames, BPF_NOEXIST as u64)
+        .is_ok()
+    {
+        return slot as i32;
+    }
+    let _ = STACK_OWNERS.remove(slot);
+    count_lost(lost::STACKS_FULL);
+    -1
 }
 
 /// `cpu_sample`: counts the sample under its thread and stacks, and in

@@ -7,6 +7,7 @@
 //! [`ProbeSet::drain_proc_events`] / [`ProbeSet::drain_block_events`] and
 //! map snapshots ([`ProbeSet::snapshot`]) → drop (detaches everything).
 //! Nothing here interprets the data; `record::aggregate` does, purely.
+mod allocators;
 pub mod btf;
 mod catalog;
 mod drain;
@@ -272,6 +273,7 @@ impl ProbeSet {
             kernel_symbols: std::sync::Mutex::new(kernel_symbols),
         };
         set.write_current_config()?;
+        set.prime_stack_allocators()?;
         set.proc_events = Some(set.take_ringbuf("PROC_EVENTS")?);
         set.block_events = Some(set.take_ringbuf("BLOCK_EVENTS")?);
         set.stack_events = Some(set.take_ringbuf("STACK_EVENTS")?);

@@ -286,7 +286,7 @@ impl ProbeSet {
         let Some(map) = self.ebpf.map("STACK_FRAMES") else {
             return Vec::new();
         };
-        let Ok(stacks) = Array::<_, StackFrames>::try_from(map) else {
+        let Ok(stacks) = HashMap::<_, u32, StackFrames>::try_from(map) else {
             return Vec::new();
         };
         match stacks.get(&id, 0) {
