@@ -95,22 +95,34 @@ pub(crate) fn waking(ctx: &RawTracePointContext) -> u32 {
         futex_shared,
         _pad: [0; 3],
     };
-    if let Some(acc) = WAKE_EDGES.get_ptr_mut(key) {
+    let known = WAKE_EDGES.get_ptr_mut(key);
+    // The waker's stacks on an edge's first wake-up and every
+    // `WAKER_STACK_EVERY`-th after; one call site, so the verifier walks
+    // the stack code once.
+    let take_stacks = match known {
         // SAFETY: the key holds the waker's tid (or CPU for interrupts),
         // which runs on one CPU at a time: no concurrent writer.
+        Some(acc) => (unsafe { (*acc).count } + 1) & (WAKER_STACK_EVERY - 1) == 0,
+        None => true,
+    };
+    let (user, kernel) = if take_stacks {
+        stack_ids(ctx, STACK_BUF_TRACE)
+    } else {
+        (-1, -1)
+    };
+    if let Some(acc) = known {
+        // SAFETY: as above.
         unsafe {
             (*acc).blocked_ns += blocked;
             (*acc).count += 1;
             (*acc).last_ns = now;
-            if (*acc).count & (WAKER_STACK_EVERY - 1) == 0 {
-                let (user, kernel) = stack_ids(ctx, STACK_BUF_TRACE);
+            if take_stacks {
                 (*acc).waker_user_stack = user;
                 (*acc).waker_kernel_stack = kernel;
             }
         }
         return 0;
     }
-    let (user, kernel) = stack_ids(ctx, STACK_BUF_TRACE);
     let fresh = WakeAcc {
         blocked_ns: blocked,
         count: 1,
