@@ -59,15 +59,15 @@ pub fn run(mut report: impl FnMut(&Check)) -> Vec<Check> {
         ),
         &mut checks,
     );
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let facts = storprof_record::kernel::running_kernel_facts();
     push(
-        check("kernel 5.17 or later", kernel_release_check(release.trim())),
+        check("kernel 5.17 or later", kernel_release_check(&facts.release)),
         &mut checks,
     );
     push(
         check(
             "BTF (/sys/kernel/btf/vmlinux)",
-            if Path::new("/sys/kernel/btf/vmlinux").exists() {
+            if facts.btf {
                 // What the CPython 3.10 thread match reads.
                 probes::btf::task_fsbase_offset()
                     .map(|offset| format!("present; task_struct.thread.fsbase at byte {offset}"))

@@ -127,6 +127,12 @@ pub trait Kernel {
     fn kernel_facts(&self) -> KernelFacts;
 }
 
+/// The running kernel's facts as the seam reads them, for checks made
+/// before any probe loads (`storprof doctor`).
+pub fn running_kernel_facts() -> KernelFacts {
+    procfs::kernel_facts()
+}
+
 /// What the session says of the running kernel and its machine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelFacts {
