@@ -23,6 +23,10 @@ pub struct MapSnapshot {
 /// context switches.
 const SLOT_READ_TRIES: usize = 3;
 
+/// Threads' accumulators, their on-CPU slots by tid, and when the slots
+/// were read ([`MapSnapshot`]'s fields of the same names).
+type ThreadsWithSlots = (Vec<ThreadAcc>, BTreeMap<u32, (u64, OffCpuStart)>, u64);
+
 /// A thread's switch-in time, off-CPU slot and accumulator as one
 /// consistent triple. They are separate map reads. A thread switched in
 /// between them (a sleeper woken) would pair its switch-in time from
@@ -83,24 +87,10 @@ impl ProbeSet {
             .chain(syscalls.iter().map(|(k, _)| k.tid))
             .chain(more_tids.iter().copied())
             .collect();
-        let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
-        let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
-        let slots_read_ns = monotonic_ns();
-        let mut fresh = Vec::new();
-        let oncpu_start = tids
-            .into_iter()
-            .filter_map(|tid| {
-                let (on, off, acc) = consistent_slots(
-                    || oncpu.get(&tid, 0).ok(),
-                    || offstart.get(&tid, 0).ok(),
-                    || threads_map.get(&tid, 0).ok(),
-                )?;
-                fresh.extend(acc);
-                Some((tid, (on, off)))
-            })
-            .collect();
+        let (threads, oncpu_start, slots_read_ns) =
+            self.threads_with_slots(&threads_map, threads, tids)?;
         Ok(MapSnapshot {
-            threads: with_fresh_accs(threads, fresh),
+            threads,
             syscalls,
             oncpu_start,
             slots_read_ns,
@@ -120,12 +110,34 @@ impl ProbeSet {
         let samples = samples_map.iter().filter_map(Result::ok).collect();
         let off_map: HashMap<_, StackKey, u64> = self.hash("OFFCPU_STACKS")?;
         let offcpu = off_map.iter().filter_map(Result::ok).collect();
+        let (threads, oncpu_start, slots_read_ns) =
+            self.threads_with_slots(&threads_map, threads, tids_of_interest.iter().copied())?;
+        Ok(MapSnapshot {
+            threads,
+            syscalls,
+            samples,
+            offcpu,
+            oncpu_start,
+            slots_read_ns,
+        })
+    }
+
+    /// The on-CPU slots of `tids`, each read with its accumulator
+    /// ([`consistent_slots`]); `walked` (the walk of `THREADS`) with those
+    /// accumulators in place of its own, which may be older than the
+    /// slots; and the instant just before the reads.
+    fn threads_with_slots(
+        &self,
+        threads_map: &HashMap<&MapData, u32, ThreadAcc>,
+        walked: Vec<ThreadAcc>,
+        tids: impl IntoIterator<Item = u32>,
+    ) -> Result<ThreadsWithSlots, ProbeError> {
         let oncpu: Array<_, u64> = self.array("ONCPU_START")?;
         let offstart: Array<_, OffCpuStart> = self.array("OFFCPU_START")?;
         let slots_read_ns = monotonic_ns();
         let mut oncpu_start = BTreeMap::new();
         let mut fresh = Vec::new();
-        for &tid in tids_of_interest {
+        for tid in tids {
             if let Some((on, off, acc)) = consistent_slots(
                 || oncpu.get(&tid, 0).ok(),
                 || offstart.get(&tid, 0).ok(),
@@ -135,14 +147,7 @@ impl ProbeSet {
                 fresh.extend(acc);
             }
         }
-        Ok(MapSnapshot {
-            threads: with_fresh_accs(threads, fresh),
-            syscalls,
-            samples,
-            offcpu,
-            oncpu_start,
-            slots_read_ns,
-        })
+        Ok((with_fresh_accs(walked, fresh), oncpu_start, slots_read_ns))
     }
 
     /// Moves everything the maps hold for `tids` (threads that exited a
