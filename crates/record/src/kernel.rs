@@ -118,6 +118,12 @@ pub trait Kernel {
     fn exe(&self, tgid: u32) -> Option<PathBuf>;
     /// Process `tgid`'s layout now (None: gone), for its stacks' names.
     fn process_layout(&self, tgid: u32) -> Option<ProcessLayout>;
+    /// What of process `tgid`'s layout a change of its code would move,
+    /// read far more cheaply than the layout (None: gone or unknown, and
+    /// then the layout is read).
+    fn code_footprint(&self, _tgid: u32) -> Option<CodeFootprint> {
+        None
+    }
     /// The processes descended from `pid` now (an attached process's).
     fn descendants(&self, pid: u32) -> Vec<u32>;
     /// A block device's kernel name from its dev_t ("MAJOR:MINOR" when
@@ -154,6 +160,19 @@ pub struct ProcessLayout {
     /// The text of its perf map (`/tmp/perf-PID.map`, written by JITs and
     /// CPython's `-X perf`), when it has one.
     pub perf_map: Option<String>,
+}
+
+/// The size of a process's code: equal footprints, read at two times,
+/// mean that no executable mapping came or went in between, bar one
+/// replaced by another of the same size (a sample in it still has the
+/// layout read again, as in code never seen).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodeFootprint {
+    /// Its executable, not writable mappings in KiB: `VmExe` + `VmLib` of
+    /// `/proc/PID/status`, the kernel's count of them.
+    pub exec_kib: u64,
+    /// The length of its perf map (JITs and CPython's `-X perf` append to it).
+    pub perf_map_bytes: Option<u64>,
 }
 
 impl Kernel for ProbeSet {
@@ -259,6 +278,9 @@ impl Kernel for ProbeSet {
     }
     fn process_layout(&self, tgid: u32) -> Option<ProcessLayout> {
         procfs::process_layout(tgid)
+    }
+    fn code_footprint(&self, tgid: u32) -> Option<CodeFootprint> {
+        procfs::code_footprint(tgid)
     }
     fn descendants(&self, pid: u32) -> Vec<u32> {
         procfs::descendants(pid)

@@ -41,6 +41,7 @@ pub mod dwarf_samples;
 pub mod fold;
 pub mod kernel;
 pub mod launch;
+mod layouts;
 pub mod live;
 pub mod probes;
 mod procfs;

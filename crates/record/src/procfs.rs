@@ -126,6 +126,35 @@ pub(super) fn process_layout(tgid: u32) -> Option<super::kernel::ProcessLayout> 
     })
 }
 
+/// Process `tgid`'s code footprint from `/proc/PID/status` (a few dozen
+/// lines, where its maps run to thousands) and its perf map's length.
+pub(super) fn code_footprint(tgid: u32) -> Option<super::kernel::CodeFootprint> {
+    let status = std::fs::read_to_string(format!("/proc/{tgid}/status")).ok()?;
+    let exec_kib = exec_kib(&status)?;
+    Some(super::kernel::CodeFootprint {
+        exec_kib,
+        perf_map_bytes: std::fs::metadata(format!("/tmp/perf-{tgid}.map"))
+            .ok()
+            .map(|m| m.len()),
+    })
+}
+
+/// `VmExe` + `VmLib` (KiB) of a `/proc/PID/status` text; None without
+/// them (a kernel thread, a zombie).
+fn exec_kib(status: &str) -> Option<u64> {
+    let field = |name: &str| {
+        status.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    Some(field("VmExe:")? + field("VmLib:")?)
+}
+
 /// Kernel name of a block device from its kernel-internal dev_t.
 pub(super) fn device_name(dev: u32) -> String {
     let (major, minor) = aggregate::dev_major_minor(dev);
@@ -251,6 +280,21 @@ mod tests {
     use std::{fs, os::unix::fs::symlink};
 
     use super::*;
+
+    #[test]
+    fn exec_kib_adds_the_executable_and_its_libraries() {
+        let status = "Name:\tpython3\nVmData:\t  81920 kB\nVmExe:\t    2880 kB\n\
+                      VmLib:\t  164476 kB\nVmPTE:\t 1024 kB\n";
+        assert_eq!(exec_kib(status), Some(167_356));
+        // A kernel thread's status has neither.
+        assert_eq!(exec_kib("Name:\tkworker/0:1\nState:\tI (idle)\n"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_code_footprint() {
+        let own = code_footprint(std::process::id()).unwrap();
+        assert!(own.exec_kib > 0);
+    }
 
     /// A sysfs tree: `devices/<path>` directories with `dev` and `uevent`,
     /// and `dev/block/MAJ:MIN` links to them, as the kernel lays it out.

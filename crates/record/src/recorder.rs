@@ -18,8 +18,12 @@ use std::{
 use storprof_common::{ProcEvent, WakeAcc, WakeKey, proc_event};
 
 use super::{
-    RecordError, UnwindMode, aggregate, dwarf_samples::DwarfSamples, kernel::Kernel, procfs,
-    python, retired::Retired, select,
+    RecordError, UnwindMode, aggregate,
+    dwarf_samples::DwarfSamples,
+    kernel::{CodeFootprint, Kernel},
+    procfs, python,
+    retired::Retired,
+    select,
 };
 use crate::probes::{self, MapSnapshot};
 use storprof_session::model;
@@ -46,6 +50,8 @@ pub(super) struct Recorder {
     /// When the layout of a fresh process (or one a sample found stale)
     /// was last read.
     pub(super) layout_read: std::collections::HashMap<u32, Instant>,
+    /// The code footprint of each process at its last layout read.
+    pub(super) footprints: std::collections::HashMap<u32, CodeFootprint>,
     pub(super) series: aggregate::SeriesBuilder,
     /// `/proc/vmstat` at the same ticks as `series`.
     pub(super) vmstat: aggregate::VmstatBuilder,
@@ -128,6 +134,7 @@ impl Recorder {
             blocks: aggregate::BlockAggregate::new(start_mono, aggregate::BUCKET_NS),
             fresh: BTreeMap::new(),
             layout_read: std::collections::HashMap::new(),
+            footprints: std::collections::HashMap::new(),
             series: aggregate::SeriesBuilder::default(),
             vmstat: aggregate::VmstatBuilder::default(),
             host_cpu: aggregate::HostCpuBuilder::new(procfs::clock_ticks_per_s()),
@@ -232,8 +239,7 @@ impl Recorder {
                 if child_tgid == child {
                     self.parents.insert(child, event.tgid);
                     self.track(child);
-                    self.symbolizer.inherit(child, event.tgid);
-                    self.read_layout(child);
+                    self.inherit_layout(child, event.tgid);
                     self.inherit_unwind(child, event.tgid);
                     self.inherit_python(child, event.tgid);
                 }
@@ -249,6 +255,7 @@ impl Recorder {
                     self.tracked.remove(&event.tid);
                     self.live.remove(&event.tid);
                     self.symbolizer.forget_process(event.tid);
+                    self.footprints.remove(&event.tid);
                     self.unwind_decisions.remove(&event.tid);
                     self.python.forget(event.tid);
                 }
@@ -281,26 +288,7 @@ impl Recorder {
         // Entries only matter while they can still hold a re-read back.
         self.layout_read
             .retain(|_, t| t.elapsed() < Duration::from_secs(1));
-        // Fresh processes' layouts are re-read after `FRESH_REREAD`, then
-        // at half their age (a large process's maps cost about a
-        // millisecond to read; a process maps most of its code at its
-        // start); a sample in code mapped meanwhile asks for a read itself
-        // (`unwind_sample`).
-        let due: Vec<u32> = self
-            .fresh
-            .iter()
-            .filter(|(tgid, since)| {
-                let wait = FRESH_REREAD.max(since.elapsed() / 2);
-                self.layout_read
-                    .get(tgid)
-                    .is_none_or(|t| t.elapsed() >= wait)
-            })
-            .map(|(&tgid, _)| tgid)
-            .collect();
-        for tgid in due {
-            self.reread_layout(tgid);
-            self.detect_python(tgid);
-        }
+        self.reread_due_layouts();
         // DWARF mode: every sample; frame-pointer mode: Python processes' samples.
         let mut stacks = Vec::new();
         self.probes.drain_user_stacks(&mut |e| stacks.push(e));
@@ -308,46 +296,6 @@ impl Recorder {
             self.unwind_sample(event);
         }
         self.drain_python_offcpu();
-    }
-
-    /// Reads the layout of `tgid` through the kernel seam for its stacks'
-    /// names; false when it is gone (its last layout stays).
-    pub(super) fn read_layout(&mut self, tgid: u32) -> bool {
-        self.probes.process_layout(tgid).is_some_and(|layout| {
-            self.symbolizer
-                .set_layout_text(tgid, &layout.maps, layout.perf_map.as_deref())
-        })
-    }
-
-    /// Re-reads the layout of `tgid` and drops its unwinder modules (the
-    /// loader may have mapped libraries; unwind tables stay cached per file).
-    fn reread_layout(&mut self, tgid: u32) {
-        let before = self.symbolizer.layout_id(tgid);
-        self.read_layout(tgid);
-        self.layout_read.insert(tgid, Instant::now());
-        // An unchanged layout keeps its unwinder (rebuilding one costs more
-        // than most samples' unwinding).
-        if before != self.symbolizer.layout_id(tgid)
-            && let Some(unwinder) = self.unwinder.as_mut()
-        {
-            unwinder.forget(tgid);
-        }
-    }
-
-    /// Re-reads the layout of `tgid` unless it was read in the last
-    /// `ON_DEMAND_REREAD`; looks for an interpreter in what it maps now.
-    /// Returns whether it was read.
-    fn reread_layout_on_demand(&mut self, tgid: u32) -> bool {
-        if self
-            .layout_read
-            .get(&tgid)
-            .is_some_and(|t| t.elapsed() < ON_DEMAND_REREAD)
-        {
-            return false;
-        }
-        self.reread_layout(tgid);
-        self.detect_python(tgid);
-        true
     }
 
     /// Unwinds a sample of `tgid` with its last layout read.
@@ -558,10 +506,3 @@ const RETIRE_AFTER: Duration = Duration::from_secs(1);
 /// Every this many ticks, threads in the maps without a /proc entry are
 /// taken as exited.
 const EXIT_SWEEP_TICKS: u64 = 10;
-
-/// The shortest time between two reads of the layout of a process that
-/// exec'ed or forked in the last two seconds (later, half its age).
-const FRESH_REREAD: Duration = Duration::from_millis(100);
-/// The shortest time between two reads of a process's layout asked for by
-/// samples in unknown code.
-const ON_DEMAND_REREAD: Duration = Duration::from_millis(20);

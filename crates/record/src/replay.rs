@@ -9,14 +9,16 @@
 //! kernel (traced pids, interpreters, DWARF marks) is kept for the test to
 //! check.
 use std::{
+    cell::{Cell, RefCell},
     collections::{BTreeMap, BTreeSet, VecDeque},
     os::fd::RawFd,
     path::PathBuf,
+    rc::Rc,
 };
 
 use storprof_common::{BlockEvent, ProcEvent, PyOffCpuSample, PyProcess, WakeAcc, WakeKey};
 
-use super::kernel::{Kernel, KernelFacts, ProcessLayout};
+use super::kernel::{CodeFootprint, Kernel, KernelFacts, ProcessLayout};
 use crate::probes::{MapSnapshot, ProbeError, RetiredThreads, UserStackEvent};
 use storprof_session::model::{LowerDevice, ProbeStatus};
 
@@ -66,6 +68,12 @@ pub struct ReplayKernel {
     pub lower_devices: BTreeMap<u32, Vec<LowerDevice>>,
     /// The replayed machine's processes: none, unless a test gives them.
     pub host: ReplayHost,
+    /// Code footprints a test gives (absent: unknown, so every look at a
+    /// layout reads it), shared so that the test can change them while
+    /// the recorder holds the kernel.
+    pub footprints: Rc<RefCell<BTreeMap<u32, CodeFootprint>>>,
+    /// How many times the recorder read a layout (shared, as above).
+    pub layout_reads: Rc<Cell<usize>>,
 }
 
 /// The processes and devices a replay's machine has (by default none: a
@@ -254,7 +262,11 @@ impl Kernel for ReplayKernel {
         self.host.exes.get(&tgid).cloned()
     }
     fn process_layout(&self, tgid: u32) -> Option<ProcessLayout> {
+        self.layout_reads.set(self.layout_reads.get() + 1);
         self.host.layouts.get(&tgid).cloned()
+    }
+    fn code_footprint(&self, tgid: u32) -> Option<CodeFootprint> {
+        self.footprints.borrow().get(&tgid).copied()
     }
     fn descendants(&self, pid: u32) -> Vec<u32> {
         // Breadth first over the replayed parents, as /proc's children lists.
