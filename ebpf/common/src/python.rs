@@ -23,6 +23,9 @@ pub const MAX_PY_FRAMES: usize = 64;
 pub const MAX_PY_THREADS: u32 = 32;
 /// An offset in `PyProcess` that is not used by this interpreter version.
 pub const PY_NO_OFFSET: u32 = u32::MAX;
+/// Most 8-byte words of a frame the probe reads at once
+/// ([`PyProcess::frame_window`]).
+pub const PY_WINDOW_WORDS: usize = 16;
 
 /// How the probe finds the sampled thread's `PyThreadState`.
 pub mod py_tstate {
@@ -84,6 +87,30 @@ pub struct PyProcess {
     pub _pad: u32,
 }
 const _: () = assert!(core::mem::size_of::<PyProcess>() == 88);
+
+impl PyProcess {
+    /// The bytes of a frame that hold its four fields, (start, length),
+    /// read by the probe at once: None unless the code, instruction and
+    /// previous-frame offsets are set and 8-byte aligned from the lowest
+    /// field, and all fit [`PY_WINDOW_WORDS`] words.
+    pub fn frame_window(&self) -> Option<(u32, u32)> {
+        let words = [self.frame_code, self.frame_instr, self.frame_previous];
+        let mut base = words[0].min(words[1]).min(words[2]);
+        let mut end = 0;
+        if self.frame_flag != PY_NO_OFFSET {
+            base = base.min(self.frame_flag);
+            end = self.frame_flag.checked_add(1)?;
+        }
+        for offset in words {
+            if offset == PY_NO_OFFSET || !(offset - base).is_multiple_of(8) {
+                return None;
+            }
+            end = end.max(offset + 8);
+        }
+        let len = end - base;
+        (len <= (PY_WINDOW_WORDS * 8) as u32).then_some((base, len))
+    }
+}
 
 /// One Python frame of a sample, as the probe read it.
 #[repr(C)]

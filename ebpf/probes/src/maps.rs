@@ -16,7 +16,7 @@ use aya_ebpf::{
 };
 use storprof_common::{
     BlockInflight, BlockKey, BlockSubmitter, FutexWaiters, IrqContext, KsymNames, KsymRequest,
-    OffCpuPending, OffCpuStart, ProbeConfig, PyOffCpuSample, PyProcess,
+    OffCpuPending, OffCpuStart, PY_WINDOW_WORDS, ProbeConfig, PyOffCpuSample, PyProcess,
     STACK_SCRATCH_SLOTS_PER_CPU, STACK_SLOTS, SYSCALL_NR_SLOTS, SYSCALL_SLOT_ENTRIES,
     SYSCALL_THREAD_SLOTS, StackFrames, StackKey, SyscallAcc, SyscallKey, SyscallStart, ThreadAcc,
     UserStackSample, WakeAcc, WakeKey, lost, py_offcpu_lost,
@@ -268,6 +268,12 @@ pub(crate) static PY_OFFCPU: HashMap<u32, PyOffCpuSample> = HashMap::with_max_en
 /// check of every task costs one load, no hashing).
 #[map]
 pub(crate) static PY_OFFCPU_PENDING: Array<u32> = Array::with_max_entries(PID_SLOTS, 0);
+
+/// Per-CPU buffer a Python frame's fields are read into (too large for the
+/// BPF stack under a walk), one per slot as `STACK_BUF`.
+#[map]
+pub(crate) static PY_FRAME_WINDOW: PerCpuArray<[u64; PY_WINDOW_WORDS]> =
+    PerCpuArray::with_max_entries(2, 0);
 
 /// Where an off-CPU Python sample is assembled (too large for the BPF stack).
 #[map]

@@ -2,14 +2,15 @@
 //! registered interpreter (`PY_PROCS`) and reads its frames, innermost
 //! first, with the struct offsets user space computed for its version.
 use storprof_common::{
-    MAX_PY_FRAMES, MAX_PY_THREADS, PY_NO_OFFSET, PyFrameRecord, PyProcess, py_status, py_tstate,
+    MAX_PY_FRAMES, MAX_PY_THREADS, PY_NO_OFFSET, PY_WINDOW_WORDS, PyFrameRecord, PyProcess,
+    py_status, py_tstate,
 };
 
 use aya_ebpf::cty::c_void;
 
 use crate::{
     kernel::bounded_loop,
-    maps::{CONFIG, PY_PROCS},
+    maps::{CONFIG, PY_FRAME_WINDOW, PY_PROCS},
 };
 
 /// Reads a `T` from the current task's user memory (None when it faults).
@@ -138,12 +139,15 @@ fn native_tid(py: &PyProcess, tid: u32) -> Option<u32> {
 }
 
 /// Walks the Python frames of the sampled thread, innermost first, into
-/// `out`. Returns (frames written, `py_status`).
+/// `out`, reading each frame through `PY_FRAME_WINDOW[buf_slot]`
+/// (`STACK_BUF_SAMPLE` from CPU samples, else `STACK_BUF_TRACE`). Returns
+/// (frames written, `py_status`).
 #[inline(always)]
 pub(crate) fn python_frames(
     tgid: u32,
     tid: u32,
     out: &mut [PyFrameRecord; MAX_PY_FRAMES],
+    buf_slot: u32,
 ) -> (u16, u16) {
     // SAFETY: the value is copied out at once.
     let Some(py) = (unsafe { PY_PROCS.get(tgid) }).copied() else {
@@ -166,10 +170,7 @@ pub(crate) fn python_frames(
     let mut walk = FrameWalk {
         frame,
         out: core::ptr::from_mut(out),
-        code: u64::from(py.frame_code),
-        instr: u64::from(py.frame_instr),
-        flag: py.frame_flag,
-        previous: py.frame_previous,
+        window: FrameWindow::of(&py, buf_slot),
         count: 0,
         status: FrameWalk::WALKING,
     };
@@ -189,12 +190,8 @@ struct FrameWalk {
     /// The frame the next step reads (0: the outermost was read).
     frame: u64,
     out: *mut [PyFrameRecord; MAX_PY_FRAMES],
-    /// `PyProcess` offsets of the frame's code, instruction and previous
-    /// frame, and of its owner flag (`PY_NO_OFFSET`: none).
-    code: u64,
-    instr: u64,
-    flag: u32,
-    previous: u32,
+    /// Where the frame's fields lie in one read of it.
+    window: FrameWindow,
     count: u16,
     /// `WALKING`, or the `py_status` the walk ended with.
     status: u16,
@@ -219,27 +216,100 @@ extern "C" fn read_frame(index: u64, ctx: *mut c_void) -> i64 {
             (*walk).status = py_status::OK;
             return 1;
         }
-        let (Some(code), Some(instr)) = (
-            read_user::<u64>(frame + (*walk).code),
-            read_user::<u64>(frame + (*walk).instr),
-        ) else {
+        let Some(fields) = (*walk).window.read(frame) else {
             (*walk).status = py_status::READ_FAILED;
             return 1;
         };
-        let flag = if (*walk).flag == PY_NO_OFFSET {
-            0
-        } else {
-            read_user::<u8>(frame + u64::from((*walk).flag)).unwrap_or(0)
-        };
-        (*(*walk).out)[i] = PyFrameRecord::new(code, instr, flag);
+        (*(*walk).out)[i] = PyFrameRecord::new(fields.code, fields.instr, fields.flag);
         (*walk).count = i as u16 + 1;
-        match read_user::<u64>(frame + u64::from((*walk).previous)) {
-            Some(previous) => (*walk).frame = previous,
-            None => {
-                (*walk).status = py_status::READ_FAILED;
-                return 1;
-            }
-        }
+        (*walk).frame = fields.previous;
     }
     0
+}
+
+/// The fields of one frame the walk records.
+struct FrameFields {
+    code: u64,
+    instr: u64,
+    flag: u8,
+    previous: u64,
+}
+
+/// Where a frame's fields lie in one read of it (a read costs about the
+/// same for 8 bytes or 80, and a frame has four fields to read): the read
+/// spans `len` bytes from `base` into `buf`; the 8-byte fields are at word
+/// indexes, the flag at a byte index. User space registers only offsets
+/// that fit (`PyProcess::frame_window`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct FrameWindow {
+    buf: *mut [u64; PY_WINDOW_WORDS],
+    base: u32,
+    len: u32,
+    code: u32,
+    instr: u32,
+    previous: u32,
+    /// Byte index of the flag (`PY_NO_OFFSET`: no flag).
+    flag: u32,
+}
+
+impl FrameWindow {
+    /// The window of `py`'s frames, read into `PY_FRAME_WINDOW[buf_slot]`
+    /// (`len` 0 when the offsets do not fit one: every read then fails).
+    #[inline(always)]
+    fn of(py: &PyProcess, buf_slot: u32) -> Self {
+        let buf = PY_FRAME_WINDOW
+            .get_ptr_mut(buf_slot)
+            .unwrap_or(core::ptr::null_mut());
+        let (base, len) = py.frame_window().unwrap_or((0, 0));
+        let flag = if py.frame_flag == PY_NO_OFFSET {
+            PY_NO_OFFSET
+        } else {
+            py.frame_flag.wrapping_sub(base)
+        };
+        Self {
+            buf,
+            base,
+            len,
+            code: py.frame_code.wrapping_sub(base) / 8,
+            instr: py.frame_instr.wrapping_sub(base) / 8,
+            previous: py.frame_previous.wrapping_sub(base) / 8,
+            flag,
+        }
+    }
+
+    /// The fields of the frame at `frame` in one read (None: the read
+    /// faulted, or there is no window).
+    #[inline(always)]
+    fn read(&self, frame: u64) -> Option<FrameFields> {
+        let len = self.len as usize;
+        if len == 0 || len > PY_WINDOW_WORDS * 8 || self.buf.is_null() {
+            return None;
+        }
+        // SAFETY: `buf` is this CPU's value of `PY_FRAME_WINDOW` for this
+        // context, and `len` fits it.
+        let words = unsafe {
+            let rc = aya_ebpf::helpers::generated::bpf_probe_read_user(
+                self.buf.cast(),
+                len as u32,
+                (frame + u64::from(self.base)) as *const c_void,
+            );
+            if rc != 0 {
+                return None;
+            }
+            &*self.buf
+        };
+        let word = |index: u32| words[index as usize % PY_WINDOW_WORDS];
+        let flag = if self.flag == PY_NO_OFFSET {
+            0
+        } else {
+            (word(self.flag / 8) >> ((self.flag % 8) * 8)) as u8
+        };
+        Some(FrameFields {
+            code: word(self.code),
+            instr: word(self.instr),
+            flag,
+            previous: word(self.previous),
+        })
+    }
 }

@@ -363,7 +363,12 @@ pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
         && let Some(scratch) = PY_OFFCPU_SCRATCH.get_ptr_mut(0)
     {
         // SAFETY: this CPU's scratch value.
-        let (frames, status) = python_frames(tgid, prev_tid, unsafe { &mut (*scratch).py });
+        let (frames, status) = python_frames(
+            tgid,
+            prev_tid,
+            unsafe { &mut (*scratch).py },
+            STACK_BUF_TRACE,
+        );
         if frames > 0 {
             let (user_stack, kernel_stack) = stacks_just_taken(prev_tid, tgid, now)
                 .unwrap_or_else(|| stack_ids(ctx, STACK_BUF_TRACE));

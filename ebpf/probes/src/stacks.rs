@@ -276,8 +276,12 @@ pub(crate) fn capture_user_stack(
         offcpu_state: offcpu.state,
         offcpu_intervals: offcpu.intervals,
     };
+    // The slot's context (`STACK_BUF_SAMPLE` or `STACK_BUF_TRACE`) picks
+    // the frame buffer too.
+    let buf_slot = slot % STACK_SCRATCH_SLOTS_PER_CPU;
     // SAFETY: `scratch` is this CPU's map value.
-    let (frames, status) = python_frames(key.tgid, key.tid, unsafe { &mut (*scratch).py });
+    let (frames, status) =
+        python_frames(key.tgid, key.tid, unsafe { &mut (*scratch).py }, buf_slot);
     header.py_frames = frames;
     header.py_status = status;
     // Near the top of the stack a long read faults: retry shorter.

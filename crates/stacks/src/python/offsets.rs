@@ -277,8 +277,31 @@ mod tests {
                 p.frame_flag == PY_NO_OFFSET,
                 v.entry == EntryMarker::EveryFrame
             );
+            // The probe reads a frame's four fields at once, or not at all.
+            let window = p.frame_window();
+            assert!(window.is_some(), "{}.{}: {p:?}", v.major, v.minor);
         }
         assert!(for_version(3, 11).is_some());
         assert!(for_version(3, 9).is_none());
+    }
+
+    #[test]
+    fn a_frame_window_spans_the_fields_from_the_lowest_to_the_flag() {
+        let v312 = for_version(3, 12).unwrap().probe;
+        // code at 0, previous at 8, instruction at 56, owner byte at 70.
+        assert_eq!(v312.frame_window(), Some((0, 71)));
+        let v310 = for_version(3, 10).unwrap().probe;
+        // f_back at 24 to f_lasti at 96, no flag.
+        assert_eq!(v310.frame_window(), Some((24, 80)));
+        let misaligned = PyProcess {
+            frame_instr: v312.frame_instr + 4,
+            ..v312
+        };
+        assert_eq!(misaligned.frame_window(), None);
+        let too_wide = PyProcess {
+            frame_instr: 128,
+            ..v312
+        };
+        assert_eq!(too_wide.frame_window(), None);
     }
 }
