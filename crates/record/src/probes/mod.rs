@@ -8,6 +8,7 @@
 //! map snapshots ([`ProbeSet::snapshot`]) → drop (detaches everything).
 //! Nothing here interprets the data; `record::aggregate` does, purely.
 mod allocators;
+mod batch;
 pub mod btf;
 mod catalog;
 mod drain;

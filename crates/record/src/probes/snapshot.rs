@@ -75,11 +75,7 @@ impl ProbeSet {
     /// second, without walking the stack maps.
     pub fn thread_snapshot(&self, more_tids: &[u32]) -> Result<MapSnapshot, ProbeError> {
         let threads_map: HashMap<_, u32, ThreadAcc> = self.hash("THREADS")?;
-        let threads: Vec<ThreadAcc> = threads_map
-            .iter()
-            .filter_map(Result::ok)
-            .map(|(_, v)| v)
-            .collect();
+        let threads: Vec<ThreadAcc> = self.thread_accs()?;
         let syscalls = self.syscall_stats()?;
         let tids: std::collections::BTreeSet<u32> = threads
             .iter()
@@ -100,16 +96,10 @@ impl ProbeSet {
 
     pub fn snapshot(&self, tids_of_interest: &[u32]) -> Result<MapSnapshot, ProbeError> {
         let threads_map: HashMap<_, u32, ThreadAcc> = self.hash("THREADS")?;
-        let threads = threads_map
-            .iter()
-            .filter_map(Result::ok)
-            .map(|(_, v)| v)
-            .collect();
+        let threads = self.thread_accs()?;
         let syscalls = self.syscall_stats()?;
-        let samples_map: HashMap<_, StackKey, u64> = self.hash("SAMPLES")?;
-        let samples = samples_map.iter().filter_map(Result::ok).collect();
-        let off_map: HashMap<_, StackKey, u64> = self.hash("OFFCPU_STACKS")?;
-        let offcpu = off_map.iter().filter_map(Result::ok).collect();
+        let samples = self.hash_entries("SAMPLES")?;
+        let offcpu = self.hash_entries("OFFCPU_STACKS")?;
         let (threads, oncpu_start, slots_read_ns) =
             self.threads_with_slots(&threads_map, threads, tids_of_interest.iter().copied())?;
         Ok(MapSnapshot {
@@ -169,19 +159,27 @@ impl ProbeSet {
             }
         }
         self.retire_syscall_slots(tids, &mut out.syscalls)?;
-        let mut hashed: HashMap<_, SyscallKey, SyscallAcc> = self.hash_mut("SYSCALLS")?;
-        take_matching(&mut hashed, |k| tids.contains(&k.tid), &mut out.syscalls);
-        let mut samples: HashMap<_, StackKey, u64> = self.hash_mut("SAMPLES")?;
-        take_matching(&mut samples, |k| tids.contains(&k.tid), &mut out.samples);
-        let mut offcpu: HashMap<_, StackKey, u64> = self.hash_mut("OFFCPU_STACKS")?;
-        take_matching(&mut offcpu, |k| tids.contains(&k.tid), &mut out.offcpu);
+        self.take_matching(
+            "SYSCALLS",
+            |k: &SyscallKey| tids.contains(&k.tid),
+            &mut out.syscalls,
+        )?;
+        self.take_matching(
+            "SAMPLES",
+            |k: &StackKey| tids.contains(&k.tid),
+            &mut out.samples,
+        )?;
+        self.take_matching(
+            "OFFCPU_STACKS",
+            |k: &StackKey| tids.contains(&k.tid),
+            &mut out.offcpu,
+        )?;
         if self.attached(family::WAKEUPS) {
-            let mut edges: HashMap<_, WakeKey, WakeAcc> = self.hash_mut("WAKE_EDGES")?;
-            take_matching(
-                &mut edges,
-                |k| tids.contains(&k.waker_tid) || tids.contains(&k.wakee_tid),
+            self.take_matching(
+                "WAKE_EDGES",
+                |k: &WakeKey| tids.contains(&k.waker_tid) || tids.contains(&k.wakee_tid),
                 &mut out.wake_edges,
-            );
+            )?;
         }
         Ok(out)
     }
@@ -244,24 +242,51 @@ impl ProbeSet {
         Ok(())
     }
 
+    /// Every thread's accumulator in `THREADS`.
+    fn thread_accs(&self) -> Result<Vec<ThreadAcc>, ProbeError> {
+        let entries: Vec<(u32, ThreadAcc)> = self.hash_entries("THREADS")?;
+        Ok(entries.into_iter().map(|(_, acc)| acc).collect())
+    }
+
+    /// Moves the entries of the hash map `name` whose key matches into
+    /// `out`. Keys are listed first (deleting while walking would restart
+    /// the walk), and each value is read again as it is deleted.
+    fn take_matching<K: aya::Pod + Ord, V: aya::Pod>(
+        &mut self,
+        name: &'static str,
+        matches: impl Fn(&K) -> bool,
+        out: &mut Vec<(K, V)>,
+    ) -> Result<(), ProbeError> {
+        let keys: Vec<K> = self
+            .hash_entries::<K, V>(name)?
+            .into_iter()
+            .map(|(key, _)| key)
+            .filter(|key| matches(key))
+            .collect();
+        let mut map: HashMap<_, K, V> = self.hash_mut(name)?;
+        for key in keys {
+            if let Ok(value) = map.get(&key, 0) {
+                out.push((key, value));
+            }
+            let _ = map.remove(&key);
+        }
+        Ok(())
+    }
+
     /// Per-thread per-syscall statistics: the array regions of the claimed
     /// thread slots merged with the hash-map fallback.
     fn syscall_stats(&self) -> Result<Vec<(SyscallKey, SyscallAcc)>, ProbeError> {
-        let owners: HashMap<_, u32, u32> = self.hash("SYSCALL_SLOT_OWNER")?;
+        let owners: Vec<(u32, u32)> = self.hash_entries("SYSCALL_SLOT_OWNER")?;
         let used: Array<_, u32> = self.array("SYSCALL_SLOT_USED")?;
-        let keys: Array<_, SyscallKey> = self.array("SYSCALL_POOL_KEY")?;
-        let pool: Array<_, SyscallAcc> = self.array("SYSCALL_POOL")?;
         let mut pooled = Vec::new();
-        for slot in owners.keys().filter_map(Result::ok) {
+        for (slot, _) in owners {
             let in_use = used.get(&slot, 0).unwrap_or(0).min(SYSCALL_SLOT_ENTRIES);
-            for i in slot * SYSCALL_SLOT_ENTRIES..slot * SYSCALL_SLOT_ENTRIES + in_use {
-                if let (Ok(key), Ok(acc)) = (keys.get(&i, 0), pool.get(&i, 0)) {
-                    pooled.push((key, acc));
-                }
-            }
+            let first = slot * SYSCALL_SLOT_ENTRIES;
+            let keys: Vec<SyscallKey> = self.array_values("SYSCALL_POOL_KEY", first, in_use)?;
+            let accs: Vec<SyscallAcc> = self.array_values("SYSCALL_POOL", first, in_use)?;
+            pooled.extend(keys.into_iter().zip(accs));
         }
-        let sys_map: HashMap<_, SyscallKey, SyscallAcc> = self.hash("SYSCALLS")?;
-        let hashed = sys_map.iter().filter_map(Result::ok);
+        let hashed: Vec<(SyscallKey, SyscallAcc)> = self.hash_entries("SYSCALLS")?;
         Ok(merge_syscall_stats(pooled.into_iter().chain(hashed)))
     }
 
@@ -270,8 +295,7 @@ impl ProbeSet {
         if !self.attached(family::WAKEUPS) {
             return Ok(Vec::new());
         }
-        let edges: HashMap<_, WakeKey, WakeAcc> = self.hash("WAKE_EDGES")?;
-        Ok(edges.iter().filter_map(Result::ok).collect())
+        self.hash_entries("WAKE_EDGES")
     }
 
     /// Frames (instruction pointers, leaf first) of a stack id.
@@ -364,26 +388,6 @@ pub struct RetiredThreads {
     pub samples: Vec<(StackKey, u64)>,
     pub offcpu: Vec<(StackKey, u64)>,
     pub wake_edges: Vec<(WakeKey, WakeAcc)>,
-}
-
-/// Moves the entries of `map` whose key matches into `out`. Keys are
-/// listed first: deleting while walking would restart the walk.
-fn take_matching<K: aya::Pod + Ord, V: aya::Pod>(
-    map: &mut HashMap<&mut MapData, K, V>,
-    matches: impl Fn(&K) -> bool,
-    out: &mut Vec<(K, V)>,
-) {
-    let keys: Vec<K> = map
-        .keys()
-        .filter_map(Result::ok)
-        .filter(|k| matches(k))
-        .collect();
-    for key in keys {
-        if let Ok(value) = map.get(&key, 0) {
-            out.push((key, value));
-        }
-        let _ = map.remove(&key);
-    }
 }
 
 /// Sums entries with the same key (a tid reused during the recording, or a
