@@ -133,13 +133,11 @@ impl Recorder {
 mod tests {
     use std::{rc::Rc, time::Duration};
 
-    use storprof_common::{ProcEvent, proc_event};
-
     use super::*;
     use crate::{
         UnwindMode,
         kernel::{CodeFootprint, ProcessLayout},
-        replay::{ReplayKernel, ReplayStep},
+        replay::{ReplayKernel, ReplayStep, fork_event},
     };
 
     const MAPS: &str = "55d0c0000000-55d0c0100000 r-xp 00000000 08:01 1234 /usr/bin/python3\n";
@@ -148,17 +146,8 @@ mod tests {
     fn a_layout_is_read_again_only_when_its_code_footprint_moved() {
         // Above any pid_max: no process of the test machine.
         let (main, worker) = (4_194_305, 4_194_306);
-        let fork = ProcEvent {
-            kind: proc_event::FORK,
-            tgid: main,
-            tid: worker,
-            group_dead: 0,
-            ts: 1,
-        };
-        let step = |proc_events| ReplayStep {
-            proc_events,
-            ..ReplayStep::default()
-        };
+        let step = ReplayStep::with_proc_events;
+        let fork = fork_event(main, worker, 1);
         let mut kernel = ReplayKernel::new(&[], [step(vec![fork]), step(vec![]), step(vec![])]);
         for pid in [main, worker] {
             let layout = ProcessLayout {

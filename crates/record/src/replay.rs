@@ -41,6 +41,27 @@ pub struct ReplayStep {
     pub host_cpu: Option<super::aggregate::HostCpuTicks>,
 }
 
+impl ReplayStep {
+    /// A step whose only output is `proc_events`.
+    pub fn with_proc_events(proc_events: Vec<ProcEvent>) -> Self {
+        Self {
+            proc_events,
+            ..Self::default()
+        }
+    }
+}
+
+/// The event of `parent` forking the process `child` at `ts`.
+pub fn fork_event(parent: u32, child: u32, ts: u64) -> ProcEvent {
+    ProcEvent {
+        kind: storprof_common::proc_event::FORK,
+        tgid: parent,
+        tid: child,
+        group_dead: 0,
+        ts,
+    }
+}
+
 /// A [`Kernel`] that replays [`ReplayStep`]s.
 #[derive(Default)]
 pub struct ReplayKernel {

@@ -10,7 +10,7 @@ use storprof_common::{
 use super::{
     RecordOptions, UnwindMode,
     recorder::Recorder,
-    replay::{ReplayKernel, ReplayStep},
+    replay::{ReplayKernel, ReplayStep, fork_event},
     retired::{RETIRED_THREADS_KEPT, Retired},
     run_loop::{CommandEnd, EndReason, Ending, StopCause, run_loop},
     session_writer::write_session,
@@ -67,13 +67,7 @@ fn block_read(tgid: u32, at_ms: u64, bytes: u32) -> BlockEvent {
 /// A trainer (`main`) that forks a loader (`worker`): the loader reads and
 /// burns CPU, the trainer waits for it on a futex.
 fn replay(main: u32, worker: u32) -> ReplayKernel {
-    let fork = ProcEvent {
-        kind: proc_event::FORK,
-        tgid: main,
-        tid: worker,
-        group_dead: 0,
-        ts: 1,
-    };
+    let fork = fork_event(main, worker, 1);
     let threads = |scale: u64| {
         vec![
             thread(main, main, "trainer", 10 * scale, 90 * scale),
@@ -711,10 +705,7 @@ fn a_process_leaves_the_live_set_at_its_exit_and_stays_listed() {
         group_dead,
         ts: 1,
     };
-    let step = |events| ReplayStep {
-        proc_events: events,
-        ..ReplayStep::default()
-    };
+    let step = ReplayStep::with_proc_events;
     let kernel = ReplayKernel::new(
         &[family::SCHED],
         [
