@@ -22,6 +22,8 @@ use super::{ProbeError, ProbeSet};
 
 /// `BPF_MAP_LOOKUP_BATCH` in the kernel's `enum bpf_cmd`.
 const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
+/// `BPF_MAP_UPDATE_BATCH` in the kernel's `enum bpf_cmd`.
+const BPF_MAP_UPDATE_BATCH: libc::c_long = 26;
 
 /// Entries asked for per call at first; a hash bucket holding more makes
 /// the kernel answer `ENOSPC`, and it is asked again with twice the room.
@@ -167,6 +169,40 @@ fn array_values<V: Pod>(map: &MapData, start: u32, len: u32) -> io::Result<Vec<V
     Ok(out)
 }
 
+/// Writes `values` at the array indexes `keys` of `map` in one
+/// `BPF_MAP_UPDATE_BATCH` call (the kernel stops at the first it cannot
+/// write, and says so with an error).
+fn update_batch<V: Pod>(map: &MapData, keys: &[u32], values: &[V]) -> io::Result<()> {
+    let count = keys.len().min(values.len());
+    if count == 0 {
+        return Ok(());
+    }
+    let mut attr = BatchAttr {
+        keys: keys.as_ptr() as u64,
+        values: values.as_ptr() as u64,
+        count: count as u32,
+        map_fd: map.fd().as_fd().as_raw_fd() as u32,
+        ..BatchAttr::default()
+    };
+    // SAFETY: `attr` is a valid `bpf_attr` batch member of the size given;
+    // the kernel reads `count` 4-byte keys and `count` values of the map's
+    // value size (that of V, checked by the caller through aya) from
+    // buffers that hold at least that many, and writes only `attr.count`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_UPDATE_BATCH,
+            std::ptr::from_mut(&mut attr),
+            std::mem::size_of::<BatchAttr>(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 impl ProbeSet {
     /// Every entry of the hash map `name`: in batches where the kernel
     /// has them, else an entry at a time.
@@ -209,6 +245,30 @@ impl ProbeSet {
             .map_while(|i| array.get(&i, 0).ok())
             .collect())
     }
+
+    /// Writes each `(index, value)` into the array `name`: in one call
+    /// where the kernel has batches, else an index at a time.
+    pub(super) fn array_set<V: Pod>(
+        &mut self,
+        name: &'static str,
+        entries: &[(u32, V)],
+    ) -> Result<(), ProbeError> {
+        let (keys, values): (Vec<u32>, Vec<V>) = entries.iter().copied().unzip();
+        // Through aya first: it checks the value size.
+        self.array::<V>(name)?;
+        if let Some(data) = self.ebpf.map(name).and_then(map_data)
+            && update_batch(data, &keys, &values).is_ok()
+        {
+            return Ok(());
+        }
+        let mut array = self.array_mut::<V>(name)?;
+        for (index, value) in entries {
+            array
+                .set(*index, *value, 0)
+                .map_err(|source| ProbeError::Map { name, source })?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -231,7 +291,8 @@ mod tests {
     }
 
     /// Batches read what lookups one at a time read: a hash map of more
-    /// entries than one batch holds, and ranges of an array.
+    /// entries than one batch holds, and ranges of an array; a batch of
+    /// writes lands where single writes would.
     #[test]
     #[ignore = "needs root"]
     fn batches_read_what_single_lookups_read() {
@@ -280,5 +341,23 @@ mod tests {
         assert_eq!((from_start[9].count, from_start[10].count), (0, 10));
         let data = set.ebpf.map("SYSCALL_POOL").and_then(map_data).unwrap();
         assert!(array_values::<SyscallAcc>(data, 19, 1).is_ok());
+
+        // Writes at scattered indexes, read back one at a time.
+        let data = set.ebpf.map("SYSCALL_POOL").and_then(map_data).unwrap();
+        assert!(
+            update_batch(data, &[11], &[acc(11)]).is_ok(),
+            "this kernel writes arrays in batches"
+        );
+        set.array_set(
+            "SYSCALL_POOL",
+            &[(12, acc(0)), (15, acc(99)), (300, acc(3))],
+        )
+        .unwrap();
+        let pool: Array<_, SyscallAcc> = set.array("SYSCALL_POOL").unwrap();
+        let count = |i: u32| pool.get(&i, 0).unwrap().count;
+        assert_eq!(
+            [count(12), count(13), count(15), count(300)],
+            [0, 13, 99, 3]
+        );
     }
 }

@@ -210,30 +210,20 @@ impl ProbeSet {
         };
         for (slot, used) in owned {
             let base = slot * SYSCALL_SLOT_ENTRIES;
-            let keys: Vec<(u32, SyscallKey)> = {
-                let keys: Array<_, SyscallKey> = self.array("SYSCALL_POOL_KEY")?;
-                (base..base + used)
-                    .filter_map(|entry| Some((entry, keys.get(&entry, 0).ok()?)))
-                    .collect()
-            };
-            let mut nrs = Vec::new();
-            let mut pool: Array<_, SyscallAcc> = self.array_mut("SYSCALL_POOL")?;
-            for (entry, key) in keys {
-                let Ok(acc) = pool.get(&entry, 0) else {
-                    continue;
-                };
-                out.push((key, acc));
-                nrs.push(key.nr);
-                pool.set(entry, SyscallAcc::ZERO, 0)
-                    .map_err(|source| ProbeError::Map {
-                        name: "SYSCALL_POOL",
-                        source,
-                    })?;
-            }
-            let mut index: Array<_, u32> = self.array_mut("SYSCALL_INDEX")?;
-            for nr in nrs.into_iter().filter(|&nr| nr < SYSCALL_NR_SLOTS) {
-                let _ = index.set(slot * SYSCALL_NR_SLOTS + nr, 0, 0);
-            }
+            let keys: Vec<SyscallKey> = self.array_values("SYSCALL_POOL_KEY", base, used)?;
+            let accs: Vec<SyscallAcc> = self.array_values("SYSCALL_POOL", base, used)?;
+            let zeroed: Vec<(u32, SyscallAcc)> = (base..)
+                .zip(&accs)
+                .map(|(entry, _)| (entry, SyscallAcc::ZERO))
+                .collect();
+            let unindexed: Vec<(u32, u32)> = keys
+                .iter()
+                .filter(|key| key.nr < SYSCALL_NR_SLOTS)
+                .map(|key| (slot * SYSCALL_NR_SLOTS + key.nr, 0))
+                .collect();
+            out.extend(keys.into_iter().zip(accs));
+            self.array_set("SYSCALL_POOL", &zeroed)?;
+            let _ = self.array_set("SYSCALL_INDEX", &unindexed);
             let mut used_map: Array<_, u32> = self.array_mut("SYSCALL_SLOT_USED")?;
             let _ = used_map.set(slot, 0, 0);
             let mut owners: HashMap<_, u32, u32> = self.hash_mut("SYSCALL_SLOT_OWNER")?;
