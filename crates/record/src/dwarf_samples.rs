@@ -1,7 +1,9 @@
 //! Samples unwound in user space (DWARF mode): CPU samples counted per
 //! unwound chain, blocked syscalls' time per chain, with the frame-pointer
 //! keys the same samples had and the depth each walk reached.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use storprof_common::{StackKey, UserStackHeader};
 
@@ -14,7 +16,7 @@ use storprof_stacks::unwind::{UnwindEnd, Unwound};
 #[derive(Default)]
 pub struct DwarfSamples {
     pub chains: Vec<(Vec<u64>, python::PythonFrames)>,
-    pub chain_ids: HashMap<(Vec<u64>, python::PythonFrames), i32>,
+    pub chain_ids: FxHashMap<(Vec<u64>, python::PythonFrames), i32>,
     pub counts: BTreeMap<StackKey, u64>,
     /// The frame-pointer keys of the same samples (`--unwind auto` takes
     /// them out of the frame-pointer counts).
@@ -37,12 +39,17 @@ impl DwarfSamples {
         value: u64,
     ) {
         let depth = unwound.ips.len() as u32;
-        let next_id = self.chains.len() as i32;
         let chain = (unwound.ips, python);
-        let id = *self.chain_ids.entry(chain.clone()).or_insert(next_id);
-        if id == next_id {
-            self.chains.push(chain);
-        }
+        // Looked up before it is cloned: most samples repeat a chain.
+        let id = match self.chain_ids.get(&chain) {
+            Some(&id) => id,
+            None => {
+                let id = self.chains.len() as i32;
+                self.chain_ids.insert(chain.clone(), id);
+                self.chains.push(chain);
+                id
+            }
+        };
         let fp_key = header.stack_key();
         let key = StackKey {
             user_stack: id,

@@ -4,8 +4,9 @@
 //! later), resolves the Python frames of each CPU sample and off-CPU
 //! interval while the process is alive, and splices them into the
 //! symbolized native stacks at the end.
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashMap;
 use storprof_common::{MAX_PY_FRAMES, PyFrameRecord, StackKey};
 
 use super::{aggregate, fold::StackFrames, recorder::Recorder};
@@ -22,7 +23,7 @@ pub type PythonFrames = Vec<(String, FrameRole)>;
 #[derive(Default)]
 pub struct PythonStacks {
     chains: Vec<PythonFrames>,
-    chain_ids: HashMap<PythonFrames, usize>,
+    chain_ids: FxHashMap<PythonFrames, usize>,
     /// (thread and its frame-pointer/kernel stack ids, chain) → samples or ns.
     times: BTreeMap<(StackKey, usize), u64>,
     intervals: u64,
@@ -30,11 +31,16 @@ pub struct PythonStacks {
 
 impl PythonStacks {
     fn add(&mut self, key: StackKey, frames: PythonFrames, value: u64) {
-        let next = self.chains.len();
-        let id = *self.chain_ids.entry(frames.clone()).or_insert(next);
-        if id == next {
-            self.chains.push(frames);
-        }
+        // Looked up before it is cloned: most intervals repeat a chain.
+        let id = match self.chain_ids.get(&frames) {
+            Some(&id) => id,
+            None => {
+                let id = self.chains.len();
+                self.chain_ids.insert(frames.clone(), id);
+                self.chains.push(frames);
+                id
+            }
+        };
         *self.times.entry((key, id)).or_insert(0) += value;
         self.intervals += 1;
     }

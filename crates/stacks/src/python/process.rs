@@ -14,6 +14,7 @@ use std::{
 };
 
 use object::{Object, ObjectSegment, ObjectSymbol};
+use rustc_hash::FxHashMap;
 use storprof_common::{PyFrameRecord, PyProcess};
 
 use super::{
@@ -156,15 +157,15 @@ pub struct PythonStats {
 #[derive(Default)]
 pub struct PythonResolver {
     symbols: HashMap<String, Option<Arc<InterpreterSymbols>>>,
-    interpreters: HashMap<u32, Interpreter>,
-    parents: HashMap<u32, u32>,
-    memories: HashMap<u32, Option<Arc<ProcessMemory>>>,
-    code_cache: HashMap<(u32, u64), Option<Arc<CodeInfo>>>,
+    interpreters: FxHashMap<u32, Interpreter>,
+    parents: FxHashMap<u32, u32>,
+    memories: FxHashMap<u32, Option<Arc<ProcessMemory>>>,
+    code_cache: FxHashMap<(u32, u64), Option<Arc<CodeInfo>>>,
     /// (code object read, instruction) → frame name: a sample's frames are
     /// mostly the ones the last samples had, and decoding the line table
     /// and formatting the name was most of the work of resolving them.
     /// Keyed by the `CodeInfo`'s address, so emptied with `code_cache`.
-    name_cache: HashMap<(usize, u64), String>,
+    name_cache: FxHashMap<(usize, u64), String>,
     /// Interpreters seen, for the session notes: (version, path) → processes.
     seen: BTreeMap<(String, String), u64>,
     /// Unsupported interpreters: (version, path) → processes.
@@ -302,7 +303,7 @@ impl PythonResolver {
     }
 
     /// Reads and decodes a code object of `pid` (or of its parents).
-    fn code_info(&mut self, pid: u32, interp: &Interpreter, addr: u64) -> Option<Arc<CodeInfo>> {
+    fn code_info(&mut self, pid: u32, kind: CodeKind, addr: u64) -> Option<Arc<CodeInfo>> {
         let mut owner = pid;
         for _ in 0..8 {
             if let Some(known) = self.code_cache.get(&(owner, addr)) {
@@ -312,7 +313,7 @@ impl PythonResolver {
             } else {
                 let info = self
                     .memory(owner)
-                    .and_then(|m| read_code(&m, interp, addr))
+                    .and_then(|m| read_code(&m, kind, addr))
                     .map(Arc::new);
                 self.code_cache.insert((owner, addr), info.clone());
                 if info.is_some() {
@@ -345,28 +346,31 @@ impl PythonResolver {
         tgid: u32,
         records: &[PyFrameRecord],
     ) -> Vec<(String, FrameRole)> {
-        let Some(interp) = self.interpreter(tgid).cloned() else {
+        // What reading a code object needs, not a clone of the whole
+        // interpreter (its path) per sample.
+        let Some(kind) = self.interpreter(tgid).map(CodeKind::of) else {
             return Vec::new();
         };
+        let offsets = kind.offsets;
         let mut out = Vec::with_capacity(records.len());
         for record in records {
-            let role = decode::frame_role(interp.offsets.entry, record.flag());
+            let role = decode::frame_role(offsets.entry, record.flag());
             if role == FrameRole::Shim {
                 out.push((String::new(), role));
                 continue;
             }
             let code = record.code();
-            let name = match self.code_info(tgid, &interp, code) {
+            let name = match self.code_info(tgid, kind, code) {
                 Some(info) => {
                     let key = (Arc::as_ptr(&info) as usize, record.instr);
                     if let Some(name) = self.name_cache.get(&key) {
                         out.push((name.clone(), role));
                         continue;
                     }
-                    let line = decode::instr_index(interp.offsets, code, record.instr)
+                    let line = decode::instr_index(offsets, code, record.instr)
                         .and_then(|index| {
                             decode::line_for_index(
-                                interp.offsets.linetable,
+                                offsets.linetable,
                                 &info.linetable,
                                 info.firstlineno,
                                 index,
@@ -451,9 +455,26 @@ pub fn debug_offsets_313(bytes: &[u8], table: &PyProcess) -> Option<PyProcess> {
 }
 
 /// Reads a code object's name, file name, first line and line table.
-fn read_code(memory: &ProcessMemory, interp: &Interpreter, addr: u64) -> Option<CodeInfo> {
-    let code = &interp.offsets.code;
-    if let Some(code_type) = interp.code_type
+/// What reading an interpreter's code objects needs.
+#[derive(Clone, Copy)]
+struct CodeKind {
+    offsets: &'static VersionOffsets,
+    /// Address of `PyCode_Type`, when known.
+    code_type: Option<u64>,
+}
+
+impl CodeKind {
+    fn of(interp: &Interpreter) -> Self {
+        Self {
+            offsets: interp.offsets,
+            code_type: interp.code_type,
+        }
+    }
+}
+
+fn read_code(memory: &ProcessMemory, kind: CodeKind, addr: u64) -> Option<CodeInfo> {
+    let code = &kind.offsets.code;
+    if let Some(code_type) = kind.code_type
         && memory.u64(addr.checked_add(OB_TYPE)?)? != code_type
     {
         return None;
