@@ -153,6 +153,10 @@ pub struct PyOffCpuSample {
     pub ts_out: u64,
     /// Time off the CPU (filled at switch-in).
     pub blocked_ns: u64,
+    /// When the frames were walked, for a runnable interval (its frames
+    /// stand for the thread's next runnable intervals for a while); 0 for
+    /// other states.
+    pub walked_ns: u64,
     /// `offcpu_state` index.
     pub state: u32,
     pub py_frames: u16,
@@ -161,7 +165,7 @@ pub struct PyOffCpuSample {
 }
 const _: () = assert!(
     core::mem::size_of::<PyOffCpuSample>()
-        == 40 + MAX_PY_FRAMES * core::mem::size_of::<PyFrameRecord>()
+        == 48 + MAX_PY_FRAMES * core::mem::size_of::<PyFrameRecord>()
 );
 
 impl PyOffCpuSample {

@@ -23,7 +23,8 @@
 //!   which is the same at the exit as when it blocked → `STACK_EVENTS`.
 //! - `offcpu_python` (tracepoint sched_switch, DWARF mode only): Python frames
 //!   of registered interpreters' threads at switch-out, sent with the time
-//!   blocked at switch-in → `PY_OFFCPU_EVENTS`.
+//!   blocked at switch-in → `PY_OFFCPU_EVENTS` (a preempted thread's
+//!   frames stand for its next preemptions for 10 ms).
 //! - `sched_process_fork/exec/exit` (tracepoints): the traced set follows descendants.
 //! - `sys_exit` (raw tracepoint): per-thread per-syscall counts, time
 //!   histogram, bytes of the read/write families. A call's time is by
@@ -69,6 +70,7 @@ mod ksyms;
 mod maps;
 mod page_cache;
 mod python;
+mod python_offcpu;
 mod sched;
 mod stacks;
 mod switch_stacks;
@@ -94,7 +96,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
 #[tracepoint]
 pub fn offcpu_python(ctx: TracePointContext) -> u32 {
     // Attached to sched_switch too (DWARF mode only).
-    sched::offcpu_python(&ctx)
+    python_offcpu::offcpu_python(&ctx)
 }
 
 #[tracepoint]

@@ -8,20 +8,18 @@ use aya_ebpf::{
 };
 use storprof_common::{
     FLAG_OFFCPU_DWARF, FLAG_SYSCALL_BLOCKED_TIME, FLAG_UNWIND_PER_PROCESS, NO_SYSCALL,
-    OffCpuPending, OffCpuStart, ProcEvent, PyOffCpuSample, StackKey, lost, offcpu_state,
-    proc_event, py_offcpu_lost, tracepoint_offsets as offsets,
+    OffCpuPending, OffCpuStart, ProcEvent, StackKey, lost, offcpu_state, proc_event,
+    tracepoint_offsets as offsets,
 };
 
 use crate::{
     kernel::{current_syscall, field, field_again, now_ns},
     maps::{
         CONFIG, DWARF_PROCS, MISSED_SWITCH_INS, OFFCPU_PENDING, OFFCPU_PENDING_FLAG, OFFCPU_STACKS,
-        OFFCPU_START, ONCPU_START, PROC_EVENTS, PY_OFFCPU, PY_OFFCPU_EVENTS, PY_OFFCPU_PENDING,
-        PY_OFFCPU_SCRATCH, PY_PROCS, STACK_BUF_TRACE, SWITCH_STACKS, SYSCALL_START, SYSCALL_THREAD,
-        THREADS, TRACED, add_to, count_lost, count_py_offcpu_lost, is_traced, thread_acc,
+        OFFCPU_START, ONCPU_START, PROC_EVENTS, PY_PROCS, SWITCH_STACKS, SYSCALL_START,
+        SYSCALL_THREAD, THREADS, TRACED, add_to, count_lost, is_traced, thread_acc,
     },
-    python::python_frames,
-    stacks::{capture_user_stack, scratch_slot, stack_ids},
+    stacks::{capture_user_stack, scratch_slot},
 };
 
 /// `sched_switch`: ends `prev`'s on-CPU time and starts its off-CPU
@@ -206,7 +204,7 @@ fn add_syscall_blocked(tid: u32, blocked: u64) {
 /// a DWARF-unwound process: then its user stack stays as it is until the
 /// syscall's exit, and is copied there (`FLAG_OFFCPU_DWARF`).
 #[inline(always)]
-fn stack_at_syscall_exit(tgid: u32) -> bool {
+pub(crate) fn stack_at_syscall_exit(tgid: u32) -> bool {
     let Some(config) = CONFIG.get(0) else {
         return false;
     };
@@ -222,7 +220,7 @@ fn stack_at_syscall_exit(tgid: u32) -> bool {
 /// is taken (None: left out) with probability `blocked / quantum` and then
 /// weighs a whole quantum, so the expected weight is its length.
 #[inline(always)]
-fn sampled_weight(blocked: u64) -> Option<u64> {
+pub(crate) fn sampled_weight(blocked: u64) -> Option<u64> {
     let quantum = CONFIG
         .get(0)
         .map_or(0, |c| c.offcpu_quantum_us as u64 * 1000);
@@ -237,7 +235,7 @@ fn sampled_weight(blocked: u64) -> Option<u64> {
 /// The stack ids `switch` (attached first to the same tracepoint) stored
 /// for thread `tid` of `tgid` leaving the CPU at about `now`, when it did.
 #[inline(always)]
-fn stacks_just_taken(tid: u32, tgid: u32, now: u64) -> Option<(i32, i32)> {
+pub(crate) fn stacks_just_taken(tid: u32, tgid: u32, now: u64) -> Option<(i32, i32)> {
     let off = OFFCPU_START.get(tid)?;
     let fresh = off.ts != 0 && off.tgid == tgid && now.wrapping_sub(off.ts) < JUST_TAKEN_NS;
     fresh.then_some((off.user_stack, off.kernel_stack))
@@ -341,91 +339,6 @@ pub(crate) fn flush_offcpu(tgid: u32, tid: u32, regs: *const u64) {
     capture_user_stack(key, stack_bytes, regs, scratch_slot(cpu) + 1, &pending);
 }
 
-/// `offcpu_python`: at switch-out, the Python frames of a registered
-/// interpreter's thread (`PY_OFFCPU`); at its switch-in, sent with the
-/// time it was blocked (`PY_OFFCPU_EVENTS`).
-#[inline(always)]
-pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
-    let now = now_ns();
-    let prev_tid: u32 = field(ctx, offsets::SCHED_SWITCH_PREV_PID);
-    let prev_state: i64 = field(ctx, offsets::SCHED_SWITCH_PREV_STATE);
-    let next_tid: u32 = field(ctx, offsets::SCHED_SWITCH_NEXT_PID);
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-
-    // An interval inside a syscall of a DWARF-unwound process gets its
-    // Python frames with its native stack at the syscall's exit instead.
-    if prev_tid != 0
-        && is_traced(tgid)
-        // SAFETY: the lookup result is only tested.
-        && unsafe { PY_PROCS.get(tgid) }.is_some()
-        && !(stack_at_syscall_exit(tgid)
-            && syscall_slept_in(offcpu_state::from_prev_state(prev_state) as u32) != NO_SYSCALL)
-        && let Some(scratch) = PY_OFFCPU_SCRATCH.get_ptr_mut(0)
-    {
-        // SAFETY: this CPU's scratch value.
-        let (frames, status) = python_frames(
-            tgid,
-            prev_tid,
-            unsafe { &mut (*scratch).py },
-            STACK_BUF_TRACE,
-        );
-        if frames > 0 {
-            let (user_stack, kernel_stack) = stacks_just_taken(prev_tid, tgid, now)
-                .unwrap_or_else(|| stack_ids(ctx, STACK_BUF_TRACE));
-            // SAFETY: as above.
-            unsafe {
-                (*scratch).tgid = tgid;
-                (*scratch).tid = prev_tid;
-                (*scratch).user_stack = user_stack;
-                (*scratch).kernel_stack = kernel_stack;
-                (*scratch).ts_out = now;
-                (*scratch).blocked_ns = 0;
-                (*scratch).state = offcpu_state::from_prev_state(prev_state) as u32;
-                (*scratch).py_frames = frames;
-                (*scratch).py_status = status;
-            }
-            // By reference: a copy of the value would not fit the BPF stack.
-            #[allow(clippy::needless_borrows_for_generic_args)]
-            // SAFETY: as above; the map copies the value.
-            let inserted = PY_OFFCPU.insert(prev_tid, unsafe { &*scratch }, 0).is_ok();
-            if inserted {
-                if let Some(pending) = PY_OFFCPU_PENDING.get_ptr_mut(prev_tid) {
-                    // SAFETY: per-tid slot of the thread leaving this CPU.
-                    unsafe { *pending = 1 };
-                }
-            } else {
-                count_py_offcpu_lost(py_offcpu_lost::MAP_FULL);
-            }
-        }
-    }
-
-    if next_tid != 0
-        && let Some(pending) = PY_OFFCPU_PENDING.get_ptr_mut(next_tid)
-        // SAFETY: per-tid slot of the thread being switched in here.
-        && unsafe { *pending } != 0
-    {
-        // SAFETY: as above.
-        unsafe { *pending = 0 };
-        if let Some(entry) = PY_OFFCPU.get_ptr_mut(next_tid) {
-            // SAFETY: the entry of `next_tid`, written only at its switch-out.
-            unsafe {
-                let blocked = now.saturating_sub((*entry).ts_out);
-                if let Some(weight) = sampled_weight(blocked) {
-                    (*entry).blocked_ns = weight;
-                    if PY_OFFCPU_EVENTS
-                        .output::<PyOffCpuSample>(&*entry, 0)
-                        .is_err()
-                    {
-                        count_py_offcpu_lost(py_offcpu_lost::RINGBUF_FULL);
-                    }
-                }
-            }
-            let _ = PY_OFFCPU.remove(next_tid);
-        }
-    }
-    0
-}
-
 #[inline(always)]
 fn emit_proc_event(kind: u32, tgid: u32, tid: u32, group_dead: u32) {
     let event = ProcEvent {
@@ -512,6 +425,8 @@ pub(crate) fn process_exec() -> u32 {
             let _ = OFFCPU_PENDING.remove(tid);
         }
     }
+    // ... and frames of the old image would be named from the new one.
+    crate::python_offcpu::forget_python_frames(tid);
     emit_proc_event(proc_event::EXEC, tgid, pid_tgid as u32, 0);
     0
 }
@@ -539,8 +454,9 @@ pub(crate) fn process_exit(ctx: &TracePointContext) -> u32 {
             (*slot).blocked_ns = 0;
         }
     }
-    // ... keeps no stacks of this one's switch-outs ...
+    // ... keeps no stacks or Python frames of this one's switch-outs ...
     let _ = SWITCH_STACKS.remove(tid);
+    crate::python_offcpu::forget_python_frames(tid);
     // ... and has no blocked time pending.
     if let Some(flag) = OFFCPU_PENDING_FLAG.get_ptr_mut(tid) {
         // SAFETY: per-tid slot of the exiting thread.
