@@ -43,9 +43,8 @@ pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
         // SAFETY: the lookup result is only tested.
         && unsafe { PY_PROCS.get(tgid) }.is_some()
         && !(stack_at_syscall_exit(tgid) && syscall_slept_in(state) != NO_SYSCALL)
-        && !(state == offcpu_state::RUNNABLE as u32 && reuse_frames(ctx, prev_tid, tgid, now))
     {
-        walk_frames(ctx, prev_tid, tgid, state, now);
+        take_frames(ctx, prev_tid, tgid, state, now);
     }
 
     if next_tid != 0 {
@@ -54,22 +53,36 @@ pub(crate) fn offcpu_python(ctx: &TracePointContext) -> u32 {
     0
 }
 
-/// Walks the Python frames of thread `tid` of `tgid` leaving the CPU at
-/// `now` in `state` into its `PY_OFFCPU` entry, pending until its
-/// switch-in.
+/// Puts the Python frames of thread `tid` of `tgid`, leaving the CPU at
+/// `now` in `state`, into its `PY_OFFCPU` entry, pending until its
+/// switch-in: walked now, or, for a runnable interval, those its entry
+/// holds when they were walked at a runnable switch-out less than
+/// `STACK_REUSE_NS` ago (a sample of where the thread ran, as the native
+/// stacks of `switch_stacks` are: [`reuse_frames`]).
 #[inline(always)]
-fn walk_frames(ctx: &TracePointContext, tid: u32, tgid: u32, state: u32, now: u64) {
+fn take_frames(ctx: &TracePointContext, tid: u32, tgid: u32, state: u32, now: u64) {
+    let runnable = state == offcpu_state::RUNNABLE as u32;
+    if runnable && reuse_frames(tid, tgid, now) {
+        return;
+    }
     let Some(scratch) = PY_OFFCPU_SCRATCH.get_ptr_mut(0) else {
         return;
     };
+    // Before the walk: nothing that differs between a runnable switch-out
+    // and another lives across it, so the verifier walks it once.
     // SAFETY: this CPU's scratch value.
-    let (frames, status) = python_frames(tgid, tid, unsafe { &mut (*scratch).py }, STACK_BUF_TRACE);
-    if frames == 0 {
+    unsafe {
+        (*scratch).walked_ns = if runnable { now } else { 0 };
+        (*scratch).state = state;
+    }
+    // SAFETY: as above.
+    let walked = python_frames(tgid, tid, unsafe { &mut (*scratch).py }, STACK_BUF_TRACE);
+    if walked.0 == 0 {
         return;
     }
     let (user_stack, kernel_stack) =
         stacks_just_taken(tid, tgid, now).unwrap_or_else(|| stack_ids(ctx, STACK_BUF_TRACE));
-    // SAFETY: as above.
+    // SAFETY: this CPU's scratch value.
     unsafe {
         (*scratch).tgid = tgid;
         (*scratch).tid = tid;
@@ -77,14 +90,8 @@ fn walk_frames(ctx: &TracePointContext, tid: u32, tgid: u32, state: u32, now: u6
         (*scratch).kernel_stack = kernel_stack;
         (*scratch).ts_out = now;
         (*scratch).blocked_ns = 0;
-        (*scratch).walked_ns = if state == offcpu_state::RUNNABLE as u32 {
-            now
-        } else {
-            0
-        };
-        (*scratch).state = state;
-        (*scratch).py_frames = frames;
-        (*scratch).py_status = status;
+        (*scratch).py_frames = walked.0;
+        (*scratch).py_status = walked.1;
     }
     // By reference: a copy of the value would not fit the BPF stack.
     #[allow(clippy::needless_borrows_for_generic_args)]
@@ -97,30 +104,30 @@ fn walk_frames(ctx: &TracePointContext, tid: u32, tgid: u32, state: u32, now: u6
     }
 }
 
-/// A runnable switch-out of thread `tid` of `tgid` at `now`: when the
-/// frames its entry holds were walked at a runnable switch-out less than
-/// `STACK_REUSE_NS` ago, they stand for this one too (a sample of where
-/// the thread ran, as the native stacks of `switch_stacks` are), and the
-/// entry is pending again with this interval's stacks and time.
+/// When thread `tid`'s `PY_OFFCPU` entry holds frames walked at a runnable
+/// switch-out of process `tgid` less than `STACK_REUSE_NS` before `now`,
+/// makes it pending again for this runnable interval and says so. The
+/// stacks are the ones `switch` just took (themselves sampled the same
+/// way), else the entry's: no stack is taken here, which kept this path
+/// from doubling what the verifier walks.
 #[inline(always)]
-fn reuse_frames(ctx: &TracePointContext, tid: u32, tgid: u32, now: u64) -> bool {
+fn reuse_frames(tid: u32, tgid: u32, now: u64) -> bool {
     let Some(entry) = PY_OFFCPU.get_ptr_mut(tid) else {
         return false;
     };
     // SAFETY: the entry of the thread leaving this CPU, written only at its
     // own switch-outs and switch-ins (never on two CPUs at once).
-    let walked_ns = unsafe { (*entry).walked_ns };
-    // SAFETY: as above.
-    let same_process = unsafe { (*entry).tgid } == tgid;
-    if walked_ns == 0 || !same_process || now.wrapping_sub(walked_ns) >= STACK_REUSE_NS {
+    let (walked_ns, owner) = unsafe { ((*entry).walked_ns, (*entry).tgid) };
+    if walked_ns == 0 || owner != tgid || now.wrapping_sub(walked_ns) >= STACK_REUSE_NS {
         return false;
     }
-    let (user_stack, kernel_stack) =
-        stacks_just_taken(tid, tgid, now).unwrap_or_else(|| stack_ids(ctx, STACK_BUF_TRACE));
+    let stacks = stacks_just_taken(tid, tgid, now);
     // SAFETY: as above.
     unsafe {
-        (*entry).user_stack = user_stack;
-        (*entry).kernel_stack = kernel_stack;
+        if let Some((user_stack, kernel_stack)) = stacks {
+            (*entry).user_stack = user_stack;
+            (*entry).kernel_stack = kernel_stack;
+        }
         (*entry).ts_out = now;
         (*entry).blocked_ns = 0;
         (*entry).state = offcpu_state::RUNNABLE as u32;
