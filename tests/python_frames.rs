@@ -354,3 +354,43 @@ fn each_thread_gets_its_own_python_frames() {
     }
     eprintln!("{tested} CPython versions tested");
 }
+
+#[test]
+#[ignore = "needs root"]
+fn preempted_python_threads_keep_their_frames_off_the_cpu() {
+    assert_root();
+    // More spinning processes than CPUs: their off-CPU time is runnable
+    // time after preemptions, whose Python frames are walked about every
+    // 10 ms a thread and stand for the preemptions in between.
+    let Some(python) = ["3.11", "3.12", "3.10", "3.13"]
+        .into_iter()
+        .find_map(python_of_version)
+        .or_else(|| Some(PathBuf::from("/usr/bin/python3")).filter(|p| p.exists()))
+    else {
+        eprintln!("skipped: no CPython found");
+        return;
+    };
+    let spinner = repo().join("tests/python/preempted.py");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("session");
+    let seconds = 3.0;
+    record_with(
+        &dir,
+        &["--unwind", "dwarf"],
+        [python.as_os_str(), spinner.as_os_str(), "3".as_ref()],
+    );
+    let offcpu = std::fs::read_to_string(dir.join("offcpu.folded")).unwrap();
+    let under_spin_us = folded_count(&offcpu, |l| l.contains("spin_preempted ("));
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get()) as f64;
+    let workers = cpus.max(2.0) + 1.0;
+    // Each spinner waits for a CPU about 1/workers of the time.
+    let expected_us = seconds * (workers - cpus) * 1e6;
+    eprintln!("{under_spin_us} µs runnable under spin_preempted, about {expected_us} expected");
+    // Sampled by the off-CPU quantum, unbiased: a reused entry not sent
+    // again, or sent twice, lands outside these bounds.
+    let ratio = under_spin_us as f64 / expected_us;
+    assert!(
+        (0.6..1.6).contains(&ratio),
+        "{under_spin_us} µs off the CPU under spin_preempted, about {expected_us} expected:\n{offcpu}"
+    );
+}

@@ -3,7 +3,8 @@
 //! with the time it was off the CPU (`PY_OFFCPU_EVENTS`), sampled by the
 //! off-CPU quantum. A runnable interval (a preemption) keeps its entry
 //! after the switch-in, and the thread's next preemptions within
-//! `STACK_REUSE_NS` send the same frames without walking them again: a
+//! `STACK_REUSE_NS` send the same frames (with the native stacks taken
+//! with them) without walking them again: a
 //! CPU-bound thread is preempted every few milliseconds, most of those
 //! intervals are shorter than the quantum and dropped at switch-in, and a
 //! walk at each was most of this program's cost.
@@ -107,9 +108,9 @@ fn take_frames(ctx: &TracePointContext, tid: u32, tgid: u32, state: u32, now: u6
 /// When thread `tid`'s `PY_OFFCPU` entry holds frames walked at a runnable
 /// switch-out of process `tgid` less than `STACK_REUSE_NS` before `now`,
 /// makes it pending again for this runnable interval and says so. The
-/// stacks are the ones `switch` just took (themselves sampled the same
-/// way), else the entry's: no stack is taken here, which kept this path
-/// from doubling what the verifier walks.
+/// entry keeps the native stacks taken with its frames, so that the two
+/// agree (and no stack is taken here, which kept this path from doubling
+/// what the verifier walks).
 #[inline(always)]
 fn reuse_frames(tid: u32, tgid: u32, now: u64) -> bool {
     let Some(entry) = PY_OFFCPU.get_ptr_mut(tid) else {
@@ -121,13 +122,8 @@ fn reuse_frames(tid: u32, tgid: u32, now: u64) -> bool {
     if walked_ns == 0 || owner != tgid || now.wrapping_sub(walked_ns) >= STACK_REUSE_NS {
         return false;
     }
-    let stacks = stacks_just_taken(tid, tgid, now);
     // SAFETY: as above.
     unsafe {
-        if let Some((user_stack, kernel_stack)) = stacks {
-            (*entry).user_stack = user_stack;
-            (*entry).kernel_stack = kernel_stack;
-        }
         (*entry).ts_out = now;
         (*entry).blocked_ns = 0;
         (*entry).state = offcpu_state::RUNNABLE as u32;

@@ -1,10 +1,10 @@
 //! Stacks at `sched_switch`: a thread that leaves the CPU again and again
 //! from the same place (a futex hand-off, a small read) has its stacks
-//! taken about every 10 ms instead of at every switch (preemptions too,
-//! those in user code all from one place), most of that hook's cost; the
-//! Python off-CPU program reuses the ones `switch` took.
+//! taken about every 10 ms instead of at every switch (preemptions too),
+//! most of that hook's cost; the Python off-CPU program reuses the ones
+//! `switch` took.
 use aya_ebpf::programs::TracePointContext;
-use storprof_common::{NO_SYSCALL, offcpu_state, tracepoint_offsets as offsets};
+use storprof_common::{offcpu_state, tracepoint_offsets as offsets};
 
 use crate::{
     kernel::{current_syscall, field_again, pt_regs, pt_regs_word},
@@ -25,17 +25,14 @@ pub(crate) const STACK_REUSE_NS: u64 = 10_000_000;
 /// syscall and state, the same user instruction and stack pointers) less
 /// than `STACK_REUSE_NS` ago, else taken now and remembered.
 ///
-/// Preemptions inside a syscall are keyed the same way (the syscall and
-/// the user registers it returns to): a hand-off preempts the waker at its
-/// syscall's return thousands of times a second, and taking those stacks
-/// anew each time was most of this hook's cost in a futex storm. A
-/// preemption in user code stops at a new instruction each time, so those
-/// share one place: a CPU-bound thread preempted every few milliseconds
-/// has its stacks taken about every 10 ms, a sample of where it ran, as
-/// the CPU samples are. The confusions this leaves: a preemption inside a
-/// syscall may get the kernel stack of another preemption in the same
-/// call less than 10 ms before, and one in user code the stacks of an
-/// earlier one; either way the time is the thread's, spent runnable.
+/// Preemptions are keyed the same way: the user registers are where a
+/// thread preempted in user space stopped, or the syscall a thread
+/// preempted in the kernel is in. A hand-off preempts the waker at its
+/// syscall's return thousands of times a second; taking those stacks anew
+/// each time was most of this hook's cost in a futex storm. The one
+/// confusion left: a preemption inside a syscall may get the kernel stack
+/// of another preemption in the same call less than 10 ms before; both are
+/// time spent runnable in that call.
 #[inline(always)]
 pub(crate) fn switch_out_stacks(
     ctx: &TracePointContext,
@@ -68,21 +65,6 @@ fn state_and_syscall(prev_state: i64) -> (u32, u32) {
     (state, current_syscall())
 }
 
-/// The place a switch-out in `state` inside `syscall` is keyed by: the
-/// current task's user instruction and stack pointers (0 when its saved
-/// registers cannot be read), or, for a preemption in user code, one place
-/// for all of them (an instruction pointer no code has).
-#[inline(always)]
-fn switch_out_place(state: u32, syscall: u32) -> (u64, u64) {
-    if state == offcpu_state::RUNNABLE as u32 && syscall == NO_SYSCALL {
-        return (PREEMPTED_IN_USER_CODE, 0);
-    }
-    user_ip_sp()
-}
-
-/// The instruction pointer standing for every preemption in user code.
-const PREEMPTED_IN_USER_CODE: u64 = 1;
-
 /// The current task's user instruction and stack pointers (0 when its
 /// saved registers cannot be read).
 #[inline(always)]
@@ -107,7 +89,7 @@ fn reusable_stacks(tid: u32, prev_state: i64, now: u64) -> Option<(i32, i32)> {
     // SAFETY: the value of `tid`, written only at that thread's own
     // switch-outs (this one, on this CPU) and removed at its exit.
     let slot = unsafe { SWITCH_STACKS.get(tid) }?;
-    let (ip, sp) = switch_out_place(state, syscall);
+    let (ip, sp) = user_ip_sp();
     slot.ways
         .iter()
         .find(|way| way.stands_for(ip, sp, syscall, state, now, STACK_REUSE_NS))
@@ -119,7 +101,7 @@ fn reusable_stacks(tid: u32, prev_state: i64, now: u64) -> Option<(i32, i32)> {
 #[inline(always)]
 fn remember_stacks(tid: u32, prev_state: i64, now: u64, ids: (i32, i32)) {
     let (state, syscall) = state_and_syscall(prev_state);
-    let (ip, sp) = switch_out_place(state, syscall);
+    let (ip, sp) = user_ip_sp();
     let way = SwitchStackWay {
         ip,
         sp,
